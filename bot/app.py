@@ -1,0 +1,145 @@
+"""The composition root: `create_app` builds every part and owns its lifetime.
+
+One aiohttp application serves Slack (`/slack/events`, through Bolt), the Grafana webhook,
+`/healthz` and `/metrics`. The store, the Slack client and the outbox worker are created in
+`cleanup_ctx` and closed or cancelled on shutdown; nothing lives at module level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import ids, listeners
+from bot.config import ConfigError, Settings
+from bot.delivery import Deliverer
+from bot.incidents import Clock, IncidentService, utcnow
+from bot.listeners.actions import ActionHandlers
+from bot.render import Renderer
+from bot.slack import SlackGateway
+from bot.store import Store, open_store
+from bot.webhook import MAX_BODY_BYTES, WebhookAuth, WebhookHandler
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Parts:
+    """What the running app is made of, for handlers and tests that need to reach a part."""
+
+    settings: Settings
+    store: Store
+    slack: SlackGateway
+    bolt: AsyncApp
+    incidents: IncidentService
+    deliverer: Deliverer
+
+
+PARTS = web.AppKey("parts", Parts)
+
+
+def slack_client_for(settings: Settings) -> AsyncWebClient:
+    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+    return AsyncWebClient(token=token, base_url=str(settings.slack_api_url))
+
+
+def create_app(
+    settings: Settings,
+    *,
+    slack_client: AsyncWebClient | None = None,
+    clock: Clock = utcnow,
+) -> web.Application:
+    """Build the bot's aiohttp application from `settings`.
+
+    `slack_client` replaces the client built from SLACK_BOT_TOKEN and SLACK_API_URL.
+    """
+    if settings.slack_signing_secret is None and settings.slack_app_token is None:
+        raise ConfigError("SLACK_SIGNING_SECRET is not set: Slack requests cannot be verified")
+    if not settings.channel:
+        raise ConfigError("QUEUEBOT_CHANNEL is not set: alerts have nowhere to go")
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    client = slack_client or slack_client_for(settings)
+    auth = WebhookAuth(
+        token=settings.webhook_token,
+        hmac_secret=settings.webhook_hmac_secret,
+        timestamp_header=settings.webhook_hmac_timestamp_header,
+    )
+    if not auth.enabled:
+        log.warning(
+            "QUEUEBOT_WEBHOOK_TOKEN and QUEUEBOT_WEBHOOK_HMAC_SECRET are unset: "
+            "anyone who can reach %s can post alerts",
+            ids.GRAFANA_WEBHOOK_PATH,
+        )
+
+    async def lifetime(app: web.Application) -> AsyncIterator[None]:
+        store = await open_store(settings.database)
+        renderer = Renderer()
+        slack = SlackGateway(client)
+        deliverer = Deliverer(store, slack, renderer)
+        service = IncidentService(
+            store,
+            default_channel=settings.channel or "",
+            routes=settings.file.routes,
+            on_enqueued=deliverer.wake,
+            clock=clock,
+        )
+        bolt = AsyncApp(
+            client=client,
+            signing_secret=(
+                settings.slack_signing_secret.get_secret_value()
+                if settings.slack_signing_secret
+                else None
+            ),
+            request_verification_enabled=settings.slack_signing_secret is not None,
+        )
+        listeners.register(bolt, ActionHandlers(slack, renderer))
+        app[PARTS] = Parts(settings, store, slack, bolt, service, deliverer)
+        handler = WebhookHandler(service, auth)
+        app[WEBHOOK] = handler
+        worker = asyncio.create_task(deliverer.run(), name="outbox")
+        socket = None
+        if settings.slack_app_token is not None:
+            socket = AsyncSocketModeHandler(bolt, settings.slack_app_token.get_secret_value())
+            await socket.connect_async()
+            log.info("Slack traffic uses Socket Mode")
+        try:
+            yield
+        finally:
+            if socket is not None:
+                await socket.close_async()
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+            await store.close()
+
+    app.cleanup_ctx.append(lifetime)
+    app.router.add_post(ids.SLACK_EVENTS_PATH, _slack_events)
+    app.router.add_post(ids.GRAFANA_WEBHOOK_PATH, _grafana_webhook)
+    app.router.add_get(ids.HEALTHZ_PATH, _healthz)
+    return app
+
+
+WEBHOOK = web.AppKey("webhook", WebhookHandler)
+
+
+async def _slack_events(request: web.Request) -> web.Response:
+    bolt = request.app[PARTS].bolt
+    response = await bolt.async_dispatch(await to_bolt_request(request))
+    return await to_aiohttp_response(response)
+
+
+async def _grafana_webhook(request: web.Request) -> web.Response:
+    return await request.app[WEBHOOK](request)
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})

@@ -1,0 +1,155 @@
+"""The `queuebot` command line: serve, demo, render, check."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from bot import __version__
+from bot.app import create_app, slack_client_for
+from bot.config import ConfigError, load_settings
+from bot.models import parse_webhook
+from bot.render import Renderer
+from bot.state import Incident, IncidentStatus
+from bot.store import StoreError
+
+log = logging.getLogger("bot")
+
+
+def _setup_logging(verbose: bool = False) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    # The SDK logs request details at DEBUG; keep them out even when verbose.
+    logging.getLogger("slack_sdk").setLevel(logging.INFO)
+    logging.getLogger("slack_bolt").setLevel(logging.WARNING)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    settings = load_settings(for_serve=True)
+    _setup_logging(args.verbose)
+    app = create_app(settings)
+    log.info("queuebot %s listening on %s:%s", __version__, settings.host, settings.port)
+    web.run_app(app, host=settings.host, port=settings.port, print=None, access_log=None)
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """Print the Block Kit JSON of the parent message for a webhook body."""
+    path = Path(args.payload)
+    try:
+        raw = sys.stdin.buffer.read() if args.payload == "-" else path.read_bytes()
+    except OSError as exc:
+        print(f"queuebot: cannot read {path}: {exc.strerror}", file=sys.stderr)
+        return 1
+    try:
+        group = parse_webhook(raw)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        print(f"queuebot: {path} is not a webhook body: {where}: {first['msg']}", file=sys.stderr)
+        return 1
+    status = IncidentStatus(group.status.value)
+    incident = Incident(
+        id=1,
+        group_key=group.group_key,
+        channel="render",
+        status=status,
+        group=group,
+        started_at=group.started_at,
+        resolved_at=group.ended_at if status is IncidentStatus.RESOLVED else None,
+    )
+    message = Renderer().incident(incident)
+    print(json.dumps({"text": message.text, "blocks": message.blocks}, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Validate the configuration and reach each configured service."""
+    settings = load_settings(for_serve=True)
+    return asyncio.run(_check(settings))
+
+
+async def _check(settings: object) -> int:
+    from bot.config import Settings
+    from bot.slack import SlackError, SlackGateway
+    from bot.store import open_store
+
+    assert isinstance(settings, Settings)
+    failures = 0
+    print("configuration: ok")
+    try:
+        store = await open_store(settings.database)
+        await store.close()
+        print(f"store: ok ({settings.database})")
+    except StoreError as exc:
+        failures += 1
+        print(f"store: FAILED: {exc}")
+    try:
+        identity = await SlackGateway(slack_client_for(settings)).auth_test()
+        print(f"slack: ok (bot {identity.get('user_id')} in team {identity.get('team')})")
+    except SlackError as exc:
+        failures += 1
+        print(f"slack: FAILED: {exc}")
+    return 1 if failures else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from bot.demo import run_demo
+
+    _setup_logging(args.verbose)
+    return asyncio.run(run_demo(host=args.host, port=args.port, slack_port=args.slack_port))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="queuebot", description="Slack ChatOps for CI runner queueing alerts."
+    )
+    parser.add_argument("--version", action="version", version=f"queuebot {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run the bot (settings from the environment)")
+    serve.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
+    serve.set_defaults(func=cmd_serve)
+
+    demo = sub.add_parser("demo", help="run the bot against a local Slack workspace")
+    demo.add_argument("--host", default="127.0.0.1", help="where the bot listens")
+    demo.add_argument("--port", type=int, default=3000, help="the bot's port (0: any free one)")
+    demo.add_argument(
+        "--slack-port", type=int, default=0, help="the local Slack workspace's port (0: any)"
+    )
+    demo.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
+    demo.set_defaults(func=cmd_demo)
+
+    render = sub.add_parser("render", help="print the Block Kit JSON for a webhook body")
+    render.add_argument("payload", help="a Grafana or Alertmanager webhook body (- for stdin)")
+    render.set_defaults(func=cmd_render)
+
+    check = sub.add_parser("check", help="validate the configuration and reach each service")
+    check.set_defaults(func=cmd_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except ConfigError as exc:
+        print(f"queuebot: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except StoreError as exc:
+        print(f"queuebot: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return code

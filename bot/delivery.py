@@ -1,0 +1,190 @@
+"""The outbox worker: delivers what incidents owe to Slack, in order, until Slack takes it.
+
+Each incident's deliveries go out one at a time in the order they were stored (a reply never
+overtakes the parent it threads under); different incidents go out side by side. When Slack is
+down or rate-limits, a delivery waits (Retry-After on 429, exponential backoff with jitter
+otherwise) and is tried again; nothing accepted is dropped. A parent edit is rendered from the
+incident's current state, so several edits owed at once become one `chat.update`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+
+from bot.render import Renderer
+from bot.slack import SlackError, SlackGateway, SlackRejected, SlackUnavailable
+from bot.state import Incident, ThreadEvent
+from bot.store import OutboxItem, OutboxKind, OutboxState, Store
+
+log = logging.getLogger(__name__)
+
+MAX_PARALLEL_INCIDENTS = 16
+MAX_BACKOFF_SECONDS = 300.0
+#: How often the worker looks at the outbox when nothing woke it (a safety net, not the path).
+IDLE_POLL_SECONDS = 5.0
+
+
+def backoff(attempts: int) -> float:
+    """Seconds before try `attempts + 1`: 0.5, 1, 2, 4 … up to 5 minutes, with ±50 % jitter."""
+    base = min(0.5 * 2**attempts, MAX_BACKOFF_SECONDS)
+    return base * random.uniform(0.5, 1.5)  # noqa: S311 - jitter, not a secret
+
+
+class Deliverer:
+    """Drains the outbox; `wake()` after enqueueing, `run()` as an owned background task."""
+
+    def __init__(self, store: Store, slack: SlackGateway, renderer: Renderer) -> None:
+        self._store = store
+        self._slack = slack
+        self._renderer = renderer
+        self._wakeup = asyncio.Event()
+        self._active: dict[int, asyncio.Task[None]] = {}
+        self._slots = asyncio.Semaphore(MAX_PARALLEL_INCIDENTS)
+
+    def wake(self) -> None:
+        self._wakeup.set()
+
+    async def run(self) -> None:
+        try:
+            while True:
+                self._wakeup.clear()
+                delay = await self._dispatch_due()
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), timeout=delay)
+                except TimeoutError:
+                    pass
+        finally:
+            for task in self._active.values():
+                task.cancel()
+            await asyncio.gather(*self._active.values(), return_exceptions=True)
+
+    async def _dispatch_due(self) -> float:
+        now = time.time()
+        next_at = now + IDLE_POLL_SECONDS
+        for incident_id, not_before in await self._store.due_incidents():
+            if incident_id in self._active:
+                continue
+            if not_before > now:
+                next_at = min(next_at, not_before)
+                continue
+            task = asyncio.create_task(self._drain(incident_id), name=f"deliver-{incident_id}")
+            self._active[incident_id] = task
+            task.add_done_callback(lambda _t, key=incident_id: self._finished(key))
+        return max(next_at - now, 0.01)
+
+    def _finished(self, incident_id: int) -> None:
+        task = self._active.pop(incident_id, None)
+        if task is not None and not task.cancelled() and task.exception() is not None:
+            log.error(
+                "delivery for incident %s crashed", incident_id, exc_info=task.exception()
+            )
+        self.wake()
+
+    async def _drain(self, incident_id: int) -> None:
+        async with self._slots:
+            while True:
+                item = await self._store.next_item(incident_id)
+                if item is None or item.not_before > time.time():
+                    return
+                if not await self._attempt(item):
+                    return
+
+    async def _attempt(self, item: OutboxItem) -> bool:
+        """Deliver one item; False when the incident's queue must wait or stop."""
+        incident = await self._store.get_incident(item.incident_id)
+        if incident is None:
+            await self._store.finish_item(item.id, OutboxState.FAILED, "incident not found")
+            return True
+        try:
+            await self._deliver(item, incident)
+        except SlackUnavailable as exc:
+            delay = exc.retry_after if exc.retry_after is not None else backoff(item.attempts)
+            await self._store.defer_item(item.id, time.time() + delay, str(exc))
+            log.warning(
+                "Slack unavailable, delivery retried in %.1fs: %s (incident=%s item=%s kind=%s)",
+                delay, exc, incident.id, item.id, item.kind,
+            )
+            return False
+        except SlackRejected as exc:
+            await self._store.finish_item(item.id, OutboxState.FAILED, str(exc))
+            log.error(
+                "Slack refused a delivery: %s (incident=%s item=%s kind=%s channel=%s ts=%s)",
+                exc, incident.id, item.id, item.kind, incident.channel, incident.parent_ts,
+            )
+            if item.kind is OutboxKind.POST_PARENT:
+                dropped = await self._store.fail_pending(incident.id, "the parent was not posted")
+                if dropped:
+                    log.error("%d deliveries of incident %s abandoned", dropped, incident.id)
+                return False
+            return True
+        await self._store.finish_item(item.id, OutboxState.DONE)
+        return True
+
+    async def _deliver(self, item: OutboxItem, incident: Incident) -> None:
+        if item.kind is OutboxKind.POST_PARENT:
+            await self._post_parent(item, incident)
+        elif item.kind is OutboxKind.UPDATE_PARENT:
+            if incident.parent_version >= incident.version:
+                return  # the parent already shows this state
+            if await self._store.has_later_update(incident.id, item.id):
+                return  # a later edit will show it all at once
+            await self._update_parent(incident)
+        else:
+            event = ThreadEvent.model_validate_json(item.payload)
+            await self._reply(incident, event)
+
+    async def _post_parent(self, item: OutboxItem, incident: Incident) -> None:
+        if incident.parent_ts:
+            return
+        link = await self._previous_link(incident)
+        shown = incident.model_copy(update={"previous_link": link})
+        posted = await self._slack.post_message(
+            incident.channel,
+            self._renderer.incident(shown),
+            metadata={
+                "event_type": "queuebot_incident",
+                "event_payload": {"incident": incident.id, "outbox": item.id},
+            },
+        )
+        await self._store.set_parent(
+            incident.id, posted.channel_id, posted.ts, incident.version, link
+        )
+        log.info(
+            "incident posted (incident=%s channel=%s ts=%s)",
+            incident.id, posted.channel_id, posted.ts,
+        )
+
+    async def _update_parent(self, incident: Incident) -> None:
+        if not (incident.channel_id and incident.parent_ts):
+            raise SlackRejected("chat.update", "the parent message was never posted")
+        await self._slack.update_message(
+            incident.channel_id, incident.parent_ts, self._renderer.incident(incident)
+        )
+        await self._store.set_parent_version(incident.id, incident.version)
+
+    async def _reply(self, incident: Incident, event: ThreadEvent) -> None:
+        if not (incident.channel_id and incident.parent_ts):
+            raise SlackRejected("chat.postMessage", "the parent message was never posted")
+        await self._slack.post_message(
+            incident.channel_id,
+            self._renderer.thread_event(incident, event),
+            thread_ts=incident.parent_ts,
+        )
+
+    async def _previous_link(self, incident: Incident) -> str | None:
+        if incident.previous_id is None:
+            return None
+        previous = await self._store.get_incident(incident.previous_id)
+        if previous is None or not (previous.channel_id and previous.parent_ts):
+            return None
+        try:
+            return await self._slack.permalink(previous.channel_id, previous.parent_ts)
+        except SlackRejected as exc:
+            log.warning("no permalink for incident %s: %s", previous.id, exc)
+            return None
+
+
+__all__ = ["Deliverer", "SlackError", "backoff"]

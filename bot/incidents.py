@@ -1,0 +1,110 @@
+"""The incident lifecycle: the one place that combines the store, the rules and delivery.
+
+`IncidentService.accept` applies a notification inside one store transaction: it finds the group
+key's incident, asks `state.decide` what the notification does, writes the new state and the
+Slack deliveries it owes into the outbox, and commits. Only then does the webhook answer 2xx;
+`delivery.Deliverer` takes it from there.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+
+from bot.config import Route
+from bot.models import AlertGroup
+from bot.state import Action, Decision, Incident, decide
+from bot.store import NewIncident, OutboxKind, Store
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def route_channel(group: AlertGroup, routes: Sequence[Route], default: str) -> str:
+    """The channel for `group`: the first matching route's, else the default."""
+    fields = group.routing_fields()
+    for route in routes:
+        if route.matches(fields):
+            return route.channel
+    return default
+
+
+class IncidentService:
+    """Turns accepted notifications into incident state and owed Slack deliveries."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        default_channel: str,
+        routes: Sequence[Route] = (),
+        on_enqueued: Callable[[], None] = lambda: None,
+        clock: Clock = utcnow,
+    ) -> None:
+        self._store = store
+        self._default_channel = default_channel
+        self._routes = tuple(routes)
+        self._on_enqueued = on_enqueued
+        self._clock = clock
+
+    async def accept(self, group: AlertGroup, body: str) -> tuple[Decision, int | None]:
+        """Store the notification and its consequences; returns the decision and incident id."""
+        now = self._clock()
+        async with self._store.transaction() as tx:
+            current = await tx.current_incident(group.group_key)
+            decision = decide(current, group, now)
+            incident_id = current.id if current else None
+            if decision.action is Action.OPEN:
+                assert decision.group is not None
+                incident = await tx.insert_incident(
+                    NewIncident(
+                        group_key=group.group_key,
+                        generation=current.generation + 1 if current else 1,
+                        channel=route_channel(group, self._routes, self._default_channel),
+                        status=decision.status,
+                        group=decision.group,
+                        started_at=decision.group.started_at,
+                        resolved_at=decision.resolved_at,
+                        previous_id=current.id if current else None,
+                    )
+                )
+                incident_id = incident.id
+                await tx.enqueue(incident.id, OutboxKind.POST_PARENT)
+            elif decision.action is Action.UPDATE:
+                assert current is not None and decision.group is not None
+                await tx.save_incident(_updated(current, decision))
+                if decision.event is not None:
+                    await tx.enqueue(
+                        current.id, OutboxKind.POST_REPLY, decision.event.model_dump_json()
+                    )
+                await tx.enqueue(current.id, OutboxKind.UPDATE_PARENT)
+            await tx.add_notification(group.group_key, now, body, decision.reason, incident_id)
+        log.info(
+            "notification accepted: %s (incident=%s group_key=%r alerts=%d)",
+            decision.reason,
+            incident_id,
+            group.group_key,
+            len(group.alerts),
+        )
+        if decision.action is not Action.IGNORE:
+            self._on_enqueued()
+        return decision, incident_id
+
+
+def _updated(current: Incident, decision: Decision) -> Incident:
+    assert decision.group is not None
+    return current.model_copy(
+        update={
+            "status": decision.status,
+            "group": decision.group,
+            "resolved_at": decision.resolved_at,
+            "fired_count": decision.fired_count,
+            "version": current.version + 1,
+        }
+    )

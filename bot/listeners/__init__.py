@@ -1,0 +1,19 @@
+"""Bolt listener registration: the one place action ids meet the functions that handle them."""
+
+from __future__ import annotations
+
+from slack_bolt.async_app import AsyncApp
+
+from bot.ids import QUEUE_STATUS_COMMAND, ActionId
+from bot.listeners.actions import ActionHandlers
+
+
+def register(app: AsyncApp, actions: ActionHandlers) -> None:
+    """Wire every interactive element queuebot renders to its handler."""
+    app.action(ActionId.RUN_DIAGNOSTICS.value)(actions.on_run_diagnostics)
+    app.action(ActionId.SILENCE.value)(actions.on_silence)
+    for url_button in (ActionId.OPEN_RUNBOOK, ActionId.VIEW_ALERT, ActionId.OPEN_DASHBOARD):
+        # Slack sends block_actions for URL buttons too and expects the usual ack.
+        app.action(url_button.value)(actions.on_link_opened)
+    app.command(QUEUE_STATUS_COMMAND)(actions.on_queue_status)
+    app.error(actions.on_error)

@@ -1,0 +1,397 @@
+"""Pure rendering: incidents and thread events become Block Kit messages, through templates/.
+
+No I/O here. One jinja Environment with StrictUndefined; every value enters JSON through `tojson`,
+and every piece of alert-supplied text is escaped for mrkdwn first (`&`, `<`, `>`; see
+https://docs.slack.dev/messaging/formatting-message-text/#escaping), because `tojson` alone lets
+`<!channel>` through. Long text is shortened with a visible "…" and the result is checked against
+Slack's limits before anyone sends it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jinja2
+
+from bot import blockkit, ids
+from bot.ids import ActionId
+from bot.models import Alert, AlertGroup, ButtonValue
+from bot.state import EventKind, Incident, IncidentStatus, ThreadEvent
+
+ELLIPSIS = "…"
+#: Alerts listed one per line in a message; the rest are counted.
+MAX_LISTED_ALERTS = 10
+#: Budgets that keep a message far below Slack's ~12,000-character total.
+MAX_ABOUT_CHARS = 1500
+MAX_LINE_CHARS = 280
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+_PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
+
+
+class RenderError(Exception):
+    """A rendered message breaks Slack's rules: a template bug, never the alert's fault."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """A Slack message: fallback `text` (notifications, screen readers) and Block Kit `blocks`."""
+
+    text: str
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class KnownValue:
+    label: str
+    unit: str = ""
+    threshold_key: str | None = None
+
+
+#: Readable names for the values the queueing rule computes (its `values` map).
+KNOWN_VALUES: dict[str, KnownValue] = {
+    "max_queue_time_mins": KnownValue("Max queue time", "min", "queue_time_threshold"),
+    "max_queue_size": KnownValue("Max queue size", "", "queue_size_threshold"),
+}
+_THRESHOLD_KEYS = {v.threshold_key for v in KNOWN_VALUES.values() if v.threshold_key}
+
+
+def escape_mrkdwn(text: str) -> str:
+    """Make alert text inert in mrkdwn: no mentions, no links, no control characters."""
+    text = _CONTROL.sub(" ", text)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` shortened to `limit` characters with a visible "…", never splitting an entity."""
+    if len(text) <= limit:
+        return text
+    cut = _PARTIAL_ENTITY.sub("", text[: limit - 1])
+    return cut.rstrip() + ELLIPSIS
+
+
+def oneline(text: str) -> str:
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
+def safe_url(url: str) -> str | None:
+    """`url` if Slack will take it as a button or link target (http or https), else None."""
+    url = url.strip()
+    if not url or len(url) > ids.MAX_BUTTON_URL or any(c.isspace() for c in url):
+        return None
+    if _CONTROL.search(url) or any(c in url for c in "<>|"):
+        return None
+    parts = urlsplit(url)
+    return url if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def link(url: str, label: str) -> str:
+    """An mrkdwn link, or the escaped label alone when the URL is not safe."""
+    target = safe_url(url)
+    if target is None:
+        return escape_mrkdwn(label)
+    return f"<{target.replace('&', '&amp;')}|{escape_mrkdwn(oneline(label))}>"
+
+
+def date_token(when: datetime) -> str:
+    """Slack's date token: each reader sees their own time zone; the fallback is UTC."""
+    when = when.astimezone(UTC)
+    fallback = when.strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(when.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def format_duration(span: timedelta) -> str:
+    """1h42m, 12m, 45s, 2d3h: the on-call's shorthand."""
+    seconds = int(span.total_seconds())
+    if seconds < 60:
+        return f"{max(seconds, 0)}s"
+    minutes, hours, days = seconds // 60 % 60, seconds // 3600 % 24, seconds // 86400
+    if days:
+        return f"{days}d{hours}h" if hours else f"{days}d"
+    if hours:
+        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
+    return f"{minutes}m"
+
+
+def format_number(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "no value"
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _with_unit(value: float | None, unit: str) -> str:
+    shown = format_number(value)
+    return f"{shown} {unit}" if unit and value is not None else shown
+
+
+def key_values(alert: Alert) -> list[str]:
+    """The alert's values as "*Name:* value (threshold t)", well-known ones first."""
+    items: list[str] = []
+    for key, known in KNOWN_VALUES.items():
+        if key not in alert.values:
+            continue
+        text = f"*{known.label}:* {_with_unit(alert.values[key], known.unit)}"
+        if known.threshold_key and known.threshold_key in alert.values:
+            threshold = _with_unit(alert.values[known.threshold_key], known.unit)
+            text += f" (threshold {threshold})"
+        items.append(text)
+    for key in sorted(alert.values):
+        if key in KNOWN_VALUES or key in _THRESHOLD_KEYS:
+            continue
+        items.append(f"*{escape_mrkdwn(oneline(key))}:* {format_number(alert.values[key])}")
+    return items
+
+
+def value_summary(alert: Alert) -> str:
+    """Key values on one line, for replies and compact lists."""
+    return ", ".join(item.replace("*", "") for item in key_values(alert))
+
+
+def headline(group: AlertGroup) -> str:
+    priority = oneline(group.priority)
+    if priority.isdigit():
+        priority = f"P{priority}"
+    name = oneline(group.name)
+    return f"[{priority}] {name}" if priority else name
+
+
+def template_dirs() -> list[Path]:
+    """Where templates/ is: inside the installed package, or beside it in a source checkout."""
+    here = Path(__file__).resolve().parent
+    found = [p for p in (here / "templates", here.parent / "templates") if p.is_dir()]
+    if not found:
+        raise RenderError("the templates/ directory is missing from this installation")
+    return found
+
+
+class Renderer:
+    """Turns domain objects into `Message`s using the Block Kit templates."""
+
+    def __init__(self, templates: jinja2.BaseLoader | None = None) -> None:
+        loader = templates or jinja2.FileSystemLoader([str(p) for p in template_dirs()])
+        self._env = jinja2.Environment(
+            loader=loader,
+            undefined=jinja2.StrictUndefined,
+            autoescape=False,  # noqa: S701 - output is JSON built with tojson, not HTML
+            keep_trailing_newline=False,
+        )
+        self._env.filters.update(clip=clip, oneline=oneline, mrkdwn=escape_mrkdwn)
+        self._env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
+        self._env.globals["limits"] = {
+            "header": ids.MAX_HEADER_TEXT,
+            "section": ids.MAX_SECTION_TEXT,
+            "field": ids.MAX_FIELD_TEXT,
+            "context_elements": ids.MAX_CONTEXT_ELEMENTS,
+            "button_text": ids.MAX_BUTTON_TEXT,
+        }
+
+    def incident(self, incident: Incident) -> Message:
+        """The incident's parent message in its current state."""
+        group = incident.group
+        single = len(group.alerts) == 1
+        context = {
+            "headline": _status_icon(incident) + " " + headline(group),
+            "fallback": self._fallback(incident),
+            "status_line": self._status_line(incident),
+            "key_values": key_values(group.lead)[: ids.MAX_SECTION_FIELDS] if single else [],
+            "about": self._about(group),
+            "alert_lines": [] if single else _alert_lines(group),
+            "context_parts": self._context_parts(incident),
+            "buttons": self._buttons(incident),
+        }
+        return self._render("incident.json.j2", context)
+
+    def thread_event(self, incident: Incident, event: ThreadEvent) -> Message:
+        """A reply for the incident's thread; it says what changed and mentions nobody."""
+        lines = _event_lines(incident, event)
+        context = {
+            "fallback": oneline(lines[0].replace("*", "")),
+            "lines": [clip(line, MAX_LINE_CHARS * 2) for line in lines],
+            "context_parts": [],
+        }
+        return self._render("thread_reply.json.j2", context)
+
+    def notice(self, text: str) -> Message:
+        """A one-paragraph ephemeral answer (text is ours, already mrkdwn)."""
+        return self._render("notice.json.j2", {"text": text})
+
+    def _render(self, template: str, context: dict[str, Any]) -> Message:
+        raw = self._env.get_template(template).render(**context)
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise RenderError(f"{template} produced invalid JSON: {exc}") from exc
+        message = Message(text=clip(data["text"], 3000), blocks=data["blocks"])
+        problems = blockkit.validate_message(message.text, message.blocks)
+        if problems:
+            raise RenderError(f"{template} broke Slack's rules: {'; '.join(problems)}")
+        return message
+
+    @staticmethod
+    def _fallback(incident: Incident) -> str:
+        group = incident.group
+        state = "firing" if incident.status is IncidentStatus.FIRING else "resolved"
+        values = value_summary(group.lead) if len(group.alerts) == 1 else ""
+        text = f"{headline(group)}: {state}"
+        if values:
+            text += f". {values}"
+        return escape_mrkdwn(clip(text, 500))
+
+    @staticmethod
+    def _status_line(incident: Incident) -> str:
+        group = incident.group
+        parts: list[str] = []
+        if incident.status is IncidentStatus.RESOLVED and incident.resolved_at is not None:
+            span = format_duration(incident.duration or timedelta(0))
+            parts.append(f"*Resolved after {span}* (since {date_token(incident.started_at)})")
+        elif incident.fired_count > 1:
+            parts.append(
+                f"*Firing again* since {date_token(group.started_at)}"
+                f" (fired {incident.fired_count} times, first {date_token(incident.started_at)})"
+            )
+        else:
+            parts.append(f"*Firing* since {date_token(incident.started_at)}")
+        if group.team:
+            parts.append(f"*Team:* {escape_mrkdwn(oneline(group.team))}")
+        if len(group.alerts) > 1:
+            parts.append(f"{len(group.firing)} of {len(group.alerts)} alerts firing")
+        return " · ".join(parts)
+
+    @staticmethod
+    def _about(group: AlertGroup) -> str:
+        summary = escape_mrkdwn(oneline(group.summary))
+        description = escape_mrkdwn(group.description.strip())
+        if summary and description and group.summary.strip() != group.description.strip():
+            text = f"*{clip(summary, 300)}*\n{description}"
+        else:
+            text = summary or description
+        return clip(text, MAX_ABOUT_CHARS)
+
+    @staticmethod
+    def _context_parts(incident: Incident) -> list[str]:
+        group = incident.group
+        parts: list[str] = []
+        lead = group.lead
+        labels = lead.shown_labels if len(group.alerts) == 1 else _common_shown(group)
+        if labels:
+            text = " ".join(f"`{k}={v}`" for k, v in labels.items())
+            parts.append(clip(escape_mrkdwn(oneline(text)), 600))
+        folder = lead.labels.get("grafana_folder")
+        if folder:
+            parts.append(f"Folder: {escape_mrkdwn(oneline(folder))}")
+        if lead.rule_uid:
+            parts.append(f"Rule `{escape_mrkdwn(oneline(lead.rule_uid))}`")
+        runbook = group.runbook_url
+        if runbook and safe_url(runbook) is None:
+            parts.append(f"Runbook: {clip(escape_mrkdwn(oneline(runbook)), 300)}")
+        if group.truncated_alerts:
+            parts.append(f"{group.truncated_alerts} more alerts were left out by the sender")
+        if incident.previous_link:
+            parts.append(f"Follows {link(incident.previous_link, 'an earlier incident')}")
+        return parts
+
+    @staticmethod
+    def _buttons(incident: Incident) -> list[dict[str, str | None]]:
+        group = incident.group
+        value = ButtonValue(incident=incident.id).encode()
+        buttons: list[dict[str, str | None]] = [
+            _button("Run diagnostics", ActionId.RUN_DIAGNOSTICS, value=value, style="primary")
+        ]
+        if incident.status is IncidentStatus.FIRING:
+            buttons.append(_button("Silence…", ActionId.SILENCE, value=value))
+        lead = group.lead
+        for label, action, url in (
+            ("Open runbook", ActionId.OPEN_RUNBOOK, group.runbook_url),
+            ("View alert", ActionId.VIEW_ALERT, lead.generator_url),
+            ("Dashboard", ActionId.OPEN_DASHBOARD, lead.dashboard_url or lead.panel_url),
+        ):
+            target = safe_url(url)
+            if target is not None:
+                buttons.append(_button(label, action, url=target))
+        return buttons
+
+
+def _button(
+    label: str, action: ActionId, *, value: str | None = None, url: str | None = None,
+    style: str | None = None,
+) -> dict[str, str | None]:
+    return {"label": label, "action_id": str(action), "value": value, "url": url, "style": style}
+
+
+def _status_icon(incident: Incident) -> str:
+    return ":large_green_circle:" if incident.status is IncidentStatus.RESOLVED else ":red_circle:"
+
+
+def _common_shown(group: AlertGroup) -> dict[str, str]:
+    shown = group.lead.shown_labels
+    return {k: v for k, v in shown.items() if group.common_labels.get(k) == v}
+
+
+def _alert_line(alert: Alert, common: dict[str, str]) -> str:
+    icon = ":red_circle:" if alert.status == "firing" else ":large_green_circle:"
+    own = {k: v for k, v in alert.shown_labels.items() if common.get(k) != v}
+    parts = [f"*{escape_mrkdwn(oneline(alert.name))}*"]
+    if own:
+        parts.append(escape_mrkdwn(oneline(" ".join(f"{k}={v}" for k, v in own.items()))))
+    values = value_summary(alert)
+    if values:
+        parts.append(values)
+    line = clip(" · ".join(parts), MAX_LINE_CHARS)
+    if safe_url(alert.generator_url):
+        line += " · " + link(alert.generator_url, "view")
+    return f"{icon} {line}"
+
+
+def _alert_lines(group: AlertGroup) -> list[str]:
+    common = _common_shown(group)
+    ordered = sorted(group.alerts, key=lambda a: (a.status != "firing", a.starts_at))
+    lines = [_alert_line(alert, common) for alert in ordered[:MAX_LISTED_ALERTS]]
+    if len(ordered) > MAX_LISTED_ALERTS:
+        lines.append(f"…and {len(ordered) - MAX_LISTED_ALERTS} more")
+    return lines
+
+
+def _event_lines(incident: Incident, event: ThreadEvent) -> list[str]:
+    if event.kind is EventKind.RESOLVED:
+        span = format_duration(event.duration or timedelta(0))
+        lines = [f":large_green_circle: *Resolved* after {span}."]
+        values = value_summary(incident.group.lead)
+        if values and len(incident.group.alerts) == 1:
+            lines.append(f"Last firing values: {values}")
+        return lines
+    if event.kind is EventKind.FIRED_AGAIN:
+        quiet = format_duration(event.quiet_for or timedelta(0))
+        lines = [f":red_circle: *Fired again* {date_token(event.at)}, {quiet} after it resolved."]
+        values = value_summary(incident.group.lead)
+        if values and len(incident.group.alerts) == 1:
+            lines.append(values)
+        return lines
+    lines = [":arrows_counterclockwise: *Changed*"]
+    for change in event.changes[:MAX_LISTED_ALERTS]:
+        known = KNOWN_VALUES.get(change.key)
+        label = known.label if known else escape_mrkdwn(oneline(change.key))
+        unit = known.unit if known else ""
+        who = "" if len(incident.group.alerts) == 1 else f"{escape_mrkdwn(oneline(change.alert))}: "
+        lines.append(
+            f"• {who}{label}: {format_number(change.old)} → {_with_unit(change.new, unit)}"
+        )
+    common = _common_shown(incident.group)
+    for alert in event.joined[:MAX_LISTED_ALERTS]:
+        lines.append(f"• Started firing: {_alert_line(alert, common)}")
+    for alert in event.left[:MAX_LISTED_ALERTS]:
+        lines.append(f"• No longer firing: {_alert_line(alert, common)}")
+    if event.summary:
+        lines.append(f"• Summary: {clip(escape_mrkdwn(oneline(event.summary)), MAX_LINE_CHARS)}")
+    hidden = max(len(event.changes), len(event.joined), len(event.left)) - MAX_LISTED_ALERTS
+    if hidden > 0:
+        lines.append(f"…and more ({hidden} not shown)")
+    return lines

@@ -1,0 +1,180 @@
+"""Everything queuebot says to Slack's Web API, and what Slack's answers mean.
+
+Errors, by what the caller should do about them:
+
+    SlackError
+    ├── SlackUnavailable      try again later: network trouble, timeouts, 5xx, internal_error
+    │   └── SlackRateLimited  429: try again after `retry_after` seconds (Retry-After)
+    └── SlackRejected         Slack said no (`error` holds its code); retrying will not help
+        ├── SlackChannelError the channel is wrong or the bot is not allowed in it
+        ├── SlackAuthError    the token is wrong, revoked or lacks a scope
+        └── SlackMessageGone  the message to edit or reply to no longer exists
+
+Messages go out with `link_names` off and unfurling off: nothing queuebot posts can notify
+anyone or pull in a preview of a URL an alert carried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.render import Message
+
+#: Codes Slack documents as passing trouble on its side (chat.postMessage "errors").
+_TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+_CHANNEL = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
+_AUTH = {
+    "not_authed",
+    "invalid_auth",
+    "account_inactive",
+    "token_revoked",
+    "token_expired",
+    "missing_scope",
+    "not_allowed_token_type",
+}
+_GONE = {"message_not_found", "thread_not_found", "cant_update_message"}
+
+
+class SlackError(Exception):
+    """Slack did not do what was asked."""
+
+    def __init__(self, method: str, detail: str) -> None:
+        super().__init__(f"{method}: {detail}")
+        self.method = method
+        self.detail = detail
+
+
+class SlackUnavailable(SlackError):
+    retry_after: float | None = None
+
+
+class SlackRateLimited(SlackUnavailable):
+    def __init__(self, method: str, retry_after: float) -> None:
+        super().__init__(method, f"rate limited, retry after {retry_after:g}s")
+        self.retry_after = retry_after
+
+
+class SlackRejected(SlackError):
+    def __init__(self, method: str, error: str) -> None:
+        super().__init__(method, error)
+        self.error = error
+
+
+class SlackChannelError(SlackRejected):
+    pass
+
+
+class SlackAuthError(SlackRejected):
+    pass
+
+
+class SlackMessageGone(SlackRejected):
+    pass
+
+
+@dataclass(frozen=True)
+class Posted:
+    channel_id: str
+    ts: str
+
+
+def _retry_after(headers: Any) -> float:
+    try:
+        return max(float(headers.get("Retry-After", "1")), 0.0)
+    except (TypeError, ValueError):
+        return 1.0
+
+
+def _error_for(method: str, exc: SlackApiError) -> SlackError:
+    status = exc.response.status_code
+    data = exc.response.data if isinstance(exc.response.data, dict) else {}
+    code = str(data.get("error") or f"http_{status}")
+    if status == 429 or code == "ratelimited":
+        return SlackRateLimited(method, _retry_after(exc.response.headers))
+    if status >= 500 or code in _TRANSIENT:
+        return SlackUnavailable(method, code)
+    for codes, kind in ((_CHANNEL, SlackChannelError), (_AUTH, SlackAuthError)):
+        if code in codes:
+            return kind(method, code)
+    if code in _GONE:
+        return SlackMessageGone(method, code)
+    return SlackRejected(method, code)
+
+
+class SlackGateway:
+    """The bot's calls to Slack, on an injected `AsyncWebClient`."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self.client = client
+
+    async def _call(self, method: str, *, read: bool = False, **params: Any) -> dict[str, Any]:
+        try:
+            if read:
+                response = await self.client.api_call(method, http_verb="GET", params=params)
+            else:
+                response = await self.client.api_call(method, json=params)
+        except SlackApiError as exc:
+            raise _error_for(method, exc) from exc
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise SlackUnavailable(method, f"{type(exc).__name__}: {exc}") from exc
+        data = response.data
+        return data if isinstance(data, dict) else {}
+
+    async def post_message(
+        self,
+        channel: str,
+        message: Message,
+        *,
+        thread_ts: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Posted:
+        params: dict[str, Any] = {
+            "channel": channel,
+            "text": message.text,
+            "blocks": message.blocks,
+            "link_names": False,
+            "unfurl_links": False,
+            "unfurl_media": False,
+        }
+        if thread_ts:
+            params["thread_ts"] = thread_ts
+        if metadata:
+            params["metadata"] = metadata
+        data = await self._call("chat.postMessage", **params)
+        return Posted(channel_id=str(data.get("channel", channel)), ts=str(data["ts"]))
+
+    async def update_message(self, channel_id: str, ts: str, message: Message) -> None:
+        await self._call(
+            "chat.update",
+            channel=channel_id,
+            ts=ts,
+            text=message.text,
+            blocks=message.blocks,
+            link_names=False,
+        )
+
+    async def post_ephemeral(
+        self, channel: str, user: str, message: Message, *, thread_ts: str | None = None
+    ) -> None:
+        params: dict[str, Any] = {
+            "channel": channel,
+            "user": user,
+            "text": message.text,
+            "blocks": message.blocks,
+        }
+        if thread_ts:
+            params["thread_ts"] = thread_ts
+        await self._call("chat.postEphemeral", **params)
+
+    async def permalink(self, channel_id: str, ts: str) -> str:
+        data = await self._call("chat.getPermalink", read=True, channel=channel_id, message_ts=ts)
+        return str(data["permalink"])
+
+    async def auth_test(self) -> dict[str, Any]:
+        return await self._call("auth.test")

@@ -1,0 +1,127 @@
+"""The incident store: incidents, the notifications that made them, and the Slack outbox.
+
+`Store` is the interface; `open_store` picks the implementation from QUEUEBOT_DATABASE (a SQLite
+path today). Every change to an incident happens inside `transaction()`, which is exclusive: two
+notifications for one group key are applied one after the other, never interleaved, so the first
+post of an incident is claimed exactly once.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol
+
+from bot.models import AlertGroup
+from bot.state import Incident, IncidentStatus
+
+
+class OutboxKind(StrEnum):
+    POST_PARENT = "post_parent"
+    UPDATE_PARENT = "update_parent"
+    POST_REPLY = "post_reply"
+
+
+class OutboxState(StrEnum):
+    PENDING = "pending"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    """One Slack delivery owed for an incident, delivered in id order per incident."""
+
+    id: int
+    incident_id: int
+    kind: OutboxKind
+    payload: str
+    attempts: int
+    not_before: float
+
+
+@dataclass(frozen=True)
+class NewIncident:
+    group_key: str
+    generation: int
+    channel: str
+    status: IncidentStatus
+    group: AlertGroup
+    started_at: datetime
+    resolved_at: datetime | None
+    previous_id: int | None
+
+
+class StoreError(Exception):
+    """The store could not be opened or written."""
+
+
+class Transaction(Protocol):
+    async def current_incident(self, group_key: str) -> Incident | None: ...
+
+    async def insert_incident(self, new: NewIncident) -> Incident: ...
+
+    async def save_incident(self, incident: Incident) -> None: ...
+
+    async def add_notification(
+        self, group_key: str, received_at: datetime, body: str, outcome: str,
+        incident_id: int | None,
+    ) -> int: ...
+
+    async def enqueue(self, incident_id: int, kind: OutboxKind, payload: str = "") -> int: ...
+
+
+class Store(Protocol):
+    def transaction(self) -> AbstractAsyncContextManager[Transaction]: ...
+
+    async def get_incident(self, incident_id: int) -> Incident | None: ...
+
+    async def due_incidents(self) -> list[tuple[int, float]]:
+        """(incident id, earliest not_before) of every incident with pending deliveries."""
+        ...
+
+    async def next_item(self, incident_id: int) -> OutboxItem | None: ...
+
+    async def has_later_update(self, incident_id: int, after_id: int) -> bool: ...
+
+    async def finish_item(self, item_id: int, state: OutboxState, error: str | None = None) -> None:
+        ...
+
+    async def fail_pending(self, incident_id: int, error: str) -> int: ...
+
+    async def defer_item(self, item_id: int, not_before: float, error: str) -> None: ...
+
+    async def set_parent(
+        self, incident_id: int, channel_id: str, parent_ts: str, version: int,
+        previous_link: str | None,
+    ) -> None: ...
+
+    async def set_parent_version(self, incident_id: int, version: int) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+async def open_store(database: str) -> Store:
+    """Open (creating and migrating) the store named by QUEUEBOT_DATABASE."""
+    if database.startswith(("postgresql://", "postgres://")):
+        raise StoreError(
+            "QUEUEBOT_DATABASE names PostgreSQL, which this version does not support yet;"
+            " use a SQLite path"
+        )
+    from bot.store.sqlite import SQLiteStore
+
+    return await SQLiteStore.open(database)
+
+
+__all__ = [
+    "NewIncident",
+    "OutboxItem",
+    "OutboxKind",
+    "OutboxState",
+    "Store",
+    "StoreError",
+    "Transaction",
+    "open_store",
+]

@@ -1,0 +1,314 @@
+"""The SQLite incident store (aiosqlite), with its schema migrations.
+
+One connection, one asyncio lock: SQLite allows one writer, and a transaction on a shared
+connection must not interleave with another coroutine's statements. `BEGIN IMMEDIATE` takes the
+database's write lock at the start, so a second process on the same file waits instead of
+interleaving too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from bot.models import AlertGroup
+from bot.state import Incident, IncidentStatus
+from bot.store import NewIncident, OutboxItem, OutboxKind, OutboxState, StoreError
+
+#: Each entry moves the schema one version up; `PRAGMA user_version` records where a file is.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE incidents (
+        id INTEGER PRIMARY KEY,
+        group_key TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        channel_id TEXT,
+        parent_ts TEXT,
+        status TEXT NOT NULL,
+        group_json TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        resolved_at TEXT,
+        fired_count INTEGER NOT NULL DEFAULT 1,
+        previous_id INTEGER REFERENCES incidents(id),
+        previous_link TEXT,
+        version INTEGER NOT NULL DEFAULT 1,
+        parent_version INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (group_key, generation)
+    );
+    CREATE TABLE notifications (
+        id INTEGER PRIMARY KEY,
+        group_key TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        body TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        incident_id INTEGER REFERENCES incidents(id)
+    );
+    CREATE TABLE outbox (
+        id INTEGER PRIMARY KEY,
+        incident_id INTEGER NOT NULL REFERENCES incidents(id),
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL DEFAULT '',
+        state TEXT NOT NULL DEFAULT 'pending',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        not_before REAL NOT NULL DEFAULT 0,
+        last_error TEXT,
+        created_at REAL NOT NULL,
+        done_at REAL
+    );
+    CREATE INDEX outbox_pending ON outbox (incident_id, id) WHERE state = 'pending';
+    """,
+)
+
+_INCIDENT_COLUMNS = (
+    "id, group_key, generation, channel, channel_id, parent_ts, status, group_json, started_at,"
+    " resolved_at, fired_count, previous_id, previous_link, version, parent_version"
+)
+
+
+def _incident(row: sqlite3.Row) -> Incident:
+    return Incident(
+        id=row["id"],
+        group_key=row["group_key"],
+        generation=row["generation"],
+        channel=row["channel"],
+        channel_id=row["channel_id"],
+        parent_ts=row["parent_ts"],
+        status=IncidentStatus(row["status"]),
+        group=AlertGroup.model_validate_json(row["group_json"]),
+        started_at=datetime.fromisoformat(row["started_at"]),
+        resolved_at=datetime.fromisoformat(row["resolved_at"]) if row["resolved_at"] else None,
+        fired_count=row["fired_count"],
+        previous_id=row["previous_id"],
+        previous_link=row["previous_link"],
+        version=row["version"],
+        parent_version=row["parent_version"],
+    )
+
+
+class _SQLiteTransaction:
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self._db = db
+
+    async def _one(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Row | None:
+        async with self._db.execute(sql, params) as cursor:
+            row: sqlite3.Row | None = await cursor.fetchone()
+            return row
+
+    async def current_incident(self, group_key: str) -> Incident | None:
+        row = await self._one(
+            f"SELECT {_INCIDENT_COLUMNS} FROM incidents WHERE group_key = ?"  # noqa: S608
+            " ORDER BY generation DESC LIMIT 1",
+            (group_key,),
+        )
+        return _incident(row) if row else None
+
+    async def insert_incident(self, new: NewIncident) -> Incident:
+        now = datetime.now().astimezone().isoformat()
+        cursor = await self._db.execute(
+            "INSERT INTO incidents (group_key, generation, channel, status, group_json,"
+            " started_at, resolved_at, previous_id, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                new.group_key,
+                new.generation,
+                new.channel,
+                new.status.value,
+                new.group.model_dump_json(),
+                new.started_at.isoformat(),
+                new.resolved_at.isoformat() if new.resolved_at else None,
+                new.previous_id,
+                now,
+                now,
+            ),
+        )
+        row = await self._one(
+            f"SELECT {_INCIDENT_COLUMNS} FROM incidents WHERE id = ?",  # noqa: S608
+            (cursor.lastrowid,),
+        )
+        assert row is not None
+        return _incident(row)
+
+    async def save_incident(self, incident: Incident) -> None:
+        await self._db.execute(
+            "UPDATE incidents SET status = ?, group_json = ?, resolved_at = ?, fired_count = ?,"
+            " version = ?, updated_at = ? WHERE id = ?",
+            (
+                incident.status.value,
+                incident.group.model_dump_json(),
+                incident.resolved_at.isoformat() if incident.resolved_at else None,
+                incident.fired_count,
+                incident.version,
+                datetime.now().astimezone().isoformat(),
+                incident.id,
+            ),
+        )
+
+    async def add_notification(
+        self, group_key: str, received_at: datetime, body: str, outcome: str,
+        incident_id: int | None,
+    ) -> int:
+        cursor = await self._db.execute(
+            "INSERT INTO notifications (group_key, received_at, body, outcome, incident_id)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (group_key, received_at.isoformat(), body, outcome, incident_id),
+        )
+        return int(cursor.lastrowid or 0)
+
+    async def enqueue(self, incident_id: int, kind: OutboxKind, payload: str = "") -> int:
+        cursor = await self._db.execute(
+            "INSERT INTO outbox (incident_id, kind, payload, created_at) VALUES (?, ?, ?, ?)",
+            (incident_id, kind.value, payload, time.time()),
+        )
+        return int(cursor.lastrowid or 0)
+
+
+class SQLiteStore:
+    """`bot.store.Store` on one SQLite file."""
+
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self._db = db
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: str) -> SQLiteStore:
+        if path != ":memory:":
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the SQLite database {path!r}: {exc}") from exc
+        db.row_factory = sqlite3.Row
+        await db.execute("PRAGMA journal_mode = WAL")
+        await db.execute("PRAGMA synchronous = NORMAL")
+        await db.execute("PRAGMA foreign_keys = ON")
+        await db.execute("PRAGMA busy_timeout = 5000")
+        store = cls(db)
+        await store._migrate()
+        return store
+
+    async def _migrate(self) -> None:
+        async with self._db.execute("PRAGMA user_version") as cursor:
+            row = await cursor.fetchone()
+        current = int(row[0]) if row else 0
+        if current > len(MIGRATIONS):
+            raise StoreError(
+                f"the database has schema version {current}, newer than this queuebot knows"
+            )
+        for version, script in enumerate(MIGRATIONS[current:], start=current + 1):
+            await self._db.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {version};\nCOMMIT;")
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[_SQLiteTransaction]:
+        async with self._lock:
+            try:
+                await self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot start a transaction: {exc}") from exc
+            try:
+                yield _SQLiteTransaction(self._db)
+                await self._db.execute("COMMIT")
+            except BaseException as exc:
+                await self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"transaction failed: {exc}") from exc
+                raise
+
+    async def _write(self, sql: str, params: tuple[Any, ...]) -> int:
+        async with self._lock:
+            cursor = await self._db.execute(sql, params)
+            return cursor.rowcount
+
+    async def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        async with self._lock, self._db.execute(sql, params) as cursor:
+            return list(await cursor.fetchall())
+
+    async def get_incident(self, incident_id: int) -> Incident | None:
+        rows = await self._fetch(
+            f"SELECT {_INCIDENT_COLUMNS} FROM incidents WHERE id = ?",  # noqa: S608
+            (incident_id,),
+        )
+        return _incident(rows[0]) if rows else None
+
+    async def due_incidents(self) -> list[tuple[int, float]]:
+        rows = await self._fetch(
+            "SELECT incident_id, MIN(not_before) FROM outbox WHERE state = 'pending'"
+            " GROUP BY incident_id ORDER BY MIN(id)"
+        )
+        return [(int(row[0]), float(row[1])) for row in rows]
+
+    async def next_item(self, incident_id: int) -> OutboxItem | None:
+        rows = await self._fetch(
+            "SELECT id, incident_id, kind, payload, attempts, not_before FROM outbox"
+            " WHERE incident_id = ? AND state = 'pending' ORDER BY id LIMIT 1",
+            (incident_id,),
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        return OutboxItem(
+            id=row["id"],
+            incident_id=row["incident_id"],
+            kind=OutboxKind(row["kind"]),
+            payload=row["payload"],
+            attempts=row["attempts"],
+            not_before=row["not_before"],
+        )
+
+    async def has_later_update(self, incident_id: int, after_id: int) -> bool:
+        rows = await self._fetch(
+            "SELECT 1 FROM outbox WHERE incident_id = ? AND state = 'pending' AND id > ?"
+            " AND kind IN ('update_parent', 'post_parent') LIMIT 1",
+            (incident_id, after_id),
+        )
+        return bool(rows)
+
+    async def finish_item(self, item_id: int, state: OutboxState, error: str | None = None) -> None:
+        await self._write(
+            "UPDATE outbox SET state = ?, last_error = ?, done_at = ?, attempts = attempts + 1"
+            " WHERE id = ?",
+            (state.value, error, time.time(), item_id),
+        )
+
+    async def fail_pending(self, incident_id: int, error: str) -> int:
+        return await self._write(
+            "UPDATE outbox SET state = 'failed', last_error = ?, done_at = ?"
+            " WHERE incident_id = ? AND state = 'pending'",
+            (error, time.time(), incident_id),
+        )
+
+    async def defer_item(self, item_id: int, not_before: float, error: str) -> None:
+        await self._write(
+            "UPDATE outbox SET not_before = ?, last_error = ?, attempts = attempts + 1"
+            " WHERE id = ?",
+            (not_before, error, item_id),
+        )
+
+    async def set_parent(
+        self, incident_id: int, channel_id: str, parent_ts: str, version: int,
+        previous_link: str | None,
+    ) -> None:
+        await self._write(
+            "UPDATE incidents SET channel_id = ?, parent_ts = ?, parent_version = ?,"
+            " previous_link = ? WHERE id = ?",
+            (channel_id, parent_ts, version, previous_link, incident_id),
+        )
+
+    async def set_parent_version(self, incident_id: int, version: int) -> None:
+        await self._write(
+            "UPDATE incidents SET parent_version = MAX(parent_version, ?) WHERE id = ?",
+            (version, incident_id),
+        )
+
+    async def close(self) -> None:
+        await self._db.close()

@@ -1,0 +1,106 @@
+"""Configuration (bot.config) and how `queuebot serve` reports a bad setting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.config import ConfigError, load_settings
+from bot.incidents import route_channel
+from bot.models import parse_webhook
+from tests.payloads import encoded, reference
+
+SERVE_ENV = {
+    "SLACK_BOT_TOKEN": "xoxb-test-token",
+    "SLACK_SIGNING_SECRET": "signing-secret",
+    "QUEUEBOT_CHANNEL": "#alerts",
+}
+
+
+def _serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
+    return subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "bot", "serve"],
+        env=base | env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+class TestSettings:
+    def test_secrets_are_hidden(self) -> None:
+        """Secrets never show in the settings' text form."""
+        settings = load_settings(SERVE_ENV, for_serve=True)
+        assert "xoxb-test-token" not in repr(settings) and "signing-secret" not in str(settings)
+
+    @pytest.mark.parametrize("missing", sorted(SERVE_ENV))
+    def test_serve_names_missing_variable(self, missing: str) -> None:
+        """Each variable serve needs is named when it is missing."""
+        env = {k: v for k, v in SERVE_ENV.items() if k != missing}
+        with pytest.raises(ConfigError, match=missing):
+            load_settings(env, for_serve=True)
+
+    def test_malformed_port(self) -> None:
+        """A port that is not a number is named, with what was given."""
+        with pytest.raises(ConfigError, match=r"^PORT is malformed.*'eighty'"):
+            load_settings(SERVE_ENV | {"PORT": "eighty"})
+
+    def test_bad_yaml_names_the_file(self, tmp_path: Path) -> None:
+        """A YAML syntax error names QUEUEBOT_CONFIG and the line."""
+        path = tmp_path / "queuebot.yml"
+        path.write_text("routes:\n  - channel: [unclosed\n")
+        with pytest.raises(ConfigError, match=r"QUEUEBOT_CONFIG .* line \d+"):
+            load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)})
+
+    def test_unknown_key_in_yaml(self, tmp_path: Path) -> None:
+        """A misspelt key in the YAML file is refused rather than ignored."""
+        path = tmp_path / "queuebot.yml"
+        path.write_text("rutes: []\n")
+        with pytest.raises(ConfigError, match="rutes"):
+            load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)})
+
+
+class TestRouting:
+    def test_route_by_annotation(self, tmp_path: Path) -> None:
+        """Team=pytorch-dev-infra goes to the team's channel; others to the default."""
+        path = tmp_path / "queuebot.yml"
+        path.write_text(
+            "routes:\n"
+            "  - match: {team: other}\n    channel: '#nope'\n"
+            "  - match: {Team: pytorch-dev-infra}\n    channel: '#ci-infra-alerts'\n"
+        )
+        settings = load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)})
+        group = parse_webhook(encoded(reference()))
+        assert route_channel(group, settings.file.routes, "#alerts") == "#ci-infra-alerts"
+        assert route_channel(group, settings.file.routes[:1], "#alerts") == "#alerts"
+
+    def test_route_by_regex(self, tmp_path: Path) -> None:
+        """match_re matches the whole value."""
+        path = tmp_path / "queuebot.yml"
+        path.write_text("routes:\n  - match_re: {type: 'alerting-.*'}\n    channel: C0INFRA\n")
+        settings = load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)})
+        group = parse_webhook(encoded(reference()))
+        assert route_channel(group, settings.file.routes, "#alerts") == "C0INFRA"
+
+
+class TestServeCommand:
+    def test_missing_setting_is_one_line(self) -> None:
+        """`queuebot serve` without a token exits 2 with one line naming it, no traceback."""
+        result = _serve({k: v for k, v in SERVE_ENV.items() if k != "SLACK_BOT_TOKEN"})
+        assert result.returncode == 2
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "SLACK_BOT_TOKEN" in lines[0]
+        assert "Traceback" not in result.stderr
+
+    def test_malformed_setting_is_one_line(self) -> None:
+        """A malformed SLACK_API_URL is named in one line."""
+        result = _serve(SERVE_ENV | {"SLACK_API_URL": "not a url"})
+        assert result.returncode == 2
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "SLACK_API_URL" in lines[0]
