@@ -109,13 +109,13 @@ def create_app(
         socket = None
         if settings.slack_app_token is not None:
             socket = AsyncSocketModeHandler(bolt, settings.slack_app_token.get_secret_value())
-            await socket.connect_async()
+            await socket.connect_async()  # type: ignore[no-untyped-call]
             log.info("Slack traffic uses Socket Mode")
         try:
             yield
         finally:
             if socket is not None:
-                await socket.close_async()
+                await socket.close_async()  # type: ignore[no-untyped-call]
             worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await worker

@@ -33,6 +33,7 @@ def _setup_logging(verbose: bool = False) -> None:
     # The SDK logs request details at DEBUG; keep them out even when verbose.
     logging.getLogger("slack_sdk").setLevel(logging.INFO)
     logging.getLogger("slack_bolt").setLevel(logging.WARNING)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -70,7 +71,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         resolved_at=group.ended_at if status is IncidentStatus.RESOLVED else None,
     )
     message = Renderer().incident(incident)
-    print(json.dumps({"text": message.text, "blocks": message.blocks}, indent=2, ensure_ascii=False))
+    print(
+        json.dumps({"text": message.text, "blocks": message.blocks}, indent=2, ensure_ascii=False)
+    )
     return 0
 
 

@@ -167,7 +167,9 @@ def load_file_config(path: Path) -> FileConfig:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}:" if mark is not None else ""
-        raise ConfigError(f"{where} is not valid YAML:{line} {getattr(exc, 'problem', exc)}") from None
+        raise ConfigError(
+            f"{where} is not valid YAML:{line} {getattr(exc, 'problem', exc)}"
+        ) from None
     if raw is None:
         return FileConfig()
     if not isinstance(raw, dict):

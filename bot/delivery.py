@@ -10,6 +10,8 @@ incident's current state, so several edits owed at once become one `chat.update`
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import random
 import time
@@ -29,7 +31,7 @@ IDLE_POLL_SECONDS = 5.0
 
 def backoff(attempts: int) -> float:
     """Seconds before try `attempts + 1`: 0.5, 1, 2, 4 … up to 5 minutes, with ±50 % jitter."""
-    base = min(0.5 * 2**attempts, MAX_BACKOFF_SECONDS)
+    base = min(0.5 * 2.0**attempts, MAX_BACKOFF_SECONDS)
     return base * random.uniform(0.5, 1.5)  # noqa: S311 - jitter, not a secret
 
 
@@ -52,10 +54,8 @@ class Deliverer:
             while True:
                 self._wakeup.clear()
                 delay = await self._dispatch_due()
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wakeup.wait(), timeout=delay)
-                except TimeoutError:
-                    pass
         finally:
             for task in self._active.values():
                 task.cancel()
@@ -72,15 +72,13 @@ class Deliverer:
                 continue
             task = asyncio.create_task(self._drain(incident_id), name=f"deliver-{incident_id}")
             self._active[incident_id] = task
-            task.add_done_callback(lambda _t, key=incident_id: self._finished(key))
+            task.add_done_callback(functools.partial(self._finished, incident_id))
         return max(next_at - now, 0.01)
 
-    def _finished(self, incident_id: int) -> None:
+    def _finished(self, incident_id: int, _task: asyncio.Task[None]) -> None:
         task = self._active.pop(incident_id, None)
         if task is not None and not task.cancelled() and task.exception() is not None:
-            log.error(
-                "delivery for incident %s crashed", incident_id, exc_info=task.exception()
-            )
+            log.error("delivery for incident %s crashed", incident_id, exc_info=task.exception())
         self.wake()
 
     async def _drain(self, incident_id: int) -> None:
@@ -105,14 +103,23 @@ class Deliverer:
             await self._store.defer_item(item.id, time.time() + delay, str(exc))
             log.warning(
                 "Slack unavailable, delivery retried in %.1fs: %s (incident=%s item=%s kind=%s)",
-                delay, exc, incident.id, item.id, item.kind,
+                delay,
+                exc,
+                incident.id,
+                item.id,
+                item.kind,
             )
             return False
         except SlackRejected as exc:
             await self._store.finish_item(item.id, OutboxState.FAILED, str(exc))
             log.error(
                 "Slack refused a delivery: %s (incident=%s item=%s kind=%s channel=%s ts=%s)",
-                exc, incident.id, item.id, item.kind, incident.channel, incident.parent_ts,
+                exc,
+                incident.id,
+                item.id,
+                item.kind,
+                incident.channel,
+                incident.parent_ts,
             )
             if item.kind is OutboxKind.POST_PARENT:
                 dropped = await self._store.fail_pending(incident.id, "the parent was not posted")
@@ -154,7 +161,9 @@ class Deliverer:
         )
         log.info(
             "incident posted (incident=%s channel=%s ts=%s)",
-            incident.id, posted.channel_id, posted.ts,
+            incident.id,
+            posted.channel_id,
+            posted.ts,
         )
 
     async def _update_parent(self, incident: Incident) -> None:

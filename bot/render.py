@@ -321,7 +321,11 @@ class Renderer:
 
 
 def _button(
-    label: str, action: ActionId, *, value: str | None = None, url: str | None = None,
+    label: str,
+    action: ActionId,
+    *,
+    value: str | None = None,
+    url: str | None = None,
     style: str | None = None,
 ) -> dict[str, str | None]:
     return {"label": label, "action_id": str(action), "value": value, "url": url, "style": style}

@@ -16,7 +16,6 @@ anyone or pull in a preview of a URL an alert carried.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,7 +120,7 @@ class SlackGateway:
                 response = await self.client.api_call(method, json=params)
         except SlackApiError as exc:
             raise _error_for(method, exc) from exc
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise SlackUnavailable(method, f"{type(exc).__name__}: {exc}") from exc
         data = response.data
         return data if isinstance(data, dict) else {}

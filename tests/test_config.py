@@ -23,7 +23,7 @@ SERVE_ENV = {
 
 def _serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
-    return subprocess.run(  # noqa: S603 - our own interpreter and module
+    return subprocess.run(
         [sys.executable, "-m", "bot", "serve"],
         env=base | env,
         capture_output=True,

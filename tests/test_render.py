@@ -48,7 +48,7 @@ def _texts(blocks: object) -> list[str]:
 def _hostile() -> dict[str, object]:
     body = reference()
     alert = body["alerts"][0]
-    alert["labels"]["type"] = "<!channel> & \"quoted\"\nnewline"
+    alert["labels"]["type"] = '<!channel> & "quoted"\nnewline'
     alert["annotations"]["summary"] = "<https://evil.example|click> <!here> <@U123> <!subteam^S1>"
     alert["annotations"]["description"] = "<!everyone> " + "x" * 20_000
     alert["annotations"]["Team"] = "<#C999> team"
@@ -100,7 +100,9 @@ class TestIncidentMessage:
         buttons = {e["text"]["text"]: e for e in actions["elements"]}
         assert list(buttons) == ["Run diagnostics", "Silence…", "Open runbook", "View alert"]
         assert buttons["Open runbook"]["url"] == "https://hud.pytorch.org/metrics"
-        assert buttons["View alert"]["url"].endswith("/alerting/grafana/dez2aomgvru2oe/view?orgId=1")
+        assert buttons["View alert"]["url"].endswith(
+            "/alerting/grafana/dez2aomgvru2oe/view?orgId=1"
+        )
         assert json.loads(buttons["Silence…"]["value"]) == {"v": 1, "incident": 7}
 
     def test_resolved_keeps_values_and_says_how_long(self) -> None:

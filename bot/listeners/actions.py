@@ -66,6 +66,4 @@ class ActionHandlers:
                 thread_ts=payload.container.thread_ts,
             )
         except SlackError as exc:
-            log.warning(
-                "could not answer %s's click on %s: %s", payload.user.id, feature, exc
-            )
+            log.warning("could not answer %s's click on %s: %s", payload.user.id, feature, exc)

@@ -66,7 +66,11 @@ class Transaction(Protocol):
     async def save_incident(self, incident: Incident) -> None: ...
 
     async def add_notification(
-        self, group_key: str, received_at: datetime, body: str, outcome: str,
+        self,
+        group_key: str,
+        received_at: datetime,
+        body: str,
+        outcome: str,
         incident_id: int | None,
     ) -> int: ...
 
@@ -86,15 +90,20 @@ class Store(Protocol):
 
     async def has_later_update(self, incident_id: int, after_id: int) -> bool: ...
 
-    async def finish_item(self, item_id: int, state: OutboxState, error: str | None = None) -> None:
-        ...
+    async def finish_item(
+        self, item_id: int, state: OutboxState, error: str | None = None
+    ) -> None: ...
 
     async def fail_pending(self, incident_id: int, error: str) -> int: ...
 
     async def defer_item(self, item_id: int, not_before: float, error: str) -> None: ...
 
     async def set_parent(
-        self, incident_id: int, channel_id: str, parent_ts: str, version: int,
+        self,
+        incident_id: int,
+        channel_id: str,
+        parent_ts: str,
+        version: int,
         previous_link: str | None,
     ) -> None: ...
 

@@ -155,7 +155,11 @@ class _SQLiteTransaction:
         )
 
     async def add_notification(
-        self, group_key: str, received_at: datetime, body: str, outcome: str,
+        self,
+        group_key: str,
+        received_at: datetime,
+        body: str,
+        outcome: str,
         incident_id: int | None,
     ) -> int:
         cursor = await self._db.execute(
@@ -173,6 +177,15 @@ class _SQLiteTransaction:
         return int(cursor.lastrowid or 0)
 
 
+def _prepare(path: str) -> str:
+    """Expand `~` and create the file's directory (blocking, so run in a thread)."""
+    if path == ":memory:":
+        return path
+    full = Path(path).expanduser()
+    full.parent.mkdir(parents=True, exist_ok=True)
+    return str(full)
+
+
 class SQLiteStore:
     """`bot.store.Store` on one SQLite file."""
 
@@ -182,11 +195,10 @@ class SQLiteStore:
 
     @classmethod
     async def open(cls, path: str) -> SQLiteStore:
-        if path != ":memory:":
-            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         try:
+            path = await asyncio.to_thread(_prepare, path)
             db = await aiosqlite.connect(path, isolation_level=None)
-        except sqlite3.Error as exc:
+        except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the SQLite database {path!r}: {exc}") from exc
         db.row_factory = sqlite3.Row
         await db.execute("PRAGMA journal_mode = WAL")
@@ -206,7 +218,9 @@ class SQLiteStore:
                 f"the database has schema version {current}, newer than this queuebot knows"
             )
         for version, script in enumerate(MIGRATIONS[current:], start=current + 1):
-            await self._db.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {version};\nCOMMIT;")
+            await self._db.executescript(
+                f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {version};\nCOMMIT;"
+            )
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_SQLiteTransaction]:
@@ -295,7 +309,11 @@ class SQLiteStore:
         )
 
     async def set_parent(
-        self, incident_id: int, channel_id: str, parent_ts: str, version: int,
+        self,
+        incident_id: int,
+        channel_id: str,
+        parent_ts: str,
+        version: int,
         previous_link: str | None,
     ) -> None:
         await self._write(

@@ -1,0 +1,137 @@
+"""`queuebot demo`: the bot, a local Slack workspace and the reference alert, in one process.
+
+Nothing outside this machine is needed: the local Slack-compatible workspace (bot/sandbox/) plays
+Slack, the bot is the same application `queuebot serve` runs, and the reference alert is posted
+to the bot's webhook over HTTP exactly as Grafana would post it. The channel is printed to the
+terminal as messages arrive; the demo keeps running so more payloads can be posted to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import signal
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import TextIO
+
+import aiohttp
+from aiohttp import web
+
+from bot import ids
+from bot.app import create_app
+from bot.config import load_settings
+from bot.sandbox import EventKind, SandboxEvent, SlackSandbox
+
+DEMO_CHANNEL = "ci-infra-alerts"
+REFERENCE_ALERT = "seed_queueing_alert_firing.json"
+_SHOWN = {EventKind.MESSAGE_POSTED, EventKind.MESSAGE_UPDATED, EventKind.EPHEMERAL_POSTED}
+
+
+def reference_alert() -> bytes:
+    return resources.files("bot.reference").joinpath(REFERENCE_ALERT).read_bytes()
+
+
+def _rule(out: TextIO, title: str) -> None:
+    out.write(f"\n── {title} " + "─" * max(0, 74 - len(title)) + "\n")
+
+
+async def _print_channel(sandbox: SlackSandbox, out: TextIO) -> None:
+    """Print each new or edited message of the demo channel, with its thread, as it happens."""
+    feed = sandbox.subscribe()
+    try:
+        while True:
+            event: SandboxEvent = await feed.get()
+            if event.kind not in _SHOWN or event.ts is None:
+                continue
+            if event.kind is EventKind.EPHEMERAL_POSTED:
+                _rule(out, f"only visible to {event.user}")
+                out.write(str(event.detail.get("text", "")) + "\n")
+                out.flush()
+                continue
+            root = event.thread_ts or event.ts
+            what = {
+                EventKind.MESSAGE_POSTED: "reply in thread" if event.thread_ts else "new message",
+                EventKind.MESSAGE_UPDATED: "message edited",
+            }[event.kind]
+            _rule(out, f"#{DEMO_CHANNEL} · {what}")
+            out.write(sandbox.render(event.channel, root) + "\n")
+            out.flush()
+    finally:
+        sandbox.unsubscribe(feed)
+
+
+async def run_demo(
+    *, host: str = "127.0.0.1", port: int = 3000, slack_port: int = 0, out: TextIO = sys.stdout
+) -> int:
+    """Run until interrupted; returns the exit code."""
+    bot_token = "xoxb-demo-" + secrets.token_hex(8)
+    signing_secret = secrets.token_hex(16)
+    with tempfile.TemporaryDirectory(prefix="queuebot-demo-") as scratch:
+        sandbox = SlackSandbox(
+            bot_token=bot_token, signing_secret=signing_secret, channel_name=DEMO_CHANNEL
+        )
+        await sandbox.start(host="127.0.0.1", port=slack_port)
+        settings = load_settings(
+            {
+                "SLACK_BOT_TOKEN": bot_token,
+                "SLACK_SIGNING_SECRET": signing_secret,
+                "SLACK_API_URL": sandbox.api_url,
+                "QUEUEBOT_CHANNEL": f"#{DEMO_CHANNEL}",
+                "QUEUEBOT_DATABASE": str(Path(scratch) / "queuebot.db"),
+            },
+            for_serve=True,
+        )
+        runner = web.AppRunner(create_app(settings), access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as exc:
+            await runner.cleanup()
+            await sandbox.stop()
+            print(f"queuebot demo: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
+            print("queuebot demo: choose another port with --port", file=sys.stderr)
+            return 1
+        bound_host, bound_port = runner.addresses[0][:2]
+        bot_url = f"http://{bound_host}:{bound_port}"
+        sandbox.request_url = f"{bot_url}{ids.SLACK_EVENTS_PATH}"
+        webhook = f"{bot_url}{ids.GRAFANA_WEBHOOK_PATH}"
+        out.write(
+            f"queuebot demo\n"
+            f"  bot:             {bot_url}\n"
+            f"  Grafana webhook: {webhook}\n"
+            f"  local Slack API: {sandbox.api_url}\n"
+            f"Post your own Grafana or Alertmanager payloads:\n"
+            f"  curl -X POST {webhook} -H 'Content-Type: application/json' --data @payload.json\n"
+            f"Press Ctrl-C to stop.\n"
+        )
+        out.flush()
+        printer = asyncio.create_task(_print_channel(sandbox, out))
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        try:
+            async with (
+                aiohttp.ClientSession() as http,
+                http.post(
+                    webhook,
+                    data=reference_alert(),
+                    headers={"Content-Type": "application/json"},
+                ) as answer,
+            ):
+                _rule(out, f"Grafana → queuebot: reference alert ({answer.status})")
+                out.flush()
+            await stop.wait()
+        finally:
+            printer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await printer
+            await runner.cleanup()
+            await sandbox.stop()
+    out.write("\nqueuebot demo stopped\n")
+    return 0

@@ -1,0 +1,126 @@
+"""The running stack for HTTP tests: the local Slack workspace and the bot, on real ports."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.app import PARTS, create_app
+from bot.config import Settings, load_settings
+from bot.incidents import Clock, utcnow
+from bot.sandbox import Message, SlackSandbox
+
+BOT_TOKEN = "xoxb-test-bot-token"
+SIGNING_SECRET = "test-signing-secret"
+CHANNEL_NAME = "queue-alerts"
+
+
+@dataclass
+class Answer:
+    status: int
+    body: dict[str, Any]
+
+
+@dataclass
+class Stack:
+    sandbox: SlackSandbox
+    app: web.Application
+    url: str
+    http: aiohttp.ClientSession
+
+    async def webhook(
+        self, body: dict[str, Any] | bytes, headers: dict[str, str] | None = None
+    ) -> Answer:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        async with self.http.post(
+            f"{self.url}/webhooks/grafana",
+            data=io.BytesIO(data),
+            headers={"Content-Type": "application/json", **(headers or {})},
+        ) as response:
+            text = await response.text()
+            return Answer(response.status, json.loads(text) if text.startswith("{") else {})
+
+    async def parents(self, count: int, timeout: float = 5.0) -> list[Message]:  # noqa: ASYNC109
+        """Wait until the alert channel holds `count` top-level messages; return them."""
+        return await self.sandbox.wait_for(
+            lambda: m if len(m := self.sandbox.messages()) >= count else None, timeout
+        )
+
+    async def replies(self, parent: Message, count: int, timeout: float = 5.0) -> list[Message]:  # noqa: ASYNC109
+        return await self.sandbox.wait_for(
+            lambda: r if len(r := self.sandbox.replies(None, parent.ts)) >= count else None,
+            timeout,
+        )
+
+    async def settled(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+        """Wait until the bot owes Slack nothing (its outbox is empty)."""
+        store = self.app[PARTS].store
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while await store.due_incidents():
+            if loop.time() > deadline:
+                raise AssertionError("the outbox did not drain")
+            await asyncio.sleep(0.02)
+
+    def text(self, message: Message) -> str:
+        """The current text of every block of a message, as the bot last wrote it."""
+        return json.dumps(message.blocks, ensure_ascii=False) + "\n" + message.text
+
+
+def settings_for(database: Path, sandbox: SlackSandbox, **env: str) -> Settings:
+    return load_settings(
+        {
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "SLACK_API_URL": sandbox.api_url,
+            "QUEUEBOT_CHANNEL": f"#{CHANNEL_NAME}",
+            "QUEUEBOT_DATABASE": str(database),
+            **env,
+        },
+        for_serve=True,
+    )
+
+
+@asynccontextmanager
+async def running_stack(
+    tmp_path: Path,
+    *,
+    clock: Clock = utcnow,
+    configure: Callable[[SlackSandbox], None] | None = None,
+    **env: str,
+) -> AsyncIterator[Stack]:
+    sandbox = SlackSandbox(
+        bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, channel_name=CHANNEL_NAME
+    )
+    if configure is not None:
+        configure(sandbox)
+    await sandbox.start()
+    settings = settings_for(tmp_path / "queuebot.db", sandbox, **env)
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=sandbox.api_url)
+    app = create_app(settings, slack_client=client, clock=clock)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    url = str(server.make_url("")).rstrip("/")
+    sandbox.request_url = f"{url}/slack/events"
+    try:
+        async with aiohttp.ClientSession() as http:
+            yield Stack(sandbox, app, url, http)
+    finally:
+        await server.close()
+        await sandbox.stop()
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text)

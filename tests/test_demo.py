@@ -1,0 +1,84 @@
+"""`queuebot demo` and `queuebot render` as a newcomer runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+from tests.payloads import FIXTURES
+
+
+def _run_until(command: list[str], marker: str, timeout: float = 30.0) -> tuple[str, int]:
+    """Start `command`, read its stdout until `marker` shows, then stop it with Ctrl-C."""
+    process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        bufsize=0,
+        env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")},
+    )
+    assert process.stdout is not None
+    seen = b""
+    selector = selectors.DefaultSelector()
+    selector.register(process.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    try:
+        while marker.encode() not in seen and time.monotonic() < deadline:
+            if selector.select(timeout=0.5):
+                chunk = os.read(process.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                seen += chunk
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            rest, _ = process.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            rest, _ = process.communicate()
+        selector.close()
+    return (seen + rest).decode(), process.returncode
+
+
+def test_demo_shows_the_reference_alert() -> None:
+    """The demo posts the reference alert to the local channel and prints it; Ctrl-C stops it."""
+    output, code = _run_until(
+        [sys.executable, "-m", "bot", "demo", "--port", "0"], "[Run diagnostics]"
+    )
+    assert "[P2] Jobs are queueing in autoscaled machines" in output
+    assert "114 min" in output and "Max queue size:* 14" in output
+    assert "pytorch-dev-infra" in output
+    assert "https://hud.pytorch.org/metrics" in output
+    assert code == 0
+
+
+def test_render_prints_block_kit() -> None:
+    """`queuebot render` prints the message's Block Kit JSON for a webhook body."""
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, "-m", "bot", "render", str(FIXTURES / "seed_queueing_alert_firing.json")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    message = json.loads(result.stdout)
+    assert message["blocks"][0]["type"] == "header"
+    assert "114 min" in json.dumps(message, ensure_ascii=False)
+
+
+def test_render_refuses_a_non_webhook(tmp_path: object) -> None:
+    """A file that is not a webhook body gets one clear line and exit 1."""
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, "-m", "bot", "render", str(FIXTURES / "README.md")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "is not a webhook body" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,206 @@
+"""The incident lifecycle over HTTP: webhooks in, messages and threads in the local Slack."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.sandbox import Message
+from tests.harness import running_stack
+from tests.payloads import WEBHOOK_FIXTURES, load, reference, refired, with_values
+
+RESOLVED_AT = datetime(2024, 12, 1, 4, 5, tzinfo=UTC)
+MENTION_OR_LINK = re.compile(r"<[!@#]|<https?:|<mailto:")
+
+
+def _buttons(message: Message) -> dict[str, dict[str, object]]:
+    actions = next(b for b in message.blocks if b["type"] == "actions")
+    return {e["text"]["text"]: e for e in actions["elements"]}
+
+
+class TestFirstFiring:
+    async def test_reference_alert_message(self, tmp_path: Path) -> None:
+        """The reference alert becomes one message with its values, team, priority and links."""
+        async with running_stack(tmp_path) as stack:
+            answer = await stack.webhook(reference())
+            assert answer.status == 202
+            (parent,) = await stack.parents(1)
+            text = stack.text(parent)
+            assert "114 min" in text and "Max queue size:* 14" in text
+            assert "[P2]" in text and "pytorch-dev-infra" in text
+            buttons = _buttons(parent)
+            assert buttons["Open runbook"]["url"] == "https://hud.pytorch.org/metrics"
+            assert buttons["View alert"]["url"] == (
+                "https://pytorchci.grafana.net/alerting/grafana/dez2aomgvru2oe/view?orgId=1"
+            )
+            assert {"Run diagnostics", "Silence…"} <= set(buttons)
+            assert parent.channel == stack.sandbox.channel_id
+
+    @pytest.mark.parametrize("name", WEBHOOK_FIXTURES)
+    async def test_every_fixture_yields_a_message(self, tmp_path: Path, name: str) -> None:
+        """Every real webhook body is accepted and posted as a valid message."""
+        async with running_stack(tmp_path) as stack:
+            answer = await stack.webhook(load(name))
+            assert answer.status == 202, answer.body
+            (parent,) = await stack.parents(1)
+            assert parent.blocks and parent.text
+            post = stack.sandbox.calls("chat.postMessage")[0]
+            assert post.ok, post.error
+
+    async def test_two_identical_webhooks_at_once_make_one_parent(self, tmp_path: Path) -> None:
+        """Concurrent duplicates are applied one after the other: one message, no reply."""
+        async with running_stack(tmp_path) as stack:
+            answers = await asyncio.gather(*(stack.webhook(reference()) for _ in range(5)))
+            assert [a.status for a in answers] == [202] * 5
+            await stack.parents(1)
+            await stack.settled()
+            assert len(stack.sandbox.messages()) == 1
+            assert len(stack.sandbox.calls("chat.postMessage")) == 1
+
+
+class TestThread:
+    async def test_repeat_without_change_posts_nothing(self, tmp_path: Path) -> None:
+        """Grafana's repeat notification with the same content makes no new message."""
+        async with running_stack(tmp_path) as stack:
+            await stack.webhook(reference())
+            await stack.parents(1)
+            answer = await stack.webhook(reference())
+            assert answer.body["outcome"] == "repeat notification, nothing changed"
+            await stack.settled()
+            assert len(stack.sandbox.calls("chat.postMessage")) == 1
+            assert stack.sandbox.calls("chat.update") == []
+
+    async def test_changed_values_reply_and_edit(self, tmp_path: Path) -> None:
+        """Moved values: one reply saying what changed, and the parent shows the new values."""
+        async with running_stack(tmp_path) as stack:
+            await stack.webhook(reference())
+            (parent,) = await stack.parents(1)
+            await stack.webhook(with_values(reference(), max_queue_time_mins=130))
+            (reply,) = await stack.replies(parent, 1)
+            assert "Max queue time: 114 → 130 min" in reply.text + str(reply.blocks)
+            await stack.settled()
+            (parent,) = stack.sandbox.messages()
+            assert "130 min" in stack.text(parent)
+
+    async def test_alert_joining_the_group(self, tmp_path: Path) -> None:
+        """A second alert in the group is announced in the thread and listed in the parent."""
+        async with running_stack(tmp_path) as stack:
+            body = reference()
+            await stack.webhook(body)
+            (parent,) = await stack.parents(1)
+            grown = copy.deepcopy(body)
+            second = copy.deepcopy(body["alerts"][0])
+            second["labels"]["machine_type"] = "linux.g5.4xlarge.nvidia.gpu"
+            second["fingerprint"] = "0000000000000002"
+            grown["alerts"].append(second)
+            await stack.webhook(grown)
+            (reply,) = await stack.replies(parent, 1)
+            assert "Started firing" in str(reply.blocks)
+            assert "linux.g5.4xlarge.nvidia.gpu" in str(reply.blocks)
+            await stack.settled()
+            assert "2 of 2 alerts firing" in stack.text(stack.sandbox.messages()[0])
+
+    async def test_resolution(self, tmp_path: Path) -> None:
+        """Resolved: the parent says how long it lasted and keeps the firing values."""
+        async with running_stack(tmp_path) as stack:
+            await stack.webhook(reference())
+            (parent,) = await stack.parents(1)
+            await stack.webhook(reference("resolved"))
+            (reply,) = await stack.replies(parent, 1)
+            assert "Resolved* after 1h42m" in reply.blocks[0]["text"]["text"]
+            await stack.settled()
+            (parent,) = stack.sandbox.messages()
+            text = stack.text(parent)
+            assert "Resolved after 1h42m" in text and "114 min" in text
+            assert "Silence…" not in _buttons(parent)
+
+    async def test_fast_refire_reopens_the_thread(self, tmp_path: Path) -> None:
+        """Firing again 10 minutes after resolving: same thread, "Fired again", no new parent."""
+        async with running_stack(tmp_path) as stack:
+            await stack.webhook(reference())
+            (parent,) = await stack.parents(1)
+            await stack.webhook(reference("resolved"))
+            await stack.replies(parent, 1)
+            await stack.webhook(refired(reference(), RESOLVED_AT + timedelta(minutes=10)))
+            replies = await stack.replies(parent, 2)
+            assert "Fired again" in replies[1].blocks[0]["text"]["text"]
+            await stack.settled()
+            assert len(stack.sandbox.messages()) == 1
+            assert "Firing again" in stack.text(stack.sandbox.messages()[0])
+
+    async def test_late_refire_opens_a_new_linked_incident(self, tmp_path: Path) -> None:
+        """Firing again 3 hours later: a new parent that links the previous incident."""
+        async with running_stack(tmp_path) as stack:
+            await stack.webhook(reference())
+            (first,) = await stack.parents(1)
+            await stack.webhook(reference("resolved"))
+            await stack.replies(first, 1)
+            await stack.settled()
+            await stack.webhook(refired(reference(), RESOLVED_AT + timedelta(hours=3)))
+            _, second = await stack.parents(2)
+            permalink = stack.sandbox.calls("chat.getPermalink")[0]
+            assert permalink.params["message_ts"] == first.ts
+            assert "Follows <http" in stack.text(second)
+            assert stack.sandbox.replies(None, first.ts)[-1].ts < second.ts
+
+    async def test_replies_mention_nobody(self, tmp_path: Path) -> None:
+        """Thread replies carry no user, group or channel mention."""
+        async with running_stack(tmp_path) as stack:
+            await stack.webhook(reference())
+            (parent,) = await stack.parents(1)
+            await stack.webhook(with_values(reference(), max_queue_size=20))
+            await stack.webhook(reference("resolved"))
+            replies = await stack.replies(parent, 2)
+            for reply in replies:
+                assert not re.search(r"<[!@]", reply.text + str(reply.blocks))
+
+
+class TestHostileAlert:
+    async def test_alert_text_cannot_mention_or_link(self, tmp_path: Path) -> None:
+        """<!channel>, a disguised link, &, quotes, newlines and 20,000 characters stay inert."""
+        body = reference()
+        alert = body["alerts"][0]
+        alert["labels"]["type"] = '<!channel> & "quoted"\nsecond line'
+        alert["annotations"]["summary"] = "<https://evil.example|click> <!here>"
+        alert["annotations"]["description"] = "<!everyone> " + "d" * 20_000
+        body["commonAnnotations"] = {}
+        body["commonLabels"] = {}
+        async with running_stack(tmp_path) as stack:
+            assert (await stack.webhook(body)).status == 202
+            (parent,) = await stack.parents(1)
+            post = stack.sandbox.calls("chat.postMessage")[0]
+            assert post.ok
+            visible = parent.text + str(parent.blocks)
+            assert not MENTION_OR_LINK.search(visible.replace("<!date^", ""))
+            assert '&lt;!channel&gt; &amp; "quoted"' in visible
+            assert "&lt;https://evil.example|click&gt;" in visible
+            assert "…" in visible
+
+
+class TestSlackTrouble:
+    @pytest.mark.parametrize("status", [429, 500, 503])
+    async def test_webhook_during_slack_outage_is_delivered_later(
+        self, tmp_path: Path, status: int
+    ) -> None:
+        """Slack answering 429 or 5xx delays the message; it arrives once Slack recovers."""
+        async with running_stack(tmp_path) as stack:
+            stack.sandbox.faults.add("chat.postMessage", status=status, retry_after=1, count=2)
+            answer = await stack.webhook(reference())
+            assert answer.status == 202
+            (parent,) = await stack.parents(1, timeout=15)
+            failures = [c for c in stack.sandbox.calls("chat.postMessage") if not c.ok]
+            assert len(failures) == 2
+            assert "114 min" in stack.text(parent)
+
+    async def test_refused_channel_is_not_retried_forever(self, tmp_path: Path) -> None:
+        """A channel Slack does not know is a permanent failure: logged, not retried."""
+        async with running_stack(tmp_path, QUEUEBOT_CHANNEL="#no-such-channel") as stack:
+            assert (await stack.webhook(reference())).status == 202
+            await stack.settled()
+            calls = stack.sandbox.calls("chat.postMessage")
+            assert [c.error for c in calls] == ["channel_not_found"]

@@ -1,0 +1,106 @@
+"""Slack requests to /slack/events: verification, button clicks and the slash command."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from bot.ids import ActionId
+from bot.sandbox import ONCALL_USER
+from tests.harness import SIGNING_SECRET, Stack, running_stack
+from tests.payloads import reference
+
+
+async def _posted(stack: Stack) -> str:
+    await stack.webhook(reference())
+    (parent,) = await stack.parents(1)
+    return parent.ts
+
+
+def _signed(body: str, secret: str = SIGNING_SECRET, at: float | None = None) -> dict[str, str]:
+    stamp = str(int(time.time() if at is None else at))
+    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": f"v0={digest}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+
+
+class TestVerification:
+    @pytest.mark.parametrize("case", ["unsigned", "bad-signature", "stale"])
+    async def test_unverified_requests_are_refused(self, tmp_path: Path, case: str) -> None:
+        """Unsigned, wrongly signed and 6-minute-old requests get 401 and do nothing."""
+        body = urlencode({"command": "/queue-status", "text": "", "user_id": ONCALL_USER})
+        headers = {
+            "unsigned": {"Content-Type": "application/x-www-form-urlencoded"},
+            "bad-signature": _signed(body, secret="not-the-secret"),
+            "stale": _signed(body, at=time.time() - 360),
+        }[case]
+        async with running_stack(tmp_path) as stack:
+            async with stack.http.post(
+                f"{stack.url}/slack/events", data=body, headers=headers
+            ) as response:
+                assert response.status == 401
+            assert stack.sandbox.calls("auth.test") == []
+
+
+class TestButtons:
+    @pytest.mark.parametrize(
+        ("action", "feature"),
+        [(ActionId.RUN_DIAGNOSTICS, "Run diagnostics"), (ActionId.SILENCE, "Silence")],
+    )
+    async def test_unbuilt_buttons_say_so(
+        self, tmp_path: Path, action: ActionId, feature: str
+    ) -> None:
+        """A click on a feature still to come acks at once and tells the clicker privately."""
+        async with running_stack(tmp_path) as stack:
+            ts = await _posted(stack)
+            result = await stack.sandbox.click(stack.sandbox.channel_id, ts, action.value)
+            assert result.status == 200 and result.acked_in_time
+            (notice,) = await stack.sandbox.wait_for(
+                lambda: stack.sandbox.ephemerals(ONCALL_USER) or None
+            )
+            assert f"*{feature}* is not available yet" in notice.text
+            assert len(stack.sandbox.messages()) == 1
+
+    @pytest.mark.parametrize("action", [ActionId.OPEN_RUNBOOK, ActionId.VIEW_ALERT])
+    async def test_link_buttons_are_acked(self, tmp_path: Path, action: ActionId) -> None:
+        """Link buttons send block_actions too; they are acked and nothing else happens."""
+        async with running_stack(tmp_path) as stack:
+            ts = await _posted(stack)
+            result = await stack.sandbox.click(stack.sandbox.channel_id, ts, action.value)
+            assert result.status == 200 and result.acked_in_time
+            assert stack.sandbox.ephemerals() == []
+
+    async def test_forged_button_value_does_not_crash(self, tmp_path: Path) -> None:
+        """A click whose payload lacks the channel still gets an ack, and the bot stays up."""
+        async with running_stack(tmp_path) as stack:
+            payload = {
+                "type": "block_actions",
+                "user": {"id": ONCALL_USER},
+                "container": {"type": "message"},
+                "actions": [{"action_id": ActionId.SILENCE.value, "value": "{]"}],
+                "team": {"id": "T0QUEUEBOT"},
+            }
+            body = urlencode({"payload": json.dumps(payload)})
+            async with stack.http.post(
+                f"{stack.url}/slack/events", data=body, headers=_signed(body)
+            ) as response:
+                assert response.status == 200
+            assert (await stack.webhook(reference())).status == 202
+
+
+class TestQueueStatus:
+    async def test_command_answers_privately(self, tmp_path: Path) -> None:
+        """/queue-status answers the person who typed it, within Slack's 3 seconds."""
+        async with running_stack(tmp_path) as stack:
+            result = await stack.sandbox.slash_command("/queue-status")
+            assert result.status == 200 and result.acked_in_time
+            assert "not available yet" in result.body
