@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -98,14 +98,14 @@ async def running_stack(
     tmp_path: Path,
     *,
     clock: Clock = utcnow,
-    configure: Callable[[SlackSandbox], None] | None = None,
     **env: str,
 ) -> AsyncIterator[Stack]:
     sandbox = SlackSandbox(
-        bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, channel_name=CHANNEL_NAME
+        bot_token=BOT_TOKEN,
+        signing_secret=SIGNING_SECRET,
+        channel_name=CHANNEL_NAME,
+        app_token=env.get("SLACK_APP_TOKEN"),
     )
-    if configure is not None:
-        configure(sandbox)
     await sandbox.start()
     settings = settings_for(tmp_path / "queuebot.db", sandbox, **env)
     client = AsyncWebClient(token=BOT_TOKEN, base_url=sandbox.api_url)

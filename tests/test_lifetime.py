@@ -1,0 +1,59 @@
+"""The bot across restarts and in Socket Mode: accepted notifications survive, Slack still works."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from bot.ids import ActionId
+from bot.sandbox import ONCALL_USER
+from bot.store.sqlite import MIGRATIONS, SQLiteStore
+from tests.harness import running_stack
+from tests.payloads import reference
+
+APP_TOKEN = "xapp-1-test-app-token"
+
+
+class TestRestart:
+    async def test_undelivered_notification_survives_a_restart(self, tmp_path: Path) -> None:
+        """Accepted while Slack is down, the bot stopped: the next bot on the store delivers it."""
+        async with running_stack(tmp_path) as stack:
+            stack.sandbox.faults.add("chat.postMessage", status=503, count=1000)
+            assert (await stack.webhook(reference())).status == 202
+            await stack.sandbox.wait_for(lambda: stack.sandbox.calls("chat.postMessage"))
+            assert stack.sandbox.messages() == []
+        async with running_stack(tmp_path) as stack:
+            (parent,) = await stack.parents(1)
+            assert "114 min" in stack.text(parent)
+
+    async def test_schema_is_migrated_once(self, tmp_path: Path) -> None:
+        """Opening the store twice keeps its data and its schema version."""
+        path = str(tmp_path / "queuebot.db")
+        async with running_stack(tmp_path) as stack:
+            await stack.webhook(reference())
+            await stack.parents(1)
+        store = await SQLiteStore.open(path)
+        try:
+            async with store.transaction() as tx:
+                incident = await tx.current_incident(reference()["groupKey"])
+            assert incident is not None and incident.parent_ts
+        finally:
+            await store.close()
+        store = await SQLiteStore.open(path)
+        await store.close()
+        with sqlite3.connect(path) as db:
+            assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+
+
+class TestSocketMode:
+    async def test_clicks_arrive_over_the_socket(self, tmp_path: Path) -> None:
+        """With SLACK_APP_TOKEN set, the bot connects over Socket Mode and handles clicks there."""
+        async with running_stack(tmp_path, SLACK_APP_TOKEN=APP_TOKEN) as stack:
+            await stack.sandbox.wait_for(lambda: stack.sandbox.sockets.connected)
+            await stack.webhook(reference())
+            (parent,) = await stack.parents(1)
+            result = await stack.sandbox.click(
+                stack.sandbox.channel_id, parent.ts, ActionId.RUN_DIAGNOSTICS.value
+            )
+            assert result.transport == "socket" and result.acked_in_time
+            await stack.sandbox.wait_for(lambda: stack.sandbox.ephemerals(ONCALL_USER))
