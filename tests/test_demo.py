@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import selectors
@@ -9,7 +10,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+from bot.sandbox import SlackSandbox
+from tests.harness import BOT_TOKEN
 from tests.payloads import FIXTURES
 
 
@@ -82,3 +86,42 @@ def test_render_refuses_a_non_webhook(tmp_path: object) -> None:
     )
     assert result.returncode == 1
     assert "is not a webhook body" in result.stderr and "Traceback" not in result.stderr
+
+
+async def test_check_reaches_slack(tmp_path: Path) -> None:
+    """`queuebot check` validates the settings, opens the store and calls auth.test."""
+    async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox:
+        env = {
+            "PATH": os.environ["PATH"],
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_SIGNING_SECRET": "secret",
+            "SLACK_API_URL": sandbox.api_url,
+            "QUEUEBOT_CHANNEL": "#queue-alerts",
+            "QUEUEBOT_DATABASE": str(tmp_path / "queuebot.db"),
+        }
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "check", env=env, stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await process.communicate()
+        assert process.returncode == 0, out
+        assert b"slack: ok" in out and b"store: ok" in out
+        assert [c.method for c in sandbox.calls()] == ["auth.test"]
+
+
+async def test_check_reports_a_bad_token(tmp_path: Path) -> None:
+    """A token Slack refuses makes `queuebot check` fail and say so."""
+    async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox:
+        env = {
+            "PATH": os.environ["PATH"],
+            "SLACK_BOT_TOKEN": "xoxb-revoked",
+            "SLACK_SIGNING_SECRET": "secret",
+            "SLACK_API_URL": sandbox.api_url,
+            "QUEUEBOT_CHANNEL": "#queue-alerts",
+            "QUEUEBOT_DATABASE": str(tmp_path / "queuebot.db"),
+        }
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "check", env=env, stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await process.communicate()
+        assert process.returncode == 1
+        assert b"slack: FAILED" in out and b"invalid_auth" in out

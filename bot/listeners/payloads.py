@@ -36,12 +36,3 @@ class BlockActions(_Loose):
     container: Container
     actions: list[ClickedAction] = Field(min_length=1)
     trigger_id: str | None = None
-
-
-class SlashCommand(_Loose):
-    """A slash command's form fields."""
-
-    command: str
-    text: str = ""
-    user_id: str
-    channel_id: str

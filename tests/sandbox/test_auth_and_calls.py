@@ -1,35 +1,9 @@
 """Tokens, scopes, unknown methods and the call log of the sandbox Web API, over HTTP."""
 
-from collections.abc import AsyncIterator
-from typing import Any
-
-import pytest
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.sandbox import SlackSandbox
-from bot.sandbox.server import SANDBOX_BOT_TOKEN
-
-
-@pytest.fixture
-async def sandbox() -> AsyncIterator[SlackSandbox]:
-    sandbox = SlackSandbox()
-    await sandbox.start()
-    yield sandbox
-    await sandbox.stop()
-
-
-@pytest.fixture
-def client(sandbox: SlackSandbox) -> AsyncWebClient:
-    return AsyncWebClient(token=SANDBOX_BOT_TOKEN, base_url=sandbox.api_url)
-
-
-async def refusal(call: Any) -> dict[str, Any]:
-    """The body of the SlackApiError an awaited call raises."""
-    with pytest.raises(SlackApiError) as raised:
-        await call
-    body: dict[str, Any] = raised.value.response.data
-    return body
+from tests.sandbox.conftest import refusal
 
 
 async def test_auth_test_names_the_bot_and_reports_scopes(

@@ -1,7 +1,5 @@
 """Injected failures and the optional message rate limit, as slack_sdk experiences them."""
 
-from collections.abc import AsyncIterator
-
 import aiohttp
 import pytest
 from slack_sdk.errors import SlackApiError
@@ -10,19 +8,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.sandbox import SlackSandbox
 from bot.sandbox.server import SANDBOX_BOT_TOKEN
-
-
-@pytest.fixture
-async def sandbox() -> AsyncIterator[SlackSandbox]:
-    sandbox = SlackSandbox()
-    await sandbox.start()
-    yield sandbox
-    await sandbox.stop()
-
-
-@pytest.fixture
-def client(sandbox: SlackSandbox) -> AsyncWebClient:
-    return AsyncWebClient(token=SANDBOX_BOT_TOKEN, base_url=sandbox.api_url)
 
 
 async def test_injected_429_reaches_slack_sdk_with_retry_after(

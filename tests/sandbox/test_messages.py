@@ -1,15 +1,13 @@
 """Messages, threads, edits, ephemerals and permalinks, driven over HTTP by slack_sdk."""
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import pytest
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.sandbox import ONCALL_USER, SlackSandbox
 from bot.sandbox.server import SANDBOX_BOT_TOKEN
+from tests.sandbox.conftest import refusal
 
 BUTTONS: list[dict[str, Any]] = [
     {"type": "section", "text": {"type": "mrkdwn", "text": "*Queue time 114 min*"}},
@@ -25,27 +23,6 @@ BUTTONS: list[dict[str, Any]] = [
         ],
     },
 ]
-
-
-@pytest.fixture
-async def sandbox() -> AsyncIterator[SlackSandbox]:
-    sandbox = SlackSandbox()
-    await sandbox.start()
-    yield sandbox
-    await sandbox.stop()
-
-
-@pytest.fixture
-def client(sandbox: SlackSandbox) -> AsyncWebClient:
-    return AsyncWebClient(token=SANDBOX_BOT_TOKEN, base_url=sandbox.api_url)
-
-
-async def refusal(call: Any) -> dict[str, Any]:
-    """The body of the SlackApiError an awaited call raises."""
-    with pytest.raises(SlackApiError) as raised:
-        await call
-    body: dict[str, Any] = raised.value.response.data
-    return body
 
 
 async def test_post_by_name_answers_channel_id_and_stores_message(

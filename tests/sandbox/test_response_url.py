@@ -1,20 +1,10 @@
 """response_url targets: what a POST to them does, and Slack's five-uses limit."""
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import pytest
 
 from bot.sandbox import ONCALL_USER, SECOND_USER, SlackSandbox
-
-
-@pytest.fixture
-async def sandbox() -> AsyncIterator[SlackSandbox]:
-    sandbox = SlackSandbox()
-    await sandbox.start()
-    yield sandbox
-    await sandbox.stop()
 
 
 def alert(sandbox: SlackSandbox) -> str:

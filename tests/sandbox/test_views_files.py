@@ -1,6 +1,5 @@
 """The sandbox's modal and file methods: views.open/update and the external upload flow."""
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -9,7 +8,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.sandbox import ONCALL_USER, EventKind, SlackSandbox
-from bot.sandbox.server import SANDBOX_BOT_TOKEN
 
 SILENCE_MODAL: dict[str, Any] = {
     "type": "modal",
@@ -26,19 +24,6 @@ SILENCE_MODAL: dict[str, Any] = {
         }
     ],
 }
-
-
-@pytest.fixture
-async def sandbox() -> AsyncIterator[SlackSandbox]:
-    sandbox = SlackSandbox()
-    await sandbox.start()
-    yield sandbox
-    await sandbox.stop()
-
-
-@pytest.fixture
-def client(sandbox: SlackSandbox) -> AsyncWebClient:
-    return AsyncWebClient(token=SANDBOX_BOT_TOKEN, base_url=sandbox.api_url)
 
 
 async def refused_with(call: Any) -> str:

@@ -1,26 +1,11 @@
 """Waiting for and watching the sandbox's state: wait_for and the event subscription."""
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.sandbox import ONCALL_USER, EventKind, SlackSandbox
-from bot.sandbox.server import SANDBOX_BOT_TOKEN
-
-
-@pytest.fixture
-async def sandbox() -> AsyncIterator[SlackSandbox]:
-    sandbox = SlackSandbox()
-    await sandbox.start()
-    yield sandbox
-    await sandbox.stop()
-
-
-@pytest.fixture
-def client(sandbox: SlackSandbox) -> AsyncWebClient:
-    return AsyncWebClient(token=SANDBOX_BOT_TOKEN, base_url=sandbox.api_url)
 
 
 async def test_wait_for_wakes_when_a_message_arrives(
