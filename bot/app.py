@@ -27,6 +27,7 @@ from bot.listeners.actions import ActionHandlers
 from bot.render import Renderer
 from bot.slack import SlackGateway
 from bot.store import Store, open_store
+from bot.telemetry import Metrics
 from bot.webhook import MAX_BODY_BYTES, WebhookAuth, WebhookHandler
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,8 @@ class Parts:
 
 
 PARTS = web.AppKey("parts", Parts)
+WEBHOOK = web.AppKey("webhook", WebhookHandler)
+METRICS = web.AppKey("metrics", Metrics)
 
 
 def slack_client_for(settings: Settings) -> AsyncWebClient:
@@ -67,6 +70,8 @@ def create_app(
     if not settings.channel:
         raise ConfigError("QUEUEBOT_CHANNEL is not set: alerts have nowhere to go")
     app = web.Application(client_max_size=MAX_BODY_BYTES)
+    metrics = Metrics()
+    app[METRICS] = metrics
     client = slack_client or slack_client_for(settings)
     auth = WebhookAuth(
         token=settings.webhook_token,
@@ -84,9 +89,10 @@ def create_app(
         store = await open_store(settings.database)
         renderer = Renderer()
         slack = SlackGateway(client)
-        deliverer = Deliverer(store, slack, renderer)
+        deliverer = Deliverer(store, slack, renderer, metrics)
         service = IncidentService(
             store,
+            metrics=metrics,
             default_channel=settings.channel or "",
             routes=settings.file.routes,
             on_enqueued=deliverer.wake,
@@ -103,7 +109,7 @@ def create_app(
         )
         listeners.register(bolt, ActionHandlers(slack, renderer))
         app[PARTS] = Parts(settings, store, slack, bolt, service, deliverer)
-        handler = WebhookHandler(service, auth)
+        handler = WebhookHandler(service, auth, metrics)
         app[WEBHOOK] = handler
         worker = asyncio.create_task(deliverer.run(), name="outbox")
         socket = None
@@ -125,10 +131,8 @@ def create_app(
     app.router.add_post(ids.SLACK_EVENTS_PATH, _slack_events)
     app.router.add_post(ids.GRAFANA_WEBHOOK_PATH, _grafana_webhook)
     app.router.add_get(ids.HEALTHZ_PATH, _healthz)
+    app.router.add_get(ids.METRICS_PATH, _metrics)
     return app
-
-
-WEBHOOK = web.AppKey("webhook", WebhookHandler)
 
 
 async def _slack_events(request: web.Request) -> web.Response:
@@ -143,3 +147,9 @@ async def _grafana_webhook(request: web.Request) -> web.Response:
 
 async def _healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    waiting = len(await request.app[PARTS].store.due_incidents())
+    text = request.app[METRICS].render({"queuebot_incidents_awaiting_delivery": waiting})
+    return web.Response(text=text, content_type="text/plain", charset="utf-8")

@@ -20,6 +20,7 @@ from bot.render import Renderer
 from bot.slack import SlackError, SlackGateway, SlackRejected, SlackUnavailable
 from bot.state import Incident, ThreadEvent
 from bot.store import OutboxItem, OutboxKind, OutboxState, Store
+from bot.telemetry import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,10 @@ def backoff(attempts: int) -> float:
 class Deliverer:
     """Drains the outbox; `wake()` after enqueueing, `run()` as an owned background task."""
 
-    def __init__(self, store: Store, slack: SlackGateway, renderer: Renderer) -> None:
+    def __init__(
+        self, store: Store, slack: SlackGateway, renderer: Renderer, metrics: Metrics
+    ) -> None:
+        self._metrics = metrics
         self._store = store
         self._slack = slack
         self._renderer = renderer
@@ -101,6 +105,7 @@ class Deliverer:
         except SlackUnavailable as exc:
             delay = exc.retry_after if exc.retry_after is not None else backoff(item.attempts)
             await self._store.defer_item(item.id, time.time() + delay, str(exc))
+            self._count(item, "retry")
             log.warning(
                 "Slack unavailable, delivery retried in %.1fs: %s (incident=%s item=%s kind=%s)",
                 delay,
@@ -112,6 +117,7 @@ class Deliverer:
             return False
         except SlackRejected as exc:
             await self._store.finish_item(item.id, OutboxState.FAILED, str(exc))
+            self._count(item, "failed")
             log.error(
                 "Slack refused a delivery: %s (incident=%s item=%s kind=%s channel=%s ts=%s)",
                 exc,
@@ -128,7 +134,11 @@ class Deliverer:
                 return False
             return True
         await self._store.finish_item(item.id, OutboxState.DONE)
+        self._count(item, "done")
         return True
+
+    def _count(self, item: OutboxItem, result: str) -> None:
+        self._metrics.inc("queuebot_slack_deliveries_total", kind=item.kind.value, result=result)
 
     async def _deliver(self, item: OutboxItem, incident: Incident) -> None:
         if item.kind is OutboxKind.POST_PARENT:

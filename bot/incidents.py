@@ -16,6 +16,7 @@ from bot.config import Route
 from bot.models import AlertGroup
 from bot.state import Action, Decision, Incident, decide
 from bot.store import NewIncident, OutboxKind, Store
+from bot.telemetry import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,11 @@ class IncidentService:
         *,
         default_channel: str,
         routes: Sequence[Route] = (),
+        metrics: Metrics,
         on_enqueued: Callable[[], None] = lambda: None,
         clock: Clock = utcnow,
     ) -> None:
+        self._metrics = metrics
         self._store = store
         self._default_channel = default_channel
         self._routes = tuple(routes)
@@ -92,6 +95,7 @@ class IncidentService:
             group.group_key,
             len(group.alerts),
         )
+        self._metrics.inc("queuebot_notifications_total", action=decision.action.value)
         if decision.action is not Action.IGNORE:
             self._on_enqueued()
         return decision, incident_id

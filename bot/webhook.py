@@ -22,6 +22,7 @@ from pydantic import SecretStr, ValidationError
 from bot.incidents import IncidentService
 from bot.models import parse_webhook
 from bot.store import StoreError
+from bot.telemetry import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -106,11 +107,17 @@ def _error(status: int, reason: str, **extra: Any) -> web.Response:
 class WebhookHandler:
     """aiohttp handler for POST /webhooks/grafana."""
 
-    def __init__(self, service: IncidentService, auth: WebhookAuth) -> None:
+    def __init__(self, service: IncidentService, auth: WebhookAuth, metrics: Metrics) -> None:
         self._service = service
         self._auth = auth
+        self._metrics = metrics
 
     async def __call__(self, request: web.Request) -> web.Response:
+        response = await self._answer(request)
+        self._metrics.inc("queuebot_webhook_requests_total", code=str(response.status))
+        return response
+
+    async def _answer(self, request: web.Request) -> web.Response:
         if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
             return _error(413, f"body larger than {MAX_BODY_BYTES} bytes")
         try:

@@ -204,3 +204,22 @@ class TestSlackTrouble:
             await stack.settled()
             calls = stack.sandbox.calls("chat.postMessage")
             assert [c.error for c in calls] == ["channel_not_found"]
+
+
+class TestRouting:
+    async def test_team_annotation_routes_to_its_channel(self, tmp_path: Path) -> None:
+        """A route in the YAML file sends the team's alert to its channel, others to the default."""
+        config = tmp_path / "queuebot.yml"
+        config.write_text(
+            "routes:\n  - match: {Team: pytorch-dev-infra}\n    channel: '#ci-infra-alerts'\n"
+        )
+        async with running_stack(tmp_path, QUEUEBOT_CONFIG=str(config)) as stack:
+            routed = stack.sandbox.add_channel("ci-infra-alerts")
+            await stack.webhook(reference())
+            await stack.webhook(load("grafana_docs_webhook_example.json"))
+            (mine,) = await stack.sandbox.wait_for(
+                lambda: stack.sandbox.messages(routed.id) or None
+            )
+            assert "114 min" in stack.text(mine)
+            (other,) = await stack.parents(1)
+            assert "High memory usage" in stack.text(other)

@@ -181,3 +181,22 @@ class TestBadBodies:
         async with running_stack(tmp_path) as stack, stack.http.get(f"{stack.url}/healthz") as r:
             assert r.status == 200
             assert (await r.json())["status"] == "ok"
+
+
+class TestMetrics:
+    async def test_metrics_count_what_happened(self, tmp_path: Path) -> None:
+        """GET /metrics counts webhook answers, notifications and Slack deliveries."""
+        async with running_stack(tmp_path) as stack:
+            await stack.webhook(reference())
+            await stack.webhook(reference())
+            await stack.webhook(b"{}")
+            await stack.parents(1)
+            await stack.settled()
+            async with stack.http.get(f"{stack.url}/metrics") as response:
+                assert response.status == 200
+                text = await response.text()
+        assert 'queuebot_webhook_requests_total{code="202"} 2' in text
+        assert 'queuebot_webhook_requests_total{code="400"} 1' in text
+        assert 'queuebot_notifications_total{action="ignore"} 1' in text
+        assert 'queuebot_slack_deliveries_total{kind="post_parent",result="done"} 1' in text
+        assert "queuebot_incidents_awaiting_delivery 0" in text
