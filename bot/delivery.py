@@ -16,7 +16,7 @@ import logging
 import random
 import time
 
-from bot.render import Renderer
+from bot.render import Renderer, RenderError
 from bot.slack import SlackError, SlackGateway, SlackRejected, SlackUnavailable
 from bot.state import Incident, ThreadEvent
 from bot.store import OutboxItem, OutboxKind, OutboxState, Store
@@ -91,7 +91,22 @@ class Deliverer:
                 item = await self._store.next_item(incident_id)
                 if item is None or item.not_before > time.time():
                     return
-                if not await self._attempt(item):
+                try:
+                    carry_on = await self._attempt(item)
+                except Exception:
+                    # The worker's one catch-all: a bug must not turn into a hot retry loop or
+                    # stop other incidents. The item waits like any failed try, traceback logged.
+                    delay = backoff(item.attempts)
+                    log.exception(
+                        "delivery failed unexpectedly, retried in %.1fs (incident=%s item=%s)",
+                        delay,
+                        incident_id,
+                        item.id,
+                    )
+                    await self._store.defer_item(item.id, time.time() + delay, "unexpected error")
+                    self._count(item, "retry")
+                    return
+                if not carry_on:
                     return
 
     async def _attempt(self, item: OutboxItem) -> bool:
@@ -115,11 +130,11 @@ class Deliverer:
                 item.kind,
             )
             return False
-        except SlackRejected as exc:
+        except (SlackRejected, RenderError) as exc:
             await self._store.finish_item(item.id, OutboxState.FAILED, str(exc))
             self._count(item, "failed")
             log.error(
-                "Slack refused a delivery: %s (incident=%s item=%s kind=%s channel=%s ts=%s)",
+                "delivery abandoned: %s (incident=%s item=%s kind=%s channel=%s ts=%s)",
                 exc,
                 incident.id,
                 item.id,
