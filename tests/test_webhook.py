@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,20 @@ class TestBadBodies:
             assert answer.status == 413
             assert (await stack.webhook(reference())).status == 202
             await stack.parents(1)
+
+    async def test_oversized_chunked_is_413(self, tmp_path: Path) -> None:
+        """A body over 1 MiB sent without Content-Length is cut off with 413 too."""
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for _ in range(20):
+                yield b" " * 65536
+
+        async with (
+            running_stack(tmp_path) as stack,
+            stack.http.post(f"{stack.url}/webhooks/grafana", data=chunks()) as response,
+        ):
+            assert response.status == 413
+            assert "larger than" in (await response.json())["error"]
 
     async def test_health(self, tmp_path: Path) -> None:
         """GET /healthz answers while the bot runs."""
