@@ -128,7 +128,9 @@ def create_app(
             await store.close()
 
     app.cleanup_ctx.append(lifetime)
-    app.router.add_post(ids.SLACK_EVENTS_PATH, _slack_events)
+    if settings.slack_signing_secret is not None:
+        # Without a signing secret (Socket Mode only) nothing could verify an HTTP request.
+        app.router.add_post(ids.SLACK_EVENTS_PATH, _slack_events)
     app.router.add_post(ids.GRAFANA_WEBHOOK_PATH, _grafana_webhook)
     app.router.add_get(ids.HEALTHZ_PATH, _healthz)
     app.router.add_get(ids.METRICS_PATH, _metrics)

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 MAX_PARALLEL_INCIDENTS = 16
 MAX_BACKOFF_SECONDS = 300.0
+#: A delivery that fails for no reason Slack gave, after this many tries in all, is abandoned.
+MAX_UNEXPECTED_FAILURES = 5
 #: How often the worker looks at the outbox when nothing woke it (a safety net, not the path).
 IDLE_POLL_SECONDS = 5.0
 
@@ -48,6 +50,7 @@ class Deliverer:
         self._renderer = renderer
         self._wakeup = asyncio.Event()
         self._active: dict[int, asyncio.Task[None]] = {}
+        self._keys: dict[int, str] = {}
         self._slots = asyncio.Semaphore(MAX_PARALLEL_INCIDENTS)
 
     def wake(self) -> None:
@@ -58,8 +61,12 @@ class Deliverer:
             while True:
                 self._wakeup.clear()
                 delay = await self._dispatch_due()
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
+                # cancellation that lands as the wait ends (python/cpython#86296), and the
+                # worker would then outlive the app's shutdown.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wakeup.wait(), timeout=delay)
+                    async with asyncio.timeout(delay):
+                        await self._wakeup.wait()
         finally:
             for task in self._active.values():
                 task.cancel()
@@ -68,19 +75,27 @@ class Deliverer:
     async def _dispatch_due(self) -> float:
         now = time.time()
         next_at = now + IDLE_POLL_SECONDS
-        for incident_id, not_before in await self._store.due_incidents():
-            if incident_id in self._active:
+        # One group key's incidents go out in order too, so a new incident's parent (which
+        # links the previous one) never overtakes the previous incident's own messages.
+        waiting_keys = {self._keys[incident_id] for incident_id in self._active}
+        for due in await self._store.due_incidents():
+            if due.incident_id in self._active or due.group_key in waiting_keys:
                 continue
-            if not_before > now:
-                next_at = min(next_at, not_before)
+            waiting_keys.add(due.group_key)
+            if due.not_before > now:
+                next_at = min(next_at, due.not_before)
                 continue
-            task = asyncio.create_task(self._drain(incident_id), name=f"deliver-{incident_id}")
-            self._active[incident_id] = task
-            task.add_done_callback(functools.partial(self._finished, incident_id))
+            task = asyncio.create_task(
+                self._drain(due.incident_id), name=f"deliver-{due.incident_id}"
+            )
+            self._active[due.incident_id] = task
+            self._keys[due.incident_id] = due.group_key
+            task.add_done_callback(functools.partial(self._finished, due.incident_id))
         return max(next_at - now, 0.01)
 
     def _finished(self, incident_id: int, _task: asyncio.Task[None]) -> None:
         task = self._active.pop(incident_id, None)
+        self._keys.pop(incident_id, None)
         if task is not None and not task.cancelled() and task.exception() is not None:
             log.error("delivery for incident %s crashed", incident_id, exc_info=task.exception())
         self.wake()
@@ -95,19 +110,33 @@ class Deliverer:
                     carry_on = await self._attempt(item)
                 except Exception:
                     # The worker's one catch-all: a bug must not turn into a hot retry loop or
-                    # stop other incidents. The item waits like any failed try, traceback logged.
-                    delay = backoff(item.attempts)
-                    log.exception(
-                        "delivery failed unexpectedly, retried in %.1fs (incident=%s item=%s)",
-                        delay,
-                        incident_id,
-                        item.id,
-                    )
-                    await self._store.defer_item(item.id, time.time() + delay, "unexpected error")
-                    self._count(item, "retry")
+                    # stop other incidents. The item waits like any failed try, traceback logged,
+                    # and is given up after a few tries rather than block its incident forever.
+                    await self._unexpected(item)
                     return
                 if not carry_on:
                     return
+
+    async def _unexpected(self, item: OutboxItem) -> None:
+        if item.attempts + 1 >= MAX_UNEXPECTED_FAILURES:
+            log.exception(
+                "delivery abandoned after %d unexpected failures (incident=%s item=%s)",
+                item.attempts + 1,
+                item.incident_id,
+                item.id,
+            )
+            await self._store.finish_item(item.id, OutboxState.FAILED, "unexpected error")
+            self._count(item, "failed")
+            return
+        delay = backoff(item.attempts)
+        log.exception(
+            "delivery failed unexpectedly, retried in %.1fs (incident=%s item=%s)",
+            delay,
+            item.incident_id,
+            item.id,
+        )
+        await self._store.defer_item(item.id, time.time() + delay, "unexpected error")
+        self._count(item, "retry")
 
     async def _attempt(self, item: OutboxItem) -> bool:
         """Deliver one item; False when the incident's queue must wait or stop."""

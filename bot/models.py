@@ -12,10 +12,10 @@ import hashlib
 import re
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 
 class AlertStatus(StrEnum):
@@ -47,7 +47,7 @@ class GrafanaAlert(_WebhookAlert):
     silenceURL: str = ""
     dashboardURL: str = ""
     panelURL: str = ""
-    values: dict[str, float | None] | None = None
+    values: dict[str, Annotated[float, Field(allow_inf_nan=False)] | None] | None = None
     valueString: str = ""
     ruleUID: str = ""
     imageURL: str = ""
@@ -66,6 +66,20 @@ class _WebhookBody(BaseModel):
     truncatedAlerts: int = Field(0, ge=0)
 
 
+_Body = TypeVar("_Body", bound="_WebhookBody")
+
+
+def _status_matches_alerts(body: _Body) -> _Body:
+    """A group is firing when one of its alerts is (Alertmanager's own rule for `status`)."""
+    firing = any(a.status is AlertStatus.FIRING for a in body.alerts)  # type: ignore[attr-defined]
+    if firing != (body.status is AlertStatus.FIRING):
+        raise ValueError(
+            f"status is {body.status.value!r} but "
+            f"{'some alerts are' if firing else 'no alert is'} firing"
+        )
+    return body
+
+
 class GrafanaWebhook(_WebhookBody):
     """Grafana-managed alerting's webhook body (`version: "1"`)."""
 
@@ -76,12 +90,16 @@ class GrafanaWebhook(_WebhookBody):
     state: str = ""
     message: str = ""
 
+    _consistent = model_validator(mode="after")(_status_matches_alerts)
+
 
 class AlertmanagerWebhook(_WebhookBody):
     """Prometheus Alertmanager's webhook body (`version: "4"`)."""
 
     version: Literal["4"]
     alerts: list[_WebhookAlert] = Field(min_length=1, max_length=10_000)
+
+    _consistent = model_validator(mode="after")(_status_matches_alerts)
 
 
 WebhookBody = Annotated[GrafanaWebhook | AlertmanagerWebhook, Field(discriminator="version")]
@@ -220,10 +238,14 @@ def rule_uid_of(
         return rule_uid
     if labels and labels.get("__alert_rule_uid__"):
         return labels["__alert_rule_uid__"]
-    for key, value in parse_qsl(urlsplit(silence_url).query):
+    try:
+        query, path = urlsplit(silence_url).query, urlsplit(generator_url).path
+    except ValueError:  # a malformed URL names no rule
+        return ""
+    for key, value in parse_qsl(query):
         if key == "matcher" and value.startswith(_RULE_IN_SILENCE_URL):
             return value.removeprefix(_RULE_IN_SILENCE_URL)
-    found = _RULE_IN_GENERATOR_URL.search(urlsplit(generator_url).path)
+    found = _RULE_IN_GENERATOR_URL.search(path)
     return found.group(1) if found else ""
 
 

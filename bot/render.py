@@ -88,8 +88,12 @@ def safe_url(url: str) -> str | None:
         return None
     if _CONTROL.search(url) or any(c in url for c in "<>|"):
         return None
-    parts = urlsplit(url)
-    return url if parts.scheme in ("http", "https") and parts.netloc else None
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a malformed port
+    except ValueError:
+        return None
+    return url if parts.scheme in ("http", "https") and parts.hostname else None
 
 
 def link(url: str, label: str) -> str:
@@ -121,7 +125,7 @@ def format_duration(span: timedelta) -> str:
 
 
 def format_number(value: float | None) -> str:
-    if value is None or math.isnan(value):
+    if value is None or not math.isfinite(value):
         return "no value"
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))

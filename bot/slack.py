@@ -22,6 +22,7 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.render import Message
 
@@ -170,6 +171,28 @@ class SlackGateway:
         if thread_ts:
             params["thread_ts"] = thread_ts
         await self._call("chat.postEphemeral", **params)
+
+    async def respond(self, response_url: str, message: Message) -> None:
+        """Answer an interaction privately through its response_url.
+
+        Works in any channel the click came from, whether or not the bot is a member
+        (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses).
+        """
+        try:
+            response = await AsyncWebhookClient(response_url).send(
+                text=message.text,
+                blocks=message.blocks,
+                response_type="ephemeral",
+                replace_original=False,
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise SlackUnavailable("response_url", f"{type(exc).__name__}: {exc}") from exc
+        if response.status_code == 429:
+            raise SlackRateLimited("response_url", _retry_after(response.headers))
+        if response.status_code >= 500:
+            raise SlackUnavailable("response_url", f"http_{response.status_code}")
+        if response.status_code != 200:
+            raise SlackRejected("response_url", response.body or f"http_{response.status_code}")
 
     async def permalink(self, channel_id: str, ts: str) -> str:
         data = await self._call("chat.getPermalink", read=True, channel=channel_id, message_ts=ts)

@@ -107,19 +107,31 @@ async def running_stack(
         app_token=env.get("SLACK_APP_TOKEN"),
     )
     await sandbox.start()
-    settings = settings_for(tmp_path / "queuebot.db", sandbox, **env)
+    try:
+        async with (
+            serve_bot(sandbox, tmp_path / "queuebot.db", clock=clock, **env) as (app, url),
+            aiohttp.ClientSession() as http,
+        ):
+            sandbox.request_url = f"{url}/slack/events"
+            yield Stack(sandbox, app, url, http)
+    finally:
+        await sandbox.stop()
+
+
+@asynccontextmanager
+async def serve_bot(
+    sandbox: SlackSandbox, database: Path, *, clock: Clock = utcnow, **env: str
+) -> AsyncIterator[tuple[web.Application, str]]:
+    """One bot process's worth: the app on its own port, using `database` and `sandbox`."""
+    settings = settings_for(database, sandbox, **env)
     client = AsyncWebClient(token=BOT_TOKEN, base_url=sandbox.api_url)
     app = create_app(settings, slack_client=client, clock=clock)
     server = TestServer(app, host="127.0.0.1")
     await server.start_server()
-    url = str(server.make_url("")).rstrip("/")
-    sandbox.request_url = f"{url}/slack/events"
     try:
-        async with aiohttp.ClientSession() as http:
-            yield Stack(sandbox, app, url, http)
+        yield app, str(server.make_url("")).rstrip("/")
     finally:
         await server.close()
-        await sandbox.stop()
 
 
 def at(text: str) -> datetime:

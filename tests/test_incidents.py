@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,6 +17,17 @@ from tests.payloads import WEBHOOK_FIXTURES, load, reference, refired, with_valu
 
 RESOLVED_AT = datetime(2024, 12, 1, 4, 5, tzinfo=UTC)
 MENTION_OR_LINK = re.compile(r"<[!@#]|<https?:|<mailto:")
+
+
+def _mrkdwn_objects(node: object) -> Iterator[dict[str, object]]:
+    if isinstance(node, dict):
+        if node.get("type") == "mrkdwn":
+            yield node
+        for value in node.values():
+            yield from _mrkdwn_objects(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _mrkdwn_objects(item)
 
 
 def _buttons(message: Message) -> dict[str, dict[str, object]]:
@@ -167,7 +179,9 @@ class TestHostileAlert:
         alert = body["alerts"][0]
         alert["labels"]["type"] = '<!channel> & "quoted"\nsecond line'
         alert["annotations"]["summary"] = "<https://evil.example|click> <!here>"
-        alert["annotations"]["description"] = "<!everyone> " + "d" * 20_000
+        alert["annotations"]["description"] = (
+            "<!everyone> log in at https://evil.example/login #general " + "d" * 20_000
+        )
         body["commonAnnotations"] = {}
         body["commonLabels"] = {}
         async with running_stack(tmp_path) as stack:
@@ -180,6 +194,10 @@ class TestHostileAlert:
             assert '&lt;!channel&gt; &amp; "quoted"' in visible
             assert "&lt;https://evil.example|click&gt;" in visible
             assert "…" in visible
+            # Bare URLs and #names are left alone only where Slack is told not to link them.
+            texts = list(_mrkdwn_objects(parent.blocks))
+            assert any("https://evil.example/login" in t["text"] for t in texts)
+            assert all(t.get("verbatim") is True for t in texts)
 
 
 class TestSlackTrouble:
@@ -223,3 +241,26 @@ class TestRouting:
             assert "114 min" in stack.text(mine)
             (other,) = await stack.parents(1)
             assert "High memory usage" in stack.text(other)
+
+
+class TestOddAlerts:
+    async def test_malformed_urls_only_lose_their_buttons(self, tmp_path: Path) -> None:
+        """Unparseable runbook and dashboard URLs drop those buttons; the alert is still posted."""
+        body = reference()
+        body["alerts"][0]["annotations"]["runbook_url"] = "https://[broken"
+        body["commonAnnotations"]["runbook_url"] = "https://[broken"
+        body["alerts"][0]["dashboardURL"] = "http://host:99999/d/x"
+        async with running_stack(tmp_path) as stack:
+            assert (await stack.webhook(body)).status == 202
+            (parent,) = await stack.parents(1)
+            assert set(_buttons(parent)) == {"Run diagnostics", "Silence…", "View alert"}
+            assert "Runbook: https://[broken" in stack.text(parent)
+
+    async def test_alertmanager_body_with_malformed_generator_url(self, tmp_path: Path) -> None:
+        """An Alertmanager alert whose generatorURL cannot be parsed is still accepted."""
+        body = load("alertmanager_0.25_webhook_v4_firing.json")
+        del body["alerts"][0]["labels"]["__alert_rule_uid__"]
+        body["alerts"][0]["generatorURL"] = "http://[x"
+        async with running_stack(tmp_path) as stack:
+            assert (await stack.webhook(body)).status == 202
+            await stack.parents(1)

@@ -75,7 +75,15 @@ class TestHelpers:
 
     @pytest.mark.parametrize(
         "url",
-        ["www.time.com", "javascript:alert(1)", "https://a.example/x|y", "ftp://x", "https://"],
+        [
+            "www.time.com",
+            "javascript:alert(1)",
+            "https://a.example/x|y",
+            "ftp://x",
+            "https://",
+            "https://[x",
+            "http://host:99999/",
+        ],
     )
     def test_unsafe_urls_are_refused(self, url: str) -> None:
         """Only http(s) URLs with a host become buttons or links."""

@@ -145,6 +145,7 @@ class TestBadBodies:
             (json.dumps(reference() | {"status": "maybe"}).encode(), "status"),
             (json.dumps(reference() | {"groupKey": ""}).encode(), "groupKey"),
             ('{"version": "1", "x": "\xff"}'.encode("latin-1"), ""),
+            (json.dumps(reference() | {"status": "resolved"}).encode(), ""),
         ],
     )
     async def test_malformed_is_400_with_reason(
@@ -157,6 +158,14 @@ class TestBadBodies:
             assert "webhook body" in answer.body["error"]
             assert any(field in d["field"] for d in answer.body["details"])
             assert stack.sandbox.messages() == []
+
+    async def test_non_finite_value_is_refused(self, tmp_path: Path) -> None:
+        """NaN or Infinity in `values` (not JSON Grafana can send) is named and refused."""
+        raw = json.dumps(reference()).replace('"max_queue_size": 14', '"max_queue_size": NaN')
+        async with running_stack(tmp_path) as stack:
+            answer = await stack.webhook(raw.encode())
+            assert answer.status == 400
+            assert any("values.max_queue_size" in d["field"] for d in answer.body["details"])
 
     async def test_bad_alert_field_is_named(self, tmp_path: Path) -> None:
         """A wrong type deep in an alert is reported with its path."""

@@ -53,17 +53,18 @@ class ActionHandlers:
         except ValidationError:
             log.warning("block_actions payload without user or channel: %s", list(body))
             return
-        if payload.channel is None:
-            return
         message = self._renderer.notice(
             f":hourglass: *{feature}* is not available yet in this version of queuebot."
         )
         try:
-            await self._slack.post_ephemeral(
-                payload.channel.id,
-                payload.user.id,
-                message,
-                thread_ts=payload.container.thread_ts,
-            )
+            if payload.response_url:
+                await self._slack.respond(payload.response_url, message)
+            elif payload.channel is not None:
+                await self._slack.post_ephemeral(
+                    payload.channel.id,
+                    payload.user.id,
+                    message,
+                    thread_ts=payload.container.thread_ts,
+                )
         except SlackError as exc:
             log.warning("could not answer %s's click on %s: %s", payload.user.id, feature, exc)

@@ -36,3 +36,4 @@ class BlockActions(_Loose):
     container: Container
     actions: list[ClickedAction] = Field(min_length=1)
     trigger_id: str | None = None
+    response_url: str | None = None

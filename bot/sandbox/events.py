@@ -88,7 +88,8 @@ class EventHub:
 
         async with self._condition:
             try:
-                await asyncio.wait_for(self._condition.wait_for(check), timeout)
+                async with asyncio.timeout(timeout):  # not wait_for: python/cpython#86296
+                    await self._condition.wait_for(check)
             except TimeoutError:
                 raise TimeoutError(
                     f"sandbox state did not satisfy {getattr(predicate, '__name__', predicate)!r}"

@@ -111,7 +111,8 @@ class SocketModeHub:
             }
         )
         try:
-            return await asyncio.wait_for(waiter, wait)
+            async with asyncio.timeout(wait):  # not wait_for: python/cpython#86296
+                return await waiter
         finally:
             connection.pending.pop(envelope_id, None)
 

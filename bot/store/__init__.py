@@ -43,6 +43,15 @@ class OutboxItem:
 
 
 @dataclass(frozen=True)
+class Due:
+    """An incident with deliveries owed, and when its first one may be tried."""
+
+    incident_id: int
+    group_key: str
+    not_before: float
+
+
+@dataclass(frozen=True)
 class NewIncident:
     group_key: str
     generation: int
@@ -82,8 +91,8 @@ class Store(Protocol):
 
     async def get_incident(self, incident_id: int) -> Incident | None: ...
 
-    async def due_incidents(self) -> list[tuple[int, float]]:
-        """(incident id, earliest not_before) of every incident with pending deliveries."""
+    async def due_incidents(self) -> list[Due]:
+        """Every incident with pending deliveries, oldest first, with its first one's time."""
         ...
 
     async def next_item(self, incident_id: int) -> OutboxItem | None: ...
@@ -125,6 +134,7 @@ async def open_store(database: str) -> Store:
 
 
 __all__ = [
+    "Due",
     "NewIncident",
     "OutboxItem",
     "OutboxKind",

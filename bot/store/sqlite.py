@@ -21,7 +21,7 @@ import aiosqlite
 
 from bot.models import AlertGroup
 from bot.state import Incident, IncidentStatus
-from bot.store import NewIncident, OutboxItem, OutboxKind, OutboxState, StoreError
+from bot.store import Due, NewIncident, OutboxItem, OutboxKind, OutboxState, StoreError
 
 #: Each entry moves the schema one version up; `PRAGMA user_version` records where a file is.
 MIGRATIONS: tuple[str, ...] = (
@@ -200,27 +200,43 @@ class SQLiteStore:
             db = await aiosqlite.connect(path, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the SQLite database {path!r}: {exc}") from exc
-        db.row_factory = sqlite3.Row
-        await db.execute("PRAGMA journal_mode = WAL")
-        await db.execute("PRAGMA synchronous = NORMAL")
-        await db.execute("PRAGMA foreign_keys = ON")
-        await db.execute("PRAGMA busy_timeout = 5000")
         store = cls(db)
-        await store._migrate()
+        try:
+            db.row_factory = sqlite3.Row
+            await db.execute("PRAGMA busy_timeout = 5000")
+            await db.execute("PRAGMA journal_mode = WAL")
+            await db.execute("PRAGMA synchronous = NORMAL")
+            await db.execute("PRAGMA foreign_keys = ON")
+            await store._migrate()
+        except sqlite3.Error as exc:
+            await db.close()
+            raise StoreError(f"{path!r} is not a usable queuebot database: {exc}") from exc
+        except StoreError:
+            await db.close()
+            raise
         return store
 
     async def _migrate(self) -> None:
-        async with self._db.execute("PRAGMA user_version") as cursor:
-            row = await cursor.fetchone()
-        current = int(row[0]) if row else 0
-        if current > len(MIGRATIONS):
-            raise StoreError(
-                f"the database has schema version {current}, newer than this queuebot knows"
-            )
-        for version, script in enumerate(MIGRATIONS[current:], start=current + 1):
-            await self._db.executescript(
-                f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {version};\nCOMMIT;"
-            )
+        # Read the version under the write lock, so two processes starting together on one
+        # file migrate it once: the second waits, then finds nothing left to do.
+        await self._db.execute("BEGIN IMMEDIATE")
+        try:
+            async with self._db.execute("PRAGMA user_version") as cursor:
+                row = await cursor.fetchone()
+            current = int(row[0]) if row else 0
+            if current > len(MIGRATIONS):
+                raise StoreError(
+                    f"the database has schema version {current}, newer than this queuebot knows"
+                )
+            for version, script in enumerate(MIGRATIONS[current:], start=current + 1):
+                for statement in script.split(";"):
+                    if statement.strip():
+                        await self._db.execute(statement)
+                await self._db.execute(f"PRAGMA user_version = {version}")
+        except BaseException:
+            await self._db.execute("ROLLBACK")
+            raise
+        await self._db.execute("COMMIT")
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_SQLiteTransaction]:
@@ -254,12 +270,15 @@ class SQLiteStore:
         )
         return _incident(rows[0]) if rows else None
 
-    async def due_incidents(self) -> list[tuple[int, float]]:
+    async def due_incidents(self) -> list[Due]:
+        # The first pending item decides: items of one incident go out strictly in order.
         rows = await self._fetch(
-            "SELECT incident_id, MIN(not_before) FROM outbox WHERE state = 'pending'"
-            " GROUP BY incident_id ORDER BY MIN(id)"
+            "SELECT o.incident_id, i.group_key, o.not_before FROM outbox o"
+            " JOIN incidents i ON i.id = o.incident_id"
+            " WHERE o.id IN (SELECT MIN(id) FROM outbox WHERE state = 'pending'"
+            " GROUP BY incident_id) ORDER BY o.id"
         )
-        return [(int(row[0]), float(row[1])) for row in rows]
+        return [Due(int(row[0]), str(row[1]), float(row[2])) for row in rows]
 
     async def next_item(self, incident_id: int) -> OutboxItem | None:
         rows = await self._fetch(
