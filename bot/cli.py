@@ -14,7 +14,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from bot import __version__
-from bot.app import create_app, slack_client_for
+from bot.app import create_app
 from bot.config import ConfigError, load_settings
 from bot.models import parse_webhook
 from bot.render import Renderer
@@ -79,32 +79,9 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate the configuration and reach each configured service."""
-    settings = load_settings(for_serve=True)
-    return asyncio.run(_check(settings))
+    from bot.check import run_check
 
-
-async def _check(settings: object) -> int:
-    from bot.config import Settings
-    from bot.slack import SlackError, SlackGateway
-    from bot.store import open_store
-
-    assert isinstance(settings, Settings)
-    failures = 0
-    print("configuration: ok")
-    try:
-        store = await open_store(settings.database)
-        await store.close()
-        print(f"store: ok ({settings.database})")
-    except StoreError as exc:
-        failures += 1
-        print(f"store: FAILED: {exc}")
-    try:
-        identity = await SlackGateway(slack_client_for(settings)).auth_test()
-        print(f"slack: ok (bot {identity.get('user_id')} in team {identity.get('team')})")
-    except SlackError as exc:
-        failures += 1
-        print(f"slack: FAILED: {exc}")
-    return 1 if failures else 0
+    return asyncio.run(run_check(load_settings(for_serve=True)))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -5,6 +5,10 @@ overtakes the parent it threads under); different incidents go out side by side.
 down or rate-limits, a delivery waits (Retry-After on 429, exponential backoff with jitter
 otherwise) and is tried again; nothing accepted is dropped. A parent edit is rendered from the
 incident's current state, so several edits owed at once become one `chat.update`.
+
+Delivery is at least once: if Slack took a post but its answer was lost (a timeout, a crash
+before the result was stored), the post is sent again. Each parent carries its outbox id in
+the message metadata so such a repeat can be recognised.
 """
 
 from __future__ import annotations

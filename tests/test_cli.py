@@ -1,4 +1,4 @@
-"""`queuebot demo` and `queuebot render` as a newcomer runs them."""
+"""The command line as a newcomer and an admin run it: demo, render, check."""
 
 from __future__ import annotations
 
@@ -125,3 +125,27 @@ async def test_check_reports_a_bad_token(tmp_path: Path) -> None:
         out, _ = await process.communicate()
         assert process.returncode == 1
         assert b"slack: FAILED" in out and b"invalid_auth" in out
+
+
+async def test_check_reports_unreachable_grafana_and_prometheus(tmp_path: Path) -> None:
+    """Configured Grafana and Prometheus that do not answer are each reported as FAILED."""
+    async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox:
+        env = {
+            "PATH": os.environ["PATH"],
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_SIGNING_SECRET": "secret",
+            "SLACK_API_URL": sandbox.api_url,
+            "QUEUEBOT_CHANNEL": "#queue-alerts",
+            "QUEUEBOT_DATABASE": str(tmp_path / "queuebot.db"),
+            "GRAFANA_URL": "http://127.0.0.1:9",
+            "GRAFANA_TOKEN": "glsa_not_printed",
+            "PROMETHEUS_URL": "http://127.0.0.1:9",
+        }
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "check", env=env, stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await process.communicate()
+        assert process.returncode == 1
+        assert b"slack: ok" in out
+        assert b"grafana: FAILED" in out and b"prometheus: FAILED" in out
+        assert b"glsa_not_printed" not in out
