@@ -88,22 +88,31 @@ def test_render_refuses_a_non_webhook(tmp_path: object) -> None:
     assert "is not a webhook body" in result.stderr and "Traceback" not in result.stderr
 
 
+async def _check(env: dict[str, str]) -> tuple[int | None, bytes]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "check", env=env, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await process.communicate()
+    return process.returncode, out
+
+
+def _check_env(sandbox: SlackSandbox, tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {
+        "PATH": os.environ["PATH"],
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_SIGNING_SECRET": "secret",
+        "SLACK_API_URL": sandbox.api_url,
+        "QUEUEBOT_CHANNEL": "#queue-alerts",
+        "QUEUEBOT_DATABASE": str(tmp_path / "queuebot.db"),
+        **extra,
+    }
+
+
 async def test_check_reaches_slack(tmp_path: Path) -> None:
     """`queuebot check` validates the settings, opens the store and calls auth.test."""
     async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox:
-        env = {
-            "PATH": os.environ["PATH"],
-            "SLACK_BOT_TOKEN": BOT_TOKEN,
-            "SLACK_SIGNING_SECRET": "secret",
-            "SLACK_API_URL": sandbox.api_url,
-            "QUEUEBOT_CHANNEL": "#queue-alerts",
-            "QUEUEBOT_DATABASE": str(tmp_path / "queuebot.db"),
-        }
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "check", env=env, stdout=asyncio.subprocess.PIPE
-        )
-        out, _ = await process.communicate()
-        assert process.returncode == 0, out
+        code, out = await _check(_check_env(sandbox, tmp_path))
+        assert code == 0, out
         assert b"slack: ok" in out and b"store: ok" in out
         assert [c.method for c in sandbox.calls()] == ["auth.test"]
 
@@ -111,41 +120,23 @@ async def test_check_reaches_slack(tmp_path: Path) -> None:
 async def test_check_reports_a_bad_token(tmp_path: Path) -> None:
     """A token Slack refuses makes `queuebot check` fail and say so."""
     async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox:
-        env = {
-            "PATH": os.environ["PATH"],
-            "SLACK_BOT_TOKEN": "xoxb-revoked",
-            "SLACK_SIGNING_SECRET": "secret",
-            "SLACK_API_URL": sandbox.api_url,
-            "QUEUEBOT_CHANNEL": "#queue-alerts",
-            "QUEUEBOT_DATABASE": str(tmp_path / "queuebot.db"),
-        }
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "check", env=env, stdout=asyncio.subprocess.PIPE
-        )
-        out, _ = await process.communicate()
-        assert process.returncode == 1
+        code, out = await _check(_check_env(sandbox, tmp_path, SLACK_BOT_TOKEN="xoxb-revoked"))
+        assert code == 1
         assert b"slack: FAILED" in out and b"invalid_auth" in out
 
 
 async def test_check_reports_unreachable_grafana_and_prometheus(tmp_path: Path) -> None:
     """Configured Grafana and Prometheus that do not answer are each reported as FAILED."""
     async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox:
-        env = {
-            "PATH": os.environ["PATH"],
-            "SLACK_BOT_TOKEN": BOT_TOKEN,
-            "SLACK_SIGNING_SECRET": "secret",
-            "SLACK_API_URL": sandbox.api_url,
-            "QUEUEBOT_CHANNEL": "#queue-alerts",
-            "QUEUEBOT_DATABASE": str(tmp_path / "queuebot.db"),
-            "GRAFANA_URL": "http://127.0.0.1:9",
-            "GRAFANA_TOKEN": "glsa_not_printed",
-            "PROMETHEUS_URL": "http://127.0.0.1:9",
-        }
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "check", env=env, stdout=asyncio.subprocess.PIPE
+        env = _check_env(
+            sandbox,
+            tmp_path,
+            GRAFANA_URL="http://127.0.0.1:9",
+            GRAFANA_TOKEN="glsa_not_printed",
+            PROMETHEUS_URL="http://127.0.0.1:9",
         )
-        out, _ = await process.communicate()
-        assert process.returncode == 1
+        code, out = await _check(env)
+        assert code == 1
         assert b"slack: ok" in out
         assert b"grafana: FAILED" in out and b"prometheus: FAILED" in out
         assert b"glsa_not_printed" not in out

@@ -6,7 +6,7 @@ refuses with Slack's error names.
 
 from bot.blockkit import truncate_text
 from bot.sandbox.events import EventKind, SandboxEvent, ephemeral_posted
-from bot.sandbox.models import JSON, Channel
+from bot.sandbox.models import JSON, Channel, Message
 from bot.sandbox.params import Call
 from bot.sandbox.workspace import SlackError
 
@@ -81,15 +81,22 @@ async def chat_post_message(call: Call) -> JSON:
     return answer
 
 
-async def chat_update(call: Call) -> JSON:
+def own_message(call: Call, ts_arg: str, denied: str) -> tuple[Channel, Message]:
+    """The message `ts_arg` names in the channel (given by ID), which the bot must have posted."""
     ws = call.workspace
     # "channel ... is used as an identifier for the target message": an ID, not a name.
     channel = ws.channel(call.required("channel", "channel_not_found"), by_name=False)
-    message = ws.find(channel.id, call.required("ts", "message_not_found"))
+    message = ws.find(channel.id, call.required(ts_arg, "message_not_found"))
     if message is None:
         raise SlackError("message_not_found")
     if message.user != ws.identity.bot_user_id:
-        raise SlackError("cant_update_message")
+        raise SlackError(denied)
+    return channel, message
+
+
+async def chat_update(call: Call) -> JSON:
+    ws = call.workspace
+    channel, message = own_message(call, "ts", "cant_update_message")
     if "blocks" not in call.params or call.params["blocks"] is None:
         # Blocks not sent are kept: a text-only update leaves a block message looking
         # unchanged (slackapi/python-slack-sdk#523).
@@ -140,13 +147,7 @@ def permalink(base_url: str, channel_id: str, ts: str, thread_ts: str | None) ->
 
 
 async def chat_delete(call: Call) -> JSON:
-    ws = call.workspace
-    channel = ws.channel(call.required("channel", "channel_not_found"), by_name=False)
-    message = ws.find(channel.id, call.required("ts", "message_not_found"))
-    if message is None:
-        raise SlackError("message_not_found")
-    if message.user != ws.identity.bot_user_id:
-        raise SlackError("cant_delete_message")
+    channel, message = own_message(call, "ts", "cant_delete_message")
     message.deleted = True
     await call.hub.publish(SandboxEvent(EventKind.MESSAGE_DELETED, channel.id, message.ts))
     return {"channel": channel.id, "ts": message.ts}
