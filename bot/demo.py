@@ -14,6 +14,7 @@ import secrets
 import signal
 import sys
 import tempfile
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import TextIO
@@ -24,7 +25,7 @@ from aiohttp import web
 from bot import ids
 from bot.app import create_app
 from bot.config import load_settings
-from bot.sandbox import EventKind, SandboxEvent, SlackSandbox
+from bot.sandbox import EventKind, SandboxEvent, SlackSandbox, render_message
 
 DEMO_CHANNEL = "ci-infra-alerts"
 REFERENCE_ALERT = "seed_queueing_alert_firing.json"
@@ -52,13 +53,20 @@ async def _print_channel(sandbox: SlackSandbox, out: TextIO) -> None:
                 out.write(str(event.detail.get("text", "")) + "\n")
                 out.flush()
                 continue
-            root = event.thread_ts or event.ts
-            what = {
-                EventKind.MESSAGE_POSTED: "reply in thread" if event.thread_ts else "new message",
-                EventKind.MESSAGE_UPDATED: "message edited",
-            }[event.kind]
+            message = sandbox.message(event.channel, event.ts)
+            if message is None:
+                continue
+            if event.kind is EventKind.MESSAGE_UPDATED:
+                what = "message edited"
+            elif message.is_reply:
+                what = "reply in thread"
+            else:
+                what = "new message"
             _rule(out, f"#{DEMO_CHANNEL} · {what}")
-            out.write(sandbox.render(event.channel, root) + "\n")
+            text = render_message(message.to_slack(), now=datetime.now(UTC))
+            if message.is_reply:
+                text = "\n".join(f"    │ {line}" for line in text.splitlines())
+            out.write(text + "\n")
             out.flush()
     finally:
         sandbox.unsubscribe(feed)

@@ -44,6 +44,8 @@ EMOJI: Mapping[str, str] = MappingProxyType(
         "bell": "🔔",
         "mag": "🔍",
         "hourglass_flowing_sand": "⏳",
+        "hourglass": "⌛",
+        "arrows_counterclockwise": "🔄",
         "chart_with_upwards_trend": "📈",
     }
 )
