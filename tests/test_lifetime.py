@@ -9,7 +9,8 @@ from pathlib import Path
 
 from bot.ids import ActionId
 from bot.sandbox import ONCALL_USER
-from bot.store.sqlite import MIGRATIONS, SQLiteStore
+from bot.store.schema import MIGRATIONS
+from bot.store.sqlite import SQLiteStore
 from tests.harness import running_stack, serve_bot
 from tests.payloads import reference
 

@@ -10,8 +10,9 @@ import pytest
 
 from bot import blockkit
 from bot.models import parse_webhook
-from bot.render import Renderer, clip, escape_mrkdwn, format_duration, safe_url
+from bot.render import Renderer
 from bot.state import Incident, IncidentStatus
+from bot.text import clip, escape_mrkdwn, format_duration, safe_url
 from tests.payloads import WEBHOOK_FIXTURES, encoded, load, reference
 
 MENTION_OR_LINK = re.compile(r"<[!@#]|<https?:|<mailto:")

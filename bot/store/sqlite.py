@@ -22,53 +22,7 @@ import aiosqlite
 from bot.models import AlertGroup
 from bot.state import Incident, IncidentStatus
 from bot.store import Due, NewIncident, OutboxItem, OutboxKind, OutboxState, StoreError
-
-#: Each entry moves the schema one version up; `PRAGMA user_version` records where a file is.
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE incidents (
-        id INTEGER PRIMARY KEY,
-        group_key TEXT NOT NULL,
-        generation INTEGER NOT NULL,
-        channel TEXT NOT NULL,
-        channel_id TEXT,
-        parent_ts TEXT,
-        status TEXT NOT NULL,
-        group_json TEXT NOT NULL,
-        started_at TEXT NOT NULL,
-        resolved_at TEXT,
-        fired_count INTEGER NOT NULL DEFAULT 1,
-        previous_id INTEGER REFERENCES incidents(id),
-        previous_link TEXT,
-        version INTEGER NOT NULL DEFAULT 1,
-        parent_version INTEGER NOT NULL DEFAULT 0,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        UNIQUE (group_key, generation)
-    );
-    CREATE TABLE notifications (
-        id INTEGER PRIMARY KEY,
-        group_key TEXT NOT NULL,
-        received_at TEXT NOT NULL,
-        body TEXT NOT NULL,
-        outcome TEXT NOT NULL,
-        incident_id INTEGER REFERENCES incidents(id)
-    );
-    CREATE TABLE outbox (
-        id INTEGER PRIMARY KEY,
-        incident_id INTEGER NOT NULL REFERENCES incidents(id),
-        kind TEXT NOT NULL,
-        payload TEXT NOT NULL DEFAULT '',
-        state TEXT NOT NULL DEFAULT 'pending',
-        attempts INTEGER NOT NULL DEFAULT 0,
-        not_before REAL NOT NULL DEFAULT 0,
-        last_error TEXT,
-        created_at REAL NOT NULL,
-        done_at REAL
-    );
-    CREATE INDEX outbox_pending ON outbox (incident_id, id) WHERE state = 'pending';
-    """,
-)
+from bot.store.schema import MIGRATIONS
 
 _INCIDENT_COLUMNS = (
     "id, group_key, generation, channel, channel_id, parent_ts, status, group_json, started_at,"

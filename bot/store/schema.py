@@ -1,0 +1,52 @@
+"""The store's SQL schema, as migrations: entry N takes a database from version N-1 to N.
+
+`PRAGMA user_version` records which version a SQLite file is at. Statements are separated by `;`
+and applied one by one inside a single write transaction.
+"""
+
+#: Each entry moves the schema one version up; `PRAGMA user_version` records where a file is.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE incidents (
+        id INTEGER PRIMARY KEY,
+        group_key TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        channel_id TEXT,
+        parent_ts TEXT,
+        status TEXT NOT NULL,
+        group_json TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        resolved_at TEXT,
+        fired_count INTEGER NOT NULL DEFAULT 1,
+        previous_id INTEGER REFERENCES incidents(id),
+        previous_link TEXT,
+        version INTEGER NOT NULL DEFAULT 1,
+        parent_version INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (group_key, generation)
+    );
+    CREATE TABLE notifications (
+        id INTEGER PRIMARY KEY,
+        group_key TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        body TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        incident_id INTEGER REFERENCES incidents(id)
+    );
+    CREATE TABLE outbox (
+        id INTEGER PRIMARY KEY,
+        incident_id INTEGER NOT NULL REFERENCES incidents(id),
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL DEFAULT '',
+        state TEXT NOT NULL DEFAULT 'pending',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        not_before REAL NOT NULL DEFAULT 0,
+        last_error TEXT,
+        created_at REAL NOT NULL,
+        done_at REAL
+    );
+    CREATE INDEX outbox_pending ON outbox (incident_id, id) WHERE state = 'pending';
+    """,
+)
