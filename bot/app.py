@@ -120,12 +120,14 @@ def create_app(
         try:
             yield
         finally:
-            if socket is not None:
-                await socket.close_async()  # type: ignore[no-untyped-call]
-            worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
-            await store.close()
+            try:
+                if socket is not None:
+                    await socket.close_async()  # type: ignore[no-untyped-call]
+                worker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker
+            finally:
+                await store.close()
 
     app.cleanup_ctx.append(lifetime)
     if settings.slack_signing_secret is not None:

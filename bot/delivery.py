@@ -1,14 +1,21 @@
 """The outbox worker: delivers what incidents owe to Slack, in order, until Slack takes it.
 
 Each incident's deliveries go out one at a time in the order they were stored (a reply never
-overtakes the parent it threads under); different incidents go out side by side. When Slack is
-down or rate-limits, a delivery waits (Retry-After on 429, exponential backoff with jitter
-otherwise) and is tried again; nothing accepted is dropped. A parent edit is rendered from the
-incident's current state, so several edits owed at once become one `chat.update`.
+overtakes the parent it threads under), and one group key's incidents go out in order too;
+different incidents go out side by side. Before sending, a worker takes a lease on the item in
+the store, so two bots sharing a store never send the same item twice.
+
+What Slack says decides what happens next:
+- down, rate-limited, or refusing the channel or the token: the delivery waits (Retry-After on
+  429, exponential backoff with jitter otherwise, at most 5 minutes) and is tried again, so it
+  goes out once the bot is invited or its token fixed; nothing accepted is dropped;
+- any other refusal (a message Slack will not take): that delivery is marked failed and logged.
+A parent edit is rendered from the incident's current state, so several edits owed at once
+become one `chat.update`. An edit or reply whose parent never made it posts the parent first.
 
 Delivery is at least once: if Slack took a post but its answer was lost (a timeout, a crash
-before the result was stored), the post is sent again. Each parent carries its outbox id in
-the message metadata so such a repeat can be recognised.
+before the result was stored), the post is sent again once the lease runs out. Each parent
+carries its outbox id in the message metadata so such a repeat can be recognised.
 """
 
 from __future__ import annotations
@@ -19,19 +26,26 @@ import functools
 import logging
 import random
 import time
+import uuid
 
 from bot.render import Renderer, RenderError
-from bot.slack import SlackError, SlackGateway, SlackRejected, SlackUnavailable
+from bot.slack import (
+    SlackAuthError,
+    SlackChannelError,
+    SlackGateway,
+    SlackRejected,
+    SlackUnavailable,
+)
 from bot.state import Incident, ThreadEvent
-from bot.store import OutboxItem, OutboxKind, OutboxState, Store
+from bot.store import OutboxItem, OutboxKind, OutboxState, Store, StoreError
 from bot.telemetry import Metrics
 
 log = logging.getLogger(__name__)
 
 MAX_PARALLEL_INCIDENTS = 16
 MAX_BACKOFF_SECONDS = 300.0
-#: A delivery that fails for no reason Slack gave, after this many tries in all, is abandoned.
-MAX_UNEXPECTED_FAILURES = 5
+#: How long a worker may hold an item; longer than any Slack call's timeout.
+LEASE_SECONDS = 90.0
 #: How often the worker looks at the outbox when nothing woke it (a safety net, not the path).
 IDLE_POLL_SECONDS = 5.0
 
@@ -52,6 +66,7 @@ class Deliverer:
         self._store = store
         self._slack = slack
         self._renderer = renderer
+        self._owner = uuid.uuid4().hex
         self._wakeup = asyncio.Event()
         self._active: dict[int, asyncio.Task[None]] = {}
         self._keys: dict[int, str] = {}
@@ -64,7 +79,11 @@ class Deliverer:
         try:
             while True:
                 self._wakeup.clear()
-                delay = await self._dispatch_due()
+                try:
+                    delay = await self._dispatch_due()
+                except StoreError:
+                    log.exception("the outbox cannot be read; trying again shortly")
+                    delay = IDLE_POLL_SECONDS
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
                 # cancellation that lands as the wait ends (python/cpython#86296), and the
                 # worker would then outlive the app's shutdown.
@@ -75,6 +94,8 @@ class Deliverer:
             for task in self._active.values():
                 task.cancel()
             await asyncio.gather(*self._active.values(), return_exceptions=True)
+            with contextlib.suppress(StoreError):
+                await self._store.release_leases(self._owner)
 
     async def _dispatch_due(self) -> float:
         now = time.time()
@@ -97,11 +118,13 @@ class Deliverer:
             task.add_done_callback(functools.partial(self._finished, due.incident_id))
         return max(next_at - now, 0.01)
 
-    def _finished(self, incident_id: int, _task: asyncio.Task[None]) -> None:
-        task = self._active.pop(incident_id, None)
+    def _finished(self, incident_id: int, task: asyncio.Task[None]) -> None:
+        self._active.pop(incident_id, None)
         self._keys.pop(incident_id, None)
-        if task is not None and not task.cancelled() and task.exception() is not None:
-            log.error("delivery for incident %s crashed", incident_id, exc_info=task.exception())
+        if not task.cancelled() and task.exception() is not None:
+            # Not woken again at once: a failing store would make that a busy loop.
+            log.error("delivery for incident %s stopped", incident_id, exc_info=task.exception())
+            return
         self.wake()
 
     async def _drain(self, incident_id: int) -> None:
@@ -110,57 +133,52 @@ class Deliverer:
                 item = await self._store.next_item(incident_id)
                 if item is None or item.not_before > time.time():
                     return
+                if not await self._store.claim_item(
+                    item.id, self._owner, time.time() + LEASE_SECONDS
+                ):
+                    return  # another bot on this store is delivering it
                 try:
                     carry_on = await self._attempt(item)
                 except Exception:
-                    # The worker's one catch-all: a bug must not turn into a hot retry loop or
-                    # stop other incidents. The item waits like any failed try, traceback logged,
-                    # and is given up after a few tries rather than block its incident forever.
-                    await self._unexpected(item)
+                    # The worker's one catch-all: a bug must neither stop other incidents nor
+                    # become a busy retry loop. The item waits like any failed try.
+                    delay = backoff(item.attempts)
+                    log.exception(
+                        "delivery failed unexpectedly, retried in %.1fs (incident=%s item=%s)",
+                        delay,
+                        item.incident_id,
+                        item.id,
+                    )
+                    await self._store.defer_item(item.id, time.time() + delay, "unexpected error")
+                    self._count(item, "retry")
                     return
                 if not carry_on:
                     return
 
-    async def _unexpected(self, item: OutboxItem) -> None:
-        if item.attempts + 1 >= MAX_UNEXPECTED_FAILURES:
-            log.exception(
-                "delivery abandoned after %d unexpected failures (incident=%s item=%s)",
-                item.attempts + 1,
-                item.incident_id,
-                item.id,
-            )
-            await self._store.finish_item(item.id, OutboxState.FAILED, "unexpected error")
-            self._count(item, "failed")
-            return
-        delay = backoff(item.attempts)
-        log.exception(
-            "delivery failed unexpectedly, retried in %.1fs (incident=%s item=%s)",
-            delay,
-            item.incident_id,
-            item.id,
-        )
-        await self._store.defer_item(item.id, time.time() + delay, "unexpected error")
-        self._count(item, "retry")
-
     async def _attempt(self, item: OutboxItem) -> bool:
-        """Deliver one item; False when the incident's queue must wait or stop."""
+        """Deliver one item; False when the incident's queue must wait."""
         incident = await self._store.get_incident(item.incident_id)
         if incident is None:
             await self._store.finish_item(item.id, OutboxState.FAILED, "incident not found")
             return True
         try:
             await self._deliver(item, incident)
-        except SlackUnavailable as exc:
-            delay = exc.retry_after if exc.retry_after is not None else backoff(item.attempts)
+        except (SlackUnavailable, SlackChannelError, SlackAuthError) as exc:
+            retry_after = exc.retry_after if isinstance(exc, SlackUnavailable) else None
+            delay = retry_after if retry_after is not None else backoff(item.attempts)
             await self._store.defer_item(item.id, time.time() + delay, str(exc))
             self._count(item, "retry")
-            log.warning(
-                "Slack unavailable, delivery retried in %.1fs: %s (incident=%s item=%s kind=%s)",
+            level = logging.WARNING if isinstance(exc, SlackUnavailable) else logging.ERROR
+            log.log(
+                level,
+                "Slack did not take a delivery, retried in %.1fs: %s"
+                " (incident=%s item=%s kind=%s channel=%s)",
                 delay,
                 exc,
                 incident.id,
                 item.id,
                 item.kind,
+                incident.channel,
             )
             return False
         except (SlackRejected, RenderError) as exc:
@@ -175,11 +193,6 @@ class Deliverer:
                 incident.channel,
                 incident.parent_ts,
             )
-            if item.kind is OutboxKind.POST_PARENT:
-                dropped = await self._store.fail_pending(incident.id, "the parent was not posted")
-                if dropped:
-                    log.error("%d deliveries of incident %s abandoned", dropped, incident.id)
-                return False
             return True
         await self._store.finish_item(item.id, OutboxState.DONE)
         self._count(item, "done")
@@ -189,21 +202,22 @@ class Deliverer:
         self._metrics.inc("queuebot_slack_deliveries_total", kind=item.kind.value, result=result)
 
     async def _deliver(self, item: OutboxItem, incident: Incident) -> None:
-        if item.kind is OutboxKind.POST_PARENT:
-            await self._post_parent(item, incident)
-        elif item.kind is OutboxKind.UPDATE_PARENT:
+        if item.kind is OutboxKind.POST_PARENT or not incident.parent_ts:
+            # A parent that never made it (Slack refused it earlier) is posted before anything
+            # that belongs under it; it shows the incident as it is now.
+            incident = await self._post_parent(item, incident)
+        if item.kind is OutboxKind.UPDATE_PARENT:
             if incident.parent_version >= incident.version:
                 return  # the parent already shows this state
             if await self._store.has_later_update(incident.id, item.id):
                 return  # a later edit will show it all at once
             await self._update_parent(incident)
-        else:
-            event = ThreadEvent.model_validate_json(item.payload)
-            await self._reply(incident, event)
+        elif item.kind is OutboxKind.POST_REPLY:
+            await self._reply(incident, ThreadEvent.model_validate_json(item.payload))
 
-    async def _post_parent(self, item: OutboxItem, incident: Incident) -> None:
-        if incident.parent_ts:
-            return
+    async def _post_parent(self, item: OutboxItem, incident: Incident) -> Incident:
+        if incident.parent_ts and incident.channel_id:
+            return incident
         link = await self._previous_link(incident)
         shown = incident.model_copy(update={"previous_link": link})
         posted = await self._slack.post_message(
@@ -223,22 +237,25 @@ class Deliverer:
             posted.channel_id,
             posted.ts,
         )
+        return shown.model_copy(
+            update={
+                "channel_id": posted.channel_id,
+                "parent_ts": posted.ts,
+                "parent_version": incident.version,
+            }
+        )
 
     async def _update_parent(self, incident: Incident) -> None:
-        if not (incident.channel_id and incident.parent_ts):
-            raise SlackRejected("chat.update", "the parent message was never posted")
+        assert incident.channel_id and incident.parent_ts
         await self._slack.update_message(
             incident.channel_id, incident.parent_ts, self._renderer.incident(incident)
         )
         await self._store.set_parent_version(incident.id, incident.version)
 
     async def _reply(self, incident: Incident, event: ThreadEvent) -> None:
-        if not (incident.channel_id and incident.parent_ts):
-            raise SlackRejected("chat.postMessage", "the parent message was never posted")
+        assert incident.channel_id and incident.parent_ts
         await self._slack.post_message(
-            incident.channel_id,
-            self._renderer.thread_event(incident, event),
-            thread_ts=incident.parent_ts,
+            incident.channel_id, self._renderer.thread_event(event), thread_ts=incident.parent_ts
         )
 
     async def _previous_link(self, incident: Incident) -> str | None:
@@ -252,6 +269,3 @@ class Deliverer:
         except SlackRejected as exc:
             log.warning("no permalink for incident %s: %s", previous.id, exc)
             return None
-
-
-__all__ = ["Deliverer", "SlackError", "backoff"]

@@ -19,7 +19,7 @@ import jinja2
 
 from bot import blockkit, ids
 from bot.ids import ActionId
-from bot.models import Alert, AlertGroup, ButtonValue
+from bot.models import Alert, AlertGroup, AlertStatus, ButtonValue
 from bot.state import EventKind, Incident, IncidentStatus, ThreadEvent
 from bot.text import (
     KNOWN_VALUES,
@@ -42,6 +42,10 @@ MAX_LISTED_ALERTS = 10
 #: Budgets that keep a message far below Slack's ~12,000-character total.
 MAX_ABOUT_CHARS = 1500
 MAX_LINE_CHARS = 280
+#: Longer links are left out of alert lines (the View alert button still has the lead's).
+MAX_LINE_LINK = 500
+#: URL buttons longer than this are left out when a message would otherwise be too long.
+MAX_COMPACT_URL = 500
 
 
 class RenderError(Exception):
@@ -87,27 +91,38 @@ class Renderer:
         }
 
     def incident(self, incident: Incident) -> Message:
-        """The incident's parent message in its current state."""
+        """The incident's parent message in its current state.
+
+        Each part has its own length budget; should long URLs still push the message past
+        Slack's total, it is rendered again without them rather than refused by Slack.
+        """
+        try:
+            return self._incident(incident, compact=False)
+        except RenderError:
+            return self._incident(incident, compact=True)
+
+    def _incident(self, incident: Incident, *, compact: bool) -> Message:
         group = incident.group
         single = len(group.alerts) == 1
+        resolved = incident.status is IncidentStatus.RESOLVED
         context = {
             "headline": _status_icon(incident) + " " + headline(group),
             "fallback": self._fallback(incident),
             "status_line": self._status_line(incident),
             "key_values": key_values(group.lead)[: ids.MAX_SECTION_FIELDS] if single else [],
             "about": self._about(group),
-            "alert_lines": [] if single else _alert_lines(group),
+            "alert_lines": [] if single else _alert_lines(group, resolved=resolved),
             "context_parts": self._context_parts(incident),
-            "buttons": self._buttons(incident),
+            "buttons": self._buttons(incident, compact=compact),
         }
         return self._render("incident.json.j2", context)
 
-    def thread_event(self, incident: Incident, event: ThreadEvent) -> Message:
+    def thread_event(self, event: ThreadEvent) -> Message:
         """A reply for the incident's thread; it says what changed and mentions nobody."""
-        lines = _event_lines(incident, event)
+        lines = fit_lines(_event_lines(event), ids.MAX_SECTION_TEXT)
         context = {
             "fallback": oneline(lines[0].replace("*", "")),
-            "lines": [clip(line, MAX_LINE_CHARS * 2) for line in lines],
+            "lines": lines,
             "context_parts": [],
         }
         return self._render("thread_reply.json.j2", context)
@@ -142,9 +157,21 @@ class Renderer:
     def _status_line(incident: Incident) -> str:
         group = incident.group
         parts: list[str] = []
-        if incident.status is IncidentStatus.RESOLVED and incident.resolved_at is not None:
+        resolved = incident.status is IncidentStatus.RESOLVED
+        if resolved and group.status is AlertStatus.RESOLVED:
+            # Only the resolution reached queuebot: its values are those at recovery.
+            parts.append(
+                f"*Resolved* {date_token(incident.resolved_at or group.started_at)}"
+                " · queuebot did not see it fire; values shown are at resolution"
+            )
+        elif resolved:
             span = format_duration(incident.duration or timedelta(0))
-            parts.append(f"*Resolved after {span}* (since {date_token(incident.started_at)})")
+            since = f"since {date_token(group.started_at)}"
+            if incident.fired_count > 1:
+                since += (
+                    f", fired {incident.fired_count} times from {date_token(incident.started_at)}"
+                )
+            parts.append(f"*Resolved after {span}* ({since})")
         elif incident.fired_count > 1:
             parts.append(
                 f"*Firing again* since {date_token(group.started_at)}"
@@ -154,8 +181,10 @@ class Renderer:
             parts.append(f"*Firing* since {date_token(incident.started_at)}")
         if group.team:
             parts.append(f"*Team:* {escape_mrkdwn(oneline(group.team))}")
-        if len(group.alerts) > 1:
+        if len(group.alerts) > 1 and not resolved:
             parts.append(f"{len(group.firing)} of {len(group.alerts)} alerts firing")
+        elif len(group.alerts) > 1:
+            parts.append(f"{len(group.alerts)} alerts")
         return " · ".join(parts)
 
     @staticmethod
@@ -192,7 +221,7 @@ class Renderer:
         return parts
 
     @staticmethod
-    def _buttons(incident: Incident) -> list[dict[str, str | None]]:
+    def _buttons(incident: Incident, *, compact: bool) -> list[dict[str, str | None]]:
         group = incident.group
         value = ButtonValue(incident=incident.id).encode()
         buttons: list[dict[str, str | None]] = [
@@ -207,7 +236,7 @@ class Renderer:
             ("Dashboard", ActionId.OPEN_DASHBOARD, lead.dashboard_url or lead.panel_url),
         ):
             target = safe_url(url)
-            if target is not None:
+            if target is not None and not (compact and len(target) > MAX_COMPACT_URL):
                 buttons.append(_button(label, action, url=target))
         return buttons
 
@@ -232,8 +261,25 @@ def _common_shown(group: AlertGroup) -> dict[str, str]:
     return {k: v for k, v in shown.items() if group.common_labels.get(k) == v}
 
 
-def _alert_line(alert: Alert, common: dict[str, str]) -> str:
-    icon = ":red_circle:" if alert.status == "firing" else ":large_green_circle:"
+def fit_lines(lines: list[str], limit: int) -> list[str]:
+    """As many whole lines as fit in `limit` characters, then a count of the rest."""
+    kept: list[str] = []
+    used = 0
+    for index, line in enumerate(lines):
+        rest = len(lines) - index - 1
+        room = limit - used - (len(f"\n…and {rest} more lines") if rest else 0)
+        if len(line) + 1 > room:
+            kept.append(f"…and {len(lines) - index} more lines")
+            return kept
+        kept.append(line)
+        used += len(line) + 1
+    return kept
+
+
+def _alert_line(alert: Alert, common: dict[str, str], icon: str | None = None) -> str:
+    """One alert on one line; its link only if short enough never to be cut in half."""
+    if icon is None:
+        icon = ":red_circle:" if alert.status is AlertStatus.FIRING else ":large_green_circle:"
     own = {k: v for k, v in alert.shown_labels.items() if common.get(k) != v}
     parts = [f"*{escape_mrkdwn(oneline(alert.name))}*"]
     if own:
@@ -242,33 +288,37 @@ def _alert_line(alert: Alert, common: dict[str, str]) -> str:
     if values:
         parts.append(values)
     line = clip(" · ".join(parts), MAX_LINE_CHARS)
-    if safe_url(alert.generator_url):
-        line += " · " + link(alert.generator_url, "view")
+    target = safe_url(alert.generator_url)
+    if target is not None and len(target) <= MAX_LINE_LINK:
+        line += " · " + link(target, "view")
     return f"{icon} {line}"
 
 
-def _alert_lines(group: AlertGroup) -> list[str]:
+def _alert_lines(group: AlertGroup, *, resolved: bool) -> list[str]:
     common = _common_shown(group)
-    ordered = sorted(group.alerts, key=lambda a: (a.status != "firing", a.starts_at))
-    lines = [_alert_line(alert, common) for alert in ordered[:MAX_LISTED_ALERTS]]
+    ordered = sorted(group.alerts, key=lambda a: (a.status is not AlertStatus.FIRING, a.starts_at))
+    icon = ":large_green_circle:" if resolved else None
+    lines = [_alert_line(alert, common, icon) for alert in ordered[:MAX_LISTED_ALERTS]]
     if len(ordered) > MAX_LISTED_ALERTS:
         lines.append(f"…and {len(ordered) - MAX_LISTED_ALERTS} more")
-    return lines
+    return fit_lines(lines, ids.MAX_SECTION_TEXT)
 
 
-def _event_lines(incident: Incident, event: ThreadEvent) -> list[str]:
+def _event_lines(event: ThreadEvent) -> list[str]:
+    group = event.group
+    single = len(group.alerts) == 1
     if event.kind is EventKind.RESOLVED:
         span = format_duration(event.duration or timedelta(0))
         lines = [f":large_green_circle: *Resolved* after {span}."]
-        values = value_summary(incident.group.lead)
-        if values and len(incident.group.alerts) == 1:
+        values = value_summary(group.lead)
+        if values and single:
             lines.append(f"Last firing values: {values}")
         return lines
     if event.kind is EventKind.FIRED_AGAIN:
         quiet = format_duration(event.quiet_for or timedelta(0))
         lines = [f":red_circle: *Fired again* {date_token(event.at)}, {quiet} after it resolved."]
-        values = value_summary(incident.group.lead)
-        if values and len(incident.group.alerts) == 1:
+        values = value_summary(group.lead)
+        if values and single:
             lines.append(values)
         return lines
     lines = [":arrows_counterclockwise: *Changed*"]
@@ -276,13 +326,13 @@ def _event_lines(incident: Incident, event: ThreadEvent) -> list[str]:
         known = KNOWN_VALUES.get(change.key)
         label = known.label if known else escape_mrkdwn(oneline(change.key))
         unit = known.unit if known else ""
-        who = "" if len(incident.group.alerts) == 1 else f"{escape_mrkdwn(oneline(change.alert))}: "
+        who = "" if single else f"{escape_mrkdwn(oneline(change.alert))}: "
         lines.append(f"• {who}{label}: {format_number(change.old)} → {with_unit(change.new, unit)}")
-    common = _common_shown(incident.group)
+    common = _common_shown(group)
     for alert in event.joined[:MAX_LISTED_ALERTS]:
         lines.append(f"• Started firing: {_alert_line(alert, common)}")
     for alert in event.left[:MAX_LISTED_ALERTS]:
-        lines.append(f"• No longer firing: {_alert_line(alert, common)}")
+        lines.append(f"• No longer firing: {_alert_line(alert, common, ':large_green_circle:')}")
     if event.summary:
         lines.append(f"• Summary: {clip(escape_mrkdwn(oneline(event.summary)), MAX_LINE_CHARS)}")
     hidden = max(len(event.changes), len(event.joined), len(event.left)) - MAX_LISTED_ALERTS

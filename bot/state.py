@@ -46,6 +46,9 @@ class ThreadEvent(BaseModel):
 
     kind: EventKind
     at: datetime
+    #: The alerts the reply speaks of, as they were when it happened (the reply may go out
+    #: later, after the incident has moved on).
+    group: AlertGroup
     changes: tuple[ValueChange, ...] = ()
     joined: tuple[Alert, ...] = ()
     left: tuple[Alert, ...] = ()
@@ -80,9 +83,10 @@ class Incident(BaseModel):
 
     @property
     def duration(self) -> timedelta | None:
+        """How long the last firing lasted (from its start, not the incident's first)."""
         if self.resolved_at is None:
             return None
-        return max(self.resolved_at - self.started_at, timedelta(0))
+        return max(self.resolved_at - self.group.started_at, timedelta(0))
 
 
 class Action(StrEnum):
@@ -124,7 +128,11 @@ def decide(current: Incident | None, group: AlertGroup, now: datetime) -> Decisi
     if current.status is IncidentStatus.FIRING:
         if not firing:
             resolved_at = group.ended_at or now
-            duration = max(resolved_at - current.started_at, timedelta(0))
+            latest_start = max(a.starts_at for a in current.group.firing)
+            if resolved_at < latest_start:
+                # A resolution resent late, from before the incident fired again.
+                return Decision(Action.IGNORE, "stale resolution from before the latest firing")
+            duration = max(resolved_at - current.group.started_at, timedelta(0))
             return Decision(
                 Action.UPDATE,
                 "resolved",
@@ -132,7 +140,9 @@ def decide(current: Incident | None, group: AlertGroup, now: datetime) -> Decisi
                 group=current.group,
                 resolved_at=resolved_at,
                 fired_count=current.fired_count,
-                event=ThreadEvent(kind=EventKind.RESOLVED, at=now, duration=duration),
+                event=ThreadEvent(
+                    kind=EventKind.RESOLVED, at=now, group=current.group, duration=duration
+                ),
             )
         event = _changes(current.group, group, now)
         if event is None:
@@ -156,7 +166,10 @@ def decide(current: Incident | None, group: AlertGroup, now: datetime) -> Decisi
             group=group,
             fired_count=current.fired_count + 1,
             event=ThreadEvent(
-                kind=EventKind.FIRED_AGAIN, at=newest_start, quiet_for=newest_start - resolved_at
+                kind=EventKind.FIRED_AGAIN,
+                at=newest_start,
+                group=group,
+                quiet_for=newest_start - resolved_at,
             ),
         )
     return Decision(Action.OPEN, "fired again long after resolving", group=group)
@@ -182,6 +195,7 @@ def _changes(old: AlertGroup, new: AlertGroup, now: datetime) -> ThreadEvent | N
     return ThreadEvent(
         kind=EventKind.CHANGED,
         at=now,
+        group=new,
         changes=tuple(changes),
         joined=joined,
         left=left,

@@ -17,6 +17,7 @@ from tests.payloads import WEBHOOK_FIXTURES, load, reference, refired, with_valu
 
 RESOLVED_AT = datetime(2024, 12, 1, 4, 5, tzinfo=UTC)
 MENTION_OR_LINK = re.compile(r"<[!@#]|<https?:|<mailto:")
+OWN_VIEW_LINK = re.compile(r"<https://pytorchci\.grafana\.net/[^|>]*\|view>")
 
 
 def _mrkdwn_objects(node: object) -> Iterator[dict[str, object]]:
@@ -145,6 +146,19 @@ class TestThread:
             assert len(stack.sandbox.messages()) == 1
             assert "Firing again" in stack.text(stack.sandbox.messages()[0])
 
+    async def test_new_incident_waits_for_the_previous_thread(self, tmp_path: Path) -> None:
+        """With the resolution reply held back, the next incident's parent still comes after it."""
+        async with running_stack(tmp_path) as stack:
+            await stack.webhook(reference())
+            (first,) = await stack.parents(1)
+            stack.sandbox.faults.add("chat.postMessage", status=429, retry_after=1)
+            await stack.webhook(reference("resolved"))
+            await stack.webhook(refired(reference(), RESOLVED_AT + timedelta(hours=3)))
+            _, second = await stack.parents(2, timeout=15)
+            (resolution,) = stack.sandbox.replies(None, first.ts)
+            assert resolution.ts < second.ts
+            assert "Follows <http" in stack.text(second)
+
     async def test_late_refire_opens_a_new_linked_incident(self, tmp_path: Path) -> None:
         """Firing again 3 hours later: a new parent that links the previous incident."""
         async with running_stack(tmp_path) as stack:
@@ -161,15 +175,43 @@ class TestThread:
             assert stack.sandbox.replies(None, first.ts)[-1].ts < second.ts
 
     async def test_replies_mention_nobody(self, tmp_path: Path) -> None:
-        """Thread replies carry no user, group or channel mention."""
+        """Replies quoting hostile summaries and labels carry no mention and no link."""
         async with running_stack(tmp_path) as stack:
             await stack.webhook(reference())
             (parent,) = await stack.parents(1)
-            await stack.webhook(with_values(reference(), max_queue_size=20))
+            hostile = with_values(reference(), max_queue_size=20)
+            hostile["alerts"][0]["annotations"]["summary"] = "<!channel> see <https://x.example|y>"
+            joined = copy.deepcopy(hostile["alerts"][0])
+            joined["fingerprint"] = "0000000000000002"
+            joined["labels"]["owner"] = "<@U0ONCALL> <!subteam^S1>"
+            hostile["alerts"].append(joined)
+            hostile["commonAnnotations"] = {}
+            await stack.webhook(hostile)
             await stack.webhook(reference("resolved"))
             replies = await stack.replies(parent, 2)
+            assert "Started firing" in str(replies[0].blocks)
             for reply in replies:
-                assert not re.search(r"<[!@]", reply.text + str(reply.blocks))
+                # The one link allowed is queuebot's own "view" link to the alert in Grafana.
+                visible = OWN_VIEW_LINK.sub("", reply.text + str(reply.blocks))
+                assert not MENTION_OR_LINK.search(visible.replace("<!date^", ""))
+            assert "&lt;!channel&gt;" in str(replies[0].blocks)
+
+    async def test_delayed_replies_tell_what_happened_then(self, tmp_path: Path) -> None:
+        """Replies held back by Slack still show the values of their moment, not later ones."""
+        async with running_stack(tmp_path) as stack:
+            await stack.webhook(reference())
+            (parent,) = await stack.parents(1)
+            stack.sandbox.faults.add("chat.postMessage", status=429, retry_after=1)
+            await stack.webhook(with_values(reference(), max_queue_time_mins=130))
+            await stack.webhook(reference("resolved"))
+            later = with_values(
+                refired(reference(), RESOLVED_AT + timedelta(minutes=5)), max_queue_time_mins=50
+            )
+            await stack.webhook(later)
+            replies = await stack.replies(parent, 3, timeout=15)
+            resolved = str(replies[1].blocks)
+            assert "Resolved" in resolved and "130 min" in resolved and "50 min" not in resolved
+            assert "50 min" in str(replies[2].blocks)
 
 
 class TestHostileAlert:
@@ -215,13 +257,31 @@ class TestSlackTrouble:
             assert len(failures) == 2
             assert "114 min" in stack.text(parent)
 
-    async def test_refused_channel_is_not_retried_forever(self, tmp_path: Path) -> None:
-        """A channel Slack does not know is a permanent failure: logged, not retried."""
-        async with running_stack(tmp_path, QUEUEBOT_CHANNEL="#no-such-channel") as stack:
+    async def test_message_waits_for_its_channel(self, tmp_path: Path) -> None:
+        """A channel Slack does not know (yet) holds the message until the channel exists."""
+        async with running_stack(tmp_path, QUEUEBOT_CHANNEL="#created-later") as stack:
             assert (await stack.webhook(reference())).status == 202
+            await stack.sandbox.wait_for(lambda: stack.sandbox.calls("chat.postMessage"))
+            assert stack.sandbox.calls("chat.postMessage")[0].error == "channel_not_found"
+            channel = stack.sandbox.add_channel("created-later")
+            (parent,) = await stack.sandbox.wait_for(
+                lambda: stack.sandbox.messages(channel.id) or None, timeout=15
+            )
+            assert "114 min" in stack.text(parent)
+
+    async def test_refused_parent_is_posted_with_the_next_update(self, tmp_path: Path) -> None:
+        """A parent Slack refused is posted before the next reply, which lands in its thread."""
+        async with running_stack(tmp_path) as stack:
+            stack.sandbox.faults.add("chat.postMessage", status=200, error="invalid_blocks")
+            await stack.webhook(reference())
+            await stack.sandbox.wait_for(lambda: stack.sandbox.calls("chat.postMessage"))
             await stack.settled()
-            calls = stack.sandbox.calls("chat.postMessage")
-            assert [c.error for c in calls] == ["channel_not_found"]
+            assert stack.sandbox.messages() == []
+            await stack.webhook(with_values(reference(), max_queue_time_mins=130))
+            (parent,) = await stack.parents(1)
+            (reply,) = await stack.replies(parent, 1)
+            assert "130 min" in stack.text(parent)
+            assert "114 → 130" in str(reply.blocks)
 
 
 class TestRouting:

@@ -69,6 +69,17 @@ class TestTwoReplicas:
                 await stack.settled()
             assert len(stack.sandbox.calls("chat.postMessage")) == 1
 
+    async def test_two_bots_retrying_together_send_once(self, tmp_path: Path) -> None:
+        """Both bots wake for the same delayed delivery at the same moment: one post, not two."""
+        async with running_stack(tmp_path) as stack:
+            async with serve_bot(stack.sandbox, tmp_path / "queuebot.db"):
+                # Longer than the idle poll, so the second bot also waits for this moment.
+                stack.sandbox.faults.add("chat.postMessage", status=429, retry_after=6)
+                await stack.webhook(reference())
+                await stack.parents(1, timeout=20)
+                await stack.settled()
+            assert [c.ok for c in stack.sandbox.calls("chat.postMessage")] == [False, True]
+
 
 class TestSocketMode:
     async def test_clicks_arrive_over_the_socket(self, tmp_path: Path) -> None:

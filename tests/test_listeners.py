@@ -84,6 +84,7 @@ class TestButtons:
             await stack.sandbox.click(stack.sandbox.channel_id, ts, ActionId.SILENCE.value)
             (only,) = await stack.sandbox.wait_for(lambda: stack.sandbox.ephemerals() or None)
             assert "Silence" in only.text
+            assert len(stack.sandbox.response_posts) == 1
 
     async def test_click_without_channel_or_response_url(self, tmp_path: Path) -> None:
         """A click with nowhere to answer is still acked, and the bot stays up."""

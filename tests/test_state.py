@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
 
 from bot.models import parse_webhook
@@ -84,3 +85,46 @@ class TestDecide:
         decision = decide(None, parse_webhook(encoded(reference("resolved"))), NOW)
         assert decision.action is Action.OPEN
         assert decision.status is IncidentStatus.RESOLVED
+
+    def test_late_resolution_does_not_resolve_a_refiring(self) -> None:
+        """A resolution resent after the incident fired again is history, not a resolution."""
+        refire_at = datetime(2024, 12, 1, 4, 15, tzinfo=UTC)
+        group = parse_webhook(encoded(refired(reference(), refire_at)))
+        incident = _incident(fired_count=2).model_copy(update={"group": group})
+        decision = decide(incident, parse_webhook(encoded(reference("resolved"))), NOW)
+        assert decision.action is Action.IGNORE
+
+    def test_alert_leaving_the_group_is_a_change(self) -> None:
+        """An alert that stops firing while others fire is reported as having left."""
+        body = reference()
+        second = copy.deepcopy(body["alerts"][0])
+        second["fingerprint"] = "0000000000000002"
+        second["labels"]["machine_type"] = "linux.4xlarge"
+        body["alerts"].append(second)
+        incident = _incident().model_copy(update={"group": parse_webhook(encoded(body))})
+        shrunk = copy.deepcopy(body)
+        shrunk["alerts"][1]["status"] = "resolved"
+        shrunk["alerts"][1]["endsAt"] = "2024-12-01T03:00:00Z"
+        decision = decide(incident, parse_webhook(encoded(shrunk)), NOW)
+        assert decision.event is not None
+        assert [a.fingerprint for a in decision.event.left] == ["0000000000000002"]
+        assert decision.event.joined == ()
+
+    def test_event_keeps_the_values_of_its_moment(self) -> None:
+        """A resolution's reply carries the values that fired, whatever happens after."""
+        changed = parse_webhook(encoded(with_values(reference(), max_queue_time_mins=130)))
+        incident = _incident().model_copy(update={"group": changed})
+        decision = decide(incident, parse_webhook(encoded(reference("resolved"))), NOW)
+        assert decision.event is not None
+        assert decision.event.group.lead.values["max_queue_time_mins"] == 130
+
+    def test_refire_after_unseen_resolution(self) -> None:
+        """An incident first seen resolved reopens when the alert fires again soon after."""
+        resolved = parse_webhook(encoded(reference("resolved")))
+        incident = _incident(
+            IncidentStatus.RESOLVED, resolved_at=datetime(2024, 12, 1, 4, 5, tzinfo=UTC)
+        ).model_copy(update={"group": resolved})
+        body = refired(reference(), datetime(2024, 12, 1, 4, 20, tzinfo=UTC))
+        decision = decide(incident, parse_webhook(encoded(body)), NOW)
+        assert decision.action is Action.UPDATE
+        assert decision.status is IncidentStatus.FIRING

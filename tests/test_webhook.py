@@ -145,7 +145,6 @@ class TestBadBodies:
             (json.dumps(reference() | {"status": "maybe"}).encode(), "status"),
             (json.dumps(reference() | {"groupKey": ""}).encode(), "groupKey"),
             ('{"version": "1", "x": "\xff"}'.encode("latin-1"), ""),
-            (json.dumps(reference() | {"status": "resolved"}).encode(), ""),
         ],
     )
     async def test_malformed_is_400_with_reason(
@@ -158,6 +157,14 @@ class TestBadBodies:
             assert "webhook body" in answer.body["error"]
             assert any(field in d["field"] for d in answer.body["details"])
             assert stack.sandbox.messages() == []
+
+    async def test_status_must_match_the_alerts(self, tmp_path: Path) -> None:
+        """A group said to be resolved while an alert in it fires is refused, saying why."""
+        async with running_stack(tmp_path) as stack:
+            answer = await stack.webhook(reference() | {"status": "resolved"})
+            assert answer.status == 400
+            (detail,) = answer.body["details"]
+            assert "status is 'resolved' but some alerts are firing" in detail["problem"]
 
     async def test_non_finite_value_is_refused(self, tmp_path: Path) -> None:
         """NaN or Infinity in `values` (not JSON Grafana can send) is named and refused."""

@@ -44,7 +44,8 @@ class OutboxItem:
 
 @dataclass(frozen=True)
 class Due:
-    """An incident with deliveries owed, and when its first one may be tried."""
+    """An incident with deliveries owed, and when its first one may be tried (its retry time,
+    or the end of another worker's lease on it)."""
 
     incident_id: int
     group_key: str
@@ -103,7 +104,11 @@ class Store(Protocol):
         self, item_id: int, state: OutboxState, error: str | None = None
     ) -> None: ...
 
-    async def fail_pending(self, incident_id: int, error: str) -> int: ...
+    async def claim_item(self, item_id: int, owner: str, until: float) -> bool:
+        """Lease a pending item to `owner` until `until`; False if another holds it."""
+        ...
+
+    async def release_leases(self, owner: str) -> None: ...
 
     async def defer_item(self, item_id: int, not_before: float, error: str) -> None: ...
 

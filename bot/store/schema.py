@@ -43,6 +43,8 @@ MIGRATIONS: tuple[str, ...] = (
         state TEXT NOT NULL DEFAULT 'pending',
         attempts INTEGER NOT NULL DEFAULT 0,
         not_before REAL NOT NULL DEFAULT 0,
+        lease_owner TEXT,
+        lease_until REAL,
         last_error TEXT,
         created_at REAL NOT NULL,
         done_at REAL

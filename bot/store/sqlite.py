@@ -227,7 +227,8 @@ class SQLiteStore:
     async def due_incidents(self) -> list[Due]:
         # The first pending item decides: items of one incident go out strictly in order.
         rows = await self._fetch(
-            "SELECT o.incident_id, i.group_key, o.not_before FROM outbox o"
+            "SELECT o.incident_id, i.group_key, MAX(o.not_before, COALESCE(o.lease_until, 0))"
+            " FROM outbox o"
             " JOIN incidents i ON i.id = o.incident_id"
             " WHERE o.id IN (SELECT MIN(id) FROM outbox WHERE state = 'pending'"
             " GROUP BY incident_id) ORDER BY o.id"
@@ -262,22 +263,30 @@ class SQLiteStore:
 
     async def finish_item(self, item_id: int, state: OutboxState, error: str | None = None) -> None:
         await self._write(
-            "UPDATE outbox SET state = ?, last_error = ?, done_at = ?, attempts = attempts + 1"
-            " WHERE id = ?",
+            "UPDATE outbox SET state = ?, last_error = ?, done_at = ?, attempts = attempts + 1,"
+            " lease_owner = NULL, lease_until = NULL WHERE id = ?",
             (state.value, error, time.time(), item_id),
         )
 
-    async def fail_pending(self, incident_id: int, error: str) -> int:
-        return await self._write(
-            "UPDATE outbox SET state = 'failed', last_error = ?, done_at = ?"
-            " WHERE incident_id = ? AND state = 'pending'",
-            (error, time.time(), incident_id),
+    async def claim_item(self, item_id: int, owner: str, until: float) -> bool:
+        # One UPDATE is atomic under SQLite's write lock, across processes too.
+        claimed = await self._write(
+            "UPDATE outbox SET lease_owner = ?, lease_until = ? WHERE id = ?"
+            " AND state = 'pending' AND (lease_until IS NULL OR lease_until < ?)",
+            (owner, until, item_id, time.time()),
+        )
+        return claimed == 1
+
+    async def release_leases(self, owner: str) -> None:
+        await self._write(
+            "UPDATE outbox SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ?",
+            (owner,),
         )
 
     async def defer_item(self, item_id: int, not_before: float, error: str) -> None:
         await self._write(
-            "UPDATE outbox SET not_before = ?, last_error = ?, attempts = attempts + 1"
-            " WHERE id = ?",
+            "UPDATE outbox SET not_before = ?, last_error = ?, attempts = attempts + 1,"
+            " lease_owner = NULL, lease_until = NULL WHERE id = ?",
             (not_before, error, item_id),
         )
 
