@@ -157,3 +157,38 @@ class TestIncidentMessage:
         message = Renderer().incident(_incident(load(name)))
         assert blockkit.validate_message(message.text, message.blocks) == []
         assert message.text
+
+    def test_long_urls_never_break_the_message(self) -> None:
+        """Three 2,990-character URL buttons and a long text: the message still fits."""
+        body = reference()
+        body["alerts"][0]["annotations"]["description"] = "d" * 5_000
+        body["commonAnnotations"]["description"] = "d" * 5_000
+        long = "https://grafana.example/d/x?" + "q=" + "z" * 2_960
+        body["alerts"][0]["annotations"]["runbook_url"] = long
+        body["commonAnnotations"]["runbook_url"] = long
+        body["alerts"][0]["generatorURL"] = long
+        body["alerts"][0]["dashboardURL"] = long
+        message = Renderer().incident(_incident(body))
+        assert blockkit.validate_message(message.text, message.blocks) == []
+        actions = next(b for b in message.blocks if b["type"] == "actions")
+        assert [e["text"]["text"] for e in actions["elements"]] == ["Run diagnostics", "Silence…"]
+
+    def test_many_alerts_with_long_links_are_listed_whole(self) -> None:
+        """Alert lines are never cut inside a link, and the count of the rest is kept."""
+        body = reference()
+        template = body["alerts"][0]
+        body["alerts"] = []
+        for index in range(40):
+            alert = json.loads(json.dumps(template))
+            alert["fingerprint"] = f"{index:016x}"
+            alert["labels"]["machine_type"] = f"linux.{index}xlarge"
+            alert["generatorURL"] = "https://prometheus.example/graph?g0.expr=" + "x" * 450
+            body["alerts"].append(alert)
+        message = Renderer().incident(_incident(body))
+        assert blockkit.validate_message(message.text, message.blocks) == []
+        lines_block = next(
+            b for b in message.blocks if b["type"] == "section" and "linux.0xlarge" in str(b)
+        )
+        text = lines_block["text"]["text"]
+        assert text.count("<https://") == text.count("|view>")
+        assert text.splitlines()[-1].startswith("…and ")
