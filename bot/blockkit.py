@@ -223,14 +223,18 @@ class _Checker:
         if "accessory" in block:
             self.element(block["accessory"], f"{pointer}/accessory", ACCESSORY_ELEMENTS)
 
-    def block_context(self, block: dict[str, Any], pointer: str) -> None:
+    def elements(self, block: dict[str, Any], pointer: str, limit: int) -> list[Any]:
+        """A block's `elements`, with their count checked; empty when missing."""
         elements = block.get("elements")
         if not isinstance(elements, list) or not elements:
             self.add("missing required field: elements", pointer)
-            return
-        if len(elements) > MAX_CONTEXT_ELEMENTS:
-            self.add(f"no more than {MAX_CONTEXT_ELEMENTS} items allowed", f"{pointer}/elements")
-        for i, element in enumerate(elements):
+            return []
+        if len(elements) > limit:
+            self.add(f"no more than {limit} items allowed", f"{pointer}/elements")
+        return elements
+
+    def block_context(self, block: dict[str, Any], pointer: str) -> None:
+        for i, element in enumerate(self.elements(block, pointer, MAX_CONTEXT_ELEMENTS)):
             where = f"{pointer}/elements/{i}"
             if isinstance(element, dict) and element.get("type") == "image":
                 self.image(element, where)
@@ -238,13 +242,7 @@ class _Checker:
                 self.text(element, where)
 
     def block_actions(self, block: dict[str, Any], pointer: str) -> None:
-        elements = block.get("elements")
-        if not isinstance(elements, list) or not elements:
-            self.add("missing required field: elements", pointer)
-            return
-        if len(elements) > MAX_ACTIONS_ELEMENTS:
-            self.add(f"no more than {MAX_ACTIONS_ELEMENTS} items allowed", f"{pointer}/elements")
-        for i, element in enumerate(elements):
+        for i, element in enumerate(self.elements(block, pointer, MAX_ACTIONS_ELEMENTS)):
             self.element(element, f"{pointer}/elements/{i}", INTERACTIVE_ELEMENTS)
 
     def block_image(self, block: dict[str, Any], pointer: str) -> None:

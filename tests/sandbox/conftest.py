@@ -10,6 +10,22 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.sandbox import SlackSandbox
 from bot.sandbox.server import SANDBOX_BOT_TOKEN
 
+#: A small modal as an app would open it for a silence.
+SILENCE_MODAL: dict[str, Any] = {
+    "type": "modal",
+    "callback_id": "silence",
+    "title": {"type": "plain_text", "text": "Silence alert"},
+    "submit": {"type": "plain_text", "text": "Silence"},
+    "blocks": [
+        {
+            "type": "input",
+            "block_id": "duration",
+            "label": {"type": "plain_text", "text": "Minutes"},
+            "element": {"type": "plain_text_input", "action_id": "minutes"},
+        }
+    ],
+}
+
 
 @pytest.fixture
 async def sandbox() -> AsyncIterator[SlackSandbox]:

@@ -10,21 +10,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.sandbox import ONCALL_USER, SlackSandbox, ViewState
 from bot.sandbox.server import SANDBOX_BOT_TOKEN, SANDBOX_SIGNING_SECRET
-
-MODAL: dict[str, Any] = {
-    "type": "modal",
-    "callback_id": "silence",
-    "title": {"type": "plain_text", "text": "Silence"},
-    "submit": {"type": "plain_text", "text": "Silence"},
-    "blocks": [
-        {
-            "type": "input",
-            "block_id": "duration",
-            "label": {"type": "plain_text", "text": "Minutes"},
-            "element": {"type": "plain_text_input", "action_id": "minutes"},
-        }
-    ],
-}
+from tests.sandbox.conftest import SILENCE_MODAL
 
 
 def build_app(sandbox: SlackSandbox) -> AsyncApp:
@@ -42,7 +28,7 @@ def build_app(sandbox: SlackSandbox) -> AsyncApp:
     @app.action("silence")
     async def on_silence(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
         await ack()
-        await client.views_open(trigger_id=body["trigger_id"], view=MODAL)
+        await client.views_open(trigger_id=body["trigger_id"], view=SILENCE_MODAL)
 
     @app.view("silence")
     async def on_submit(ack: AsyncAck, view: dict[str, Any]) -> None:

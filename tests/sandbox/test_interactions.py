@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.sandbox import ONCALL_USER, SECOND_USER, SlackSandbox, ViewState
 from bot.sandbox.server import SANDBOX_BOT_TOKEN, SANDBOX_SIGNING_SECRET
+from tests.sandbox.conftest import SILENCE_MODAL
 
 Answer = Callable[[dict[str, Any]], Awaitable[web.StreamResponse]]
 
@@ -38,21 +39,6 @@ ALERT_BLOCKS: list[dict[str, Any]] = [
         ],
     },
 ]
-
-SILENCE_MODAL: dict[str, Any] = {
-    "type": "modal",
-    "callback_id": "silence",
-    "title": {"type": "plain_text", "text": "Silence alert"},
-    "submit": {"type": "plain_text", "text": "Silence"},
-    "blocks": [
-        {
-            "type": "input",
-            "block_id": "duration",
-            "label": {"type": "plain_text", "text": "Minutes"},
-            "element": {"type": "plain_text_input", "action_id": "minutes"},
-        }
-    ],
-}
 
 
 class Receiver:
