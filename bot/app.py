@@ -35,18 +35,14 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Parts:
-    """What the running app is made of, for handlers and tests that need to reach a part."""
+    """The parts the routes (and tests) reach once the app has started."""
 
-    settings: Settings
     store: Store
-    slack: SlackGateway
     bolt: AsyncApp
-    incidents: IncidentService
-    deliverer: Deliverer
+    webhook: WebhookHandler
 
 
 PARTS = web.AppKey("parts", Parts)
-WEBHOOK = web.AppKey("webhook", WebhookHandler)
 METRICS = web.AppKey("metrics", Metrics)
 
 
@@ -108,9 +104,7 @@ def create_app(
             request_verification_enabled=settings.slack_signing_secret is not None,
         )
         listeners.register(bolt, ActionHandlers(slack, renderer))
-        app[PARTS] = Parts(settings, store, slack, bolt, service, deliverer)
-        handler = WebhookHandler(service, auth, metrics)
-        app[WEBHOOK] = handler
+        app[PARTS] = Parts(store, bolt, WebhookHandler(service, auth, metrics))
         worker = asyncio.create_task(deliverer.run(), name="outbox")
         socket = None
         if settings.slack_app_token is not None:
@@ -146,7 +140,7 @@ async def _slack_events(request: web.Request) -> web.Response:
 
 
 async def _grafana_webhook(request: web.Request) -> web.Response:
-    return await request.app[WEBHOOK](request)
+    return await request.app[PARTS].webhook(request)
 
 
 async def _healthz(request: web.Request) -> web.Response:

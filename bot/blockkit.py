@@ -199,10 +199,7 @@ class _Checker:
             return
         block_id = block.get("block_id")
         if block_id is not None:
-            self.length(block_id, f"{pointer}/block_id", MAX_BLOCK_ID)
-            if block_id in self.block_ids:
-                self.add("block_id must be unique", f"{pointer}/block_id")
-            self.block_ids.add(str(block_id))
+            self.identifier(block_id, f"{pointer}/block_id", MAX_BLOCK_ID, self.block_ids)
         getattr(self, f"block_{kind}", lambda _b, _p: None)(block, pointer)
 
     def block_header(self, block: dict[str, Any], pointer: str) -> None:
@@ -222,6 +219,14 @@ class _Checker:
                     self.text(field, f"{pointer}/fields/{i}", MAX_FIELD_TEXT)
         if "accessory" in block:
             self.element(block["accessory"], f"{pointer}/accessory", ACCESSORY_ELEMENTS)
+
+    def identifier(self, value: Any, pointer: str, limit: int, seen: set[str]) -> None:
+        """A block_id or action_id: not too long, and not used before in the message."""
+        self.length(value, pointer, limit)
+        name = pointer.rsplit("/", 1)[-1]
+        if str(value) in seen:
+            self.add(f"{name} must be unique", pointer)
+        seen.add(str(value))
 
     def elements(self, block: dict[str, Any], pointer: str, limit: int) -> list[Any]:
         """A block's `elements`, with their count checked; empty when missing."""
@@ -291,12 +296,9 @@ class _Checker:
             return
         action_id = element.get("action_id")
         if action_id is not None:
-            self.length(action_id, f"{pointer}/action_id", MAX_ACTION_ID)
             # Slack wants action_id unique per block; clicks here resolve by action_id alone,
             # so a message may not repeat one anywhere.
-            if action_id in self.action_ids:
-                self.add("action_id must be unique", f"{pointer}/action_id")
-            self.action_ids.add(str(action_id))
+            self.identifier(action_id, f"{pointer}/action_id", MAX_ACTION_ID, self.action_ids)
         if "confirm" in element:
             self.confirm(element["confirm"], f"{pointer}/confirm")
         if kind == "button":

@@ -8,7 +8,6 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +131,3 @@ async def serve_bot(
         yield app, str(server.make_url("")).rstrip("/")
     finally:
         await server.close()
-
-
-def at(text: str) -> datetime:
-    return datetime.fromisoformat(text)

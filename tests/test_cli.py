@@ -61,29 +61,28 @@ def test_demo_shows_the_reference_alert() -> None:
     assert code == 0
 
 
-def test_render_prints_block_kit() -> None:
-    """`queuebot render` prints the message's Block Kit JSON for a webhook body."""
-    result = subprocess.run(  # noqa: S603
-        [sys.executable, "-m", "bot", "render", str(FIXTURES / "seed_queueing_alert_firing.json")],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    message = json.loads(result.stdout)
-    assert message["blocks"][0]["type"] == "header"
-    assert "114 min" in json.dumps(message, ensure_ascii=False)
-
-
-def test_render_refuses_a_non_webhook(tmp_path: object) -> None:
-    """A file that is not a webhook body gets one clear line and exit 1."""
-    result = subprocess.run(  # noqa: S603
-        [sys.executable, "-m", "bot", "render", str(FIXTURES / "README.md")],
+def _render(name: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "bot", "render", str(FIXTURES / name)],
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
     )
+
+
+def test_render_prints_block_kit() -> None:
+    """`queuebot render` prints the message's Block Kit JSON for a webhook body."""
+    result = _render("seed_queueing_alert_firing.json")
+    assert result.returncode == 0, result.stderr
+    message = json.loads(result.stdout)
+    assert message["blocks"][0]["type"] == "header"
+    assert "114 min" in json.dumps(message, ensure_ascii=False)
+
+
+def test_render_refuses_a_non_webhook() -> None:
+    """A file that is not a webhook body gets one clear line and exit 1."""
+    result = _render("README.md")
     assert result.returncode == 1
     assert "is not a webhook body" in result.stderr and "Traceback" not in result.stderr
 

@@ -81,15 +81,23 @@ async def chat_post_message(call: Call) -> JSON:
     return answer
 
 
-def own_message(call: Call, ts_arg: str, denied: str) -> tuple[Channel, Message]:
-    """The message `ts_arg` names in the channel (given by ID), which the bot must have posted."""
+def find_message(
+    call: Call, ts_arg: str, missing: str = "message_not_found"
+) -> tuple[Channel, Message]:
+    """The message `ts_arg` names in the channel given by ID; Slack's `missing` error if none."""
     ws = call.workspace
     # "channel ... is used as an identifier for the target message": an ID, not a name.
     channel = ws.channel(call.required("channel", "channel_not_found"), by_name=False)
-    message = ws.find(channel.id, call.required(ts_arg, "message_not_found"))
+    message = ws.find(channel.id, call.required(ts_arg, missing))
     if message is None:
-        raise SlackError("message_not_found")
-    if message.user != ws.identity.bot_user_id:
+        raise SlackError(missing)
+    return channel, message
+
+
+def own_message(call: Call, ts_arg: str, denied: str) -> tuple[Channel, Message]:
+    """The message `ts_arg` names, which the bot must have posted (else Slack's `denied`)."""
+    channel, message = find_message(call, ts_arg)
+    if message.user != call.workspace.identity.bot_user_id:
         raise SlackError(denied)
     return channel, message
 
@@ -127,11 +135,7 @@ async def chat_post_ephemeral(call: Call) -> JSON:
 
 
 async def chat_get_permalink(call: Call) -> JSON:
-    ws = call.workspace
-    channel = ws.channel(call.required("channel", "channel_not_found"), by_name=False)
-    message = ws.find(channel.id, call.required("message_ts", "message_not_found"))
-    if message is None:
-        raise SlackError("message_not_found")
+    channel, message = find_message(call, "message_ts")
     return {
         "channel": channel.id,
         "permalink": permalink(
@@ -155,10 +159,7 @@ async def chat_delete(call: Call) -> JSON:
 
 async def conversations_replies(call: Call) -> JSON:
     ws = call.workspace
-    channel = ws.channel(call.required("channel", "channel_not_found"), by_name=False)
-    parent = ws.find(channel.id, call.required("ts", "thread_not_found"))
-    if parent is None:
-        raise SlackError("thread_not_found")
+    channel, parent = find_message(call, "ts", "thread_not_found")
     if parent.is_reply and parent.thread_ts:
         parent = ws.find(channel.id, parent.thread_ts) or parent
     thread = [parent, *ws.replies(channel.id, parent.ts)]

@@ -256,7 +256,7 @@ class SQLiteStore:
     async def has_later_update(self, incident_id: int, after_id: int) -> bool:
         rows = await self._fetch(
             "SELECT 1 FROM outbox WHERE incident_id = ? AND state = 'pending' AND id > ?"
-            " AND kind IN ('update_parent', 'post_parent') LIMIT 1",
+            " AND kind = 'update_parent' LIMIT 1",
             (incident_id, after_id),
         )
         return bool(rows)
