@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -22,9 +23,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import ids, listeners
 from bot.config import ConfigError, Settings
 from bot.delivery import Deliverer
+from bot.grafana import GrafanaClient
 from bot.incidents import Clock, IncidentService, utcnow
 from bot.listeners.actions import ActionHandlers
+from bot.listeners.silence import SilenceHandlers
 from bot.render import Renderer
+from bot.silencing import Permissions, Silencer
 from bot.slack import SlackGateway
 from bot.store import Store, open_store
 from bot.telemetry import Metrics
@@ -40,6 +44,7 @@ class Parts:
     store: Store
     bolt: AsyncApp
     webhook: WebhookHandler
+    silencer: Silencer
 
 
 PARTS = web.AppKey("parts", Parts)
@@ -49,6 +54,18 @@ METRICS = web.AppKey("metrics", Metrics)
 def slack_client_for(settings: Settings) -> AsyncWebClient:
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
     return AsyncWebClient(token=token, base_url=str(settings.slack_api_url))
+
+
+def grafana_client_for(
+    settings: Settings, session: aiohttp.ClientSession | None
+) -> GrafanaClient | None:
+    """Grafana's client, when GRAFANA_URL and GRAFANA_TOKEN are both set (else silencing is
+    off, and the Silence… button says how to turn it on)."""
+    if session is None or settings.grafana_url is None or settings.grafana_token is None:
+        return None
+    return GrafanaClient(
+        session, str(settings.grafana_url), settings.grafana_token.get_secret_value()
+    )
 
 
 def create_app(
@@ -103,9 +120,26 @@ def create_app(
             ),
             request_verification_enabled=settings.slack_signing_secret is not None,
         )
-        listeners.register(bolt, ActionHandlers(slack, renderer))
-        app[PARTS] = Parts(store, bolt, WebhookHandler(service, auth, metrics))
+        grafana_http = aiohttp.ClientSession() if settings.grafana_url else None
+        silencer = Silencer(
+            store,
+            grafana_client_for(settings, grafana_http),
+            slack,
+            Permissions(settings.file.silence, slack),
+            metrics,
+            on_enqueued=deliverer.wake,
+            clock=clock,
+        )
+        listeners.register(
+            bolt,
+            ActionHandlers(slack, renderer),
+            SilenceHandlers(silencer, slack, renderer, clock),
+        )
+        app[PARTS] = Parts(store, bolt, WebhookHandler(service, auth, metrics), silencer)
         worker = asyncio.create_task(deliverer.run(), name="outbox")
+        watcher = asyncio.create_task(
+            silencer.run(settings.silence_check_seconds), name="silence-watch"
+        )
         socket = None
         if settings.slack_app_token is not None:
             socket = AsyncSocketModeHandler(bolt, settings.slack_app_token.get_secret_value())
@@ -117,10 +151,13 @@ def create_app(
             try:
                 if socket is not None:
                     await socket.close_async()  # type: ignore[no-untyped-call]
-                worker.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await worker
+                for task in (worker, watcher):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
             finally:
+                if grafana_http is not None:
+                    await grafana_http.close()
                 await store.close()
 
     app.cleanup_ctx.append(lifetime)

@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import (
@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    StringConstraints,
     ValidationError,
     field_validator,
 )
@@ -64,12 +65,32 @@ class Route(BaseModel):
         return True
 
 
+class SilencePolicy(BaseModel):
+    """Who may silence and unsilence. Nothing listed: anyone who can click in the channel."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Slack user ids (U… or W…).
+    allowed_users: list[Annotated[str, StringConstraints(pattern=r"^[UW][A-Z0-9]{2,}$")]] = Field(
+        default_factory=list
+    )
+    #: Slack user group ids (S…); members are looked up with usergroups.users.list.
+    allowed_groups: list[Annotated[str, StringConstraints(pattern=r"^S[A-Z0-9]{2,}$")]] = Field(
+        default_factory=list
+    )
+
+    @property
+    def restricted(self) -> bool:
+        return bool(self.allowed_users or self.allowed_groups)
+
+
 class FileConfig(BaseModel):
     """What does not fit in environment variables: the YAML file named by QUEUEBOT_CONFIG."""
 
     model_config = ConfigDict(extra="forbid")
 
     routes: list[Route] = Field(default_factory=list)
+    silence: SilencePolicy = Field(default_factory=SilencePolicy)
 
 
 class Settings(BaseSettings):
@@ -93,6 +114,9 @@ class Settings(BaseSettings):
     )
     grafana_url: AnyHttpUrl | None = Field(None, validation_alias="GRAFANA_URL")
     grafana_token: SecretStr | None = Field(None, validation_alias="GRAFANA_TOKEN")
+    silence_check_seconds: float = Field(
+        30.0, gt=0, le=3600, validation_alias="QUEUEBOT_SILENCE_CHECK_SECONDS"
+    )
     prometheus_url: AnyHttpUrl | None = Field(None, validation_alias="PROMETHEUS_URL")
     grafana_prometheus_datasource_uid: str | None = Field(
         None, validation_alias="GRAFANA_PROMETHEUS_DATASOURCE_UID"

@@ -18,6 +18,21 @@ class ActionId(StrEnum):
     OPEN_DASHBOARD = "queuebot_open_dashboard"
 
 
+class CallbackId(StrEnum):
+    """`callback_id` of every modal queuebot opens."""
+
+    SILENCE_MODAL = "queuebot_silence_modal"
+
+
+class SilenceInput(StrEnum):
+    """`block_id`s of the Silence… modal's inputs, and their elements' `action_id`s too
+    (action ids must not repeat within a view)."""
+
+    DURATION = "silence_duration"
+    UNTIL = "silence_until"
+    COMMENT = "silence_comment"
+
+
 #: The slash command declared in manifest.yml.
 QUEUE_STATUS_COMMAND = "/queue-status"
 

@@ -20,6 +20,8 @@ import jinja2
 from bot import blockkit, ids
 from bot.ids import ActionId
 from bot.models import Alert, AlertGroup, AlertStatus, ButtonValue
+from bot.silences import Duration, MatcherSet, Person, Silence
+from bot.silences import preview as matcher_preview
 from bot.state import EventKind, Incident, IncidentStatus, ThreadEvent
 from bot.text import (
     KNOWN_VALUES,
@@ -127,6 +129,41 @@ class Renderer:
         }
         return self._render("thread_reply.json.j2", context)
 
+    def silence_modal(
+        self, incident: Incident, sets: tuple[MatcherSet, ...], private_metadata: str
+    ) -> dict[str, Any]:
+        """The Silence… modal for `incident`, previewing the matchers in plain text."""
+        count = "one silence" if len(sets) == 1 else f"{len(sets)} silences, one per rule"
+        context = {
+            "callback_id": ids.CallbackId.SILENCE_MODAL.value,
+            "private_metadata": private_metadata,
+            "about": (
+                f"*{escape_mrkdwn(clip(oneline(headline(incident.group)), 200))}*\n"
+                f"Firing since {date_token(incident.group.started_at)}."
+                " The silence is created in Grafana and announced in the incident's thread."
+            ),
+            "blocks": {
+                "duration": ids.SilenceInput.DURATION.value,
+                "until": ids.SilenceInput.UNTIL.value,
+                "comment": ids.SilenceInput.COMMENT.value,
+            },
+            "durations": [
+                {"text": {"type": "plain_text", "text": d.label}, "value": d.value}
+                for d in Duration
+            ],
+            "comment_limit": 2000,
+            "matchers": f"Grafana will get {count}, matching:\n{matcher_preview(sets)}",
+        }
+        raw = self._env.get_template("silence_modal.json.j2").render(**context)
+        try:
+            view: dict[str, Any] = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise RenderError(f"silence_modal.json.j2 produced invalid JSON: {exc}") from exc
+        problems = blockkit.validate_view(view)
+        if problems:
+            raise RenderError(f"silence_modal.json.j2 broke Slack's rules: {'; '.join(problems)}")
+        return view
+
     def notice(self, text: str) -> Message:
         """A one-paragraph ephemeral answer (text is ours, already mrkdwn)."""
         return self._render("notice.json.j2", {"text": text})
@@ -179,6 +216,11 @@ class Renderer:
             )
         else:
             parts.append(f"*Firing* since {date_token(incident.started_at)}")
+        if incident.silence is not None and not resolved:
+            silence = incident.silence
+            parts.insert(
+                0, f":mute: *Silenced until {date_token(silence.ends_at)}* by {_who(silence.by)}"
+            )
         if group.team:
             parts.append(f"*Team:* {escape_mrkdwn(oneline(group.team))}")
         if len(group.alerts) > 1 and not resolved:
@@ -227,7 +269,9 @@ class Renderer:
         buttons: list[dict[str, str | None]] = [
             _button("Run diagnostics", ActionId.RUN_DIAGNOSTICS, value=value, style="primary")
         ]
-        if incident.status is IncidentStatus.FIRING:
+        if incident.status is IncidentStatus.FIRING and incident.silence is not None:
+            buttons.append(_button("Unsilence", ActionId.UNSILENCE, value=value))
+        elif incident.status is IncidentStatus.FIRING:
             buttons.append(_button("Silence…", ActionId.SILENCE, value=value))
         lead = group.lead
         for label, action, url in (
@@ -250,6 +294,42 @@ def _button(
     style: str | None = None,
 ) -> dict[str, str | None]:
     return {"label": label, "action_id": str(action), "value": value, "url": url, "style": style}
+
+
+def _who(person: Person) -> str:
+    """A person by name, as plain text: "@alice" (never a mention, so nobody is pinged)."""
+    return "@" + escape_mrkdwn(clip(oneline(person.name), 80))
+
+
+def _matchers_text(silence: Silence) -> str:
+    shown = "; ".join(", ".join(str(m) for m in s) for s in silence.matchers)
+    return "Matches `" + clip(escape_mrkdwn(oneline(shown)), 400) + "`"
+
+
+def _silence_lines(event: ThreadEvent) -> list[str]:
+    silence = event.silence
+    assert silence is not None
+    until = date_token(silence.ends_at)
+    if event.kind is EventKind.SILENCED and event.note:
+        return [f":mute: *Silence {escape_mrkdwn(event.note)}*: now until {until}."]
+    if event.kind is EventKind.SILENCED:
+        span = format_duration(silence.ends_at - silence.starts_at)
+        lines = [f":mute: *Silenced* by {_who(silence.by)} until {until} ({span})."]
+        if silence.comment.strip():
+            comment = clip(escape_mrkdwn(oneline(silence.comment)), MAX_LINE_CHARS)
+            lines.append(f"“{comment}”")
+        ids_text = ", ".join(f"`{escape_mrkdwn(i)}`" for i in silence.ids)
+        lines.append(f"{_matchers_text(silence)} · Grafana silence {ids_text}")
+        return lines
+    if event.kind is EventKind.UNSILENCED:
+        actor = _who(event.actor) if event.actor else "someone"
+        return [
+            f":bell: *Unsilenced* by {actor}; the silence by {_who(silence.by)} was until {until}."
+            " Notifications resume."
+        ]
+    if event.note:
+        return [f":bell: *Silence {escape_mrkdwn(event.note)}*; notifications resume."]
+    return [f":bell: *Silence ended* as planned ({until}); notifications resume."]
 
 
 def _status_icon(incident: Incident) -> str:
@@ -307,9 +387,13 @@ def _alert_lines(group: AlertGroup, *, resolved: bool) -> list[str]:
 def _event_lines(event: ThreadEvent) -> list[str]:
     group = event.group
     single = len(group.alerts) == 1
+    if event.kind in (EventKind.SILENCED, EventKind.UNSILENCED, EventKind.SILENCE_ENDED):
+        return _silence_lines(event)
     if event.kind is EventKind.RESOLVED:
         span = format_duration(event.duration or timedelta(0))
         lines = [f":large_green_circle: *Resolved* after {span}."]
+        if event.note:
+            lines.append(escape_mrkdwn(event.note))
         values = value_summary(group.lead)
         if values and single:
             lines.append(f"Last firing values: {values}")

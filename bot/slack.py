@@ -200,3 +200,26 @@ class SlackGateway:
 
     async def auth_test(self) -> dict[str, Any]:
         return await self._call("auth.test")
+
+    async def open_view(self, trigger_id: str, view: dict[str, Any]) -> str:
+        """Open a modal (within 3 s of the click that issued `trigger_id`); returns its id."""
+        data = await self._call("views.open", trigger_id=trigger_id, view=view)
+        opened = data.get("view")
+        return str(opened.get("id", "")) if isinstance(opened, dict) else ""
+
+    async def display_name(self, user_id: str) -> str:
+        """What people call `user_id` in Slack: display name, else real name, else handle."""
+        data = await self._call("users.info", read=True, user=user_id)
+        raw_user = data.get("user")
+        user: dict[str, Any] = raw_user if isinstance(raw_user, dict) else {}
+        raw_profile = user.get("profile")
+        profile: dict[str, Any] = raw_profile if isinstance(raw_profile, dict) else {}
+        for name in (profile.get("display_name"), profile.get("real_name"), user.get("name")):
+            if isinstance(name, str) and name.strip():
+                return name.strip()
+        return user_id
+
+    async def usergroup_members(self, usergroup_id: str) -> set[str]:
+        data = await self._call("usergroups.users.list", read=True, usergroup=usergroup_id)
+        users = data.get("users")
+        return {str(u) for u in users} if isinstance(users, list) else set()

@@ -14,6 +14,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from bot.models import Alert, AlertGroup, AlertStatus
+from bot.silences import Person, Silence
 
 #: A group that fires again this soon after resolving reopens the same thread.
 REOPEN_WINDOW = timedelta(minutes=30)
@@ -28,6 +29,9 @@ class EventKind(StrEnum):
     CHANGED = "changed"
     RESOLVED = "resolved"
     FIRED_AGAIN = "fired_again"
+    SILENCED = "silenced"
+    UNSILENCED = "unsilenced"
+    SILENCE_ENDED = "silence_ended"
 
 
 class ValueChange(BaseModel):
@@ -55,6 +59,12 @@ class ThreadEvent(BaseModel):
     summary: str | None = None
     duration: timedelta | None = None
     quiet_for: timedelta | None = None
+    #: Silence events: the silence, and who lifted it (UNSILENCED).
+    silence: Silence | None = None
+    actor: Person | None = None
+    #: Why, when the bot learnt it rather than being told (a silence expired in Grafana, an
+    #: alert gone while silenced).
+    note: str | None = None
 
 
 class Incident(BaseModel):
@@ -80,6 +90,7 @@ class Incident(BaseModel):
     previous_link: str | None = None
     version: int = 1
     parent_version: int = 0
+    silence: Silence | None = None
 
     @property
     def duration(self) -> timedelta | None:

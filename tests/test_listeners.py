@@ -52,22 +52,17 @@ class TestVerification:
 
 
 class TestButtons:
-    @pytest.mark.parametrize(
-        ("action", "feature"),
-        [(ActionId.RUN_DIAGNOSTICS, "Run diagnostics"), (ActionId.SILENCE, "Silence")],
-    )
-    async def test_unbuilt_buttons_say_so(
-        self, tmp_path: Path, action: ActionId, feature: str
-    ) -> None:
+    async def test_unbuilt_buttons_say_so(self, tmp_path: Path) -> None:
         """A click on a feature still to come acks at once and tells the clicker privately."""
         async with running_stack(tmp_path) as stack:
             ts = await _posted(stack)
-            result = await stack.sandbox.click(stack.sandbox.channel_id, ts, action.value)
+            action = ActionId.RUN_DIAGNOSTICS.value
+            result = await stack.sandbox.click(stack.sandbox.channel_id, ts, action)
             assert result.status == 200 and result.acked_in_time
             (notice,) = await stack.sandbox.wait_for(
                 lambda: stack.sandbox.ephemerals(ONCALL_USER) or None
             )
-            assert f"*{feature}* is not available yet" in notice.text
+            assert "*Run diagnostics* is not available yet" in notice.text
             assert len(stack.sandbox.response_posts) == 1
             assert stack.sandbox.calls("chat.postEphemeral") == []
             assert len(stack.sandbox.messages()) == 1

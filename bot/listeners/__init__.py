@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.ids import QUEUE_STATUS_COMMAND, ActionId
+from bot.ids import QUEUE_STATUS_COMMAND, ActionId, CallbackId
 from bot.listeners.actions import ActionHandlers
+from bot.listeners.silence import SilenceHandlers
 
 
-def register(app: AsyncApp, actions: ActionHandlers) -> None:
+def register(app: AsyncApp, actions: ActionHandlers, silence: SilenceHandlers) -> None:
     """Wire every interactive element queuebot renders to its handler."""
     app.action(ActionId.RUN_DIAGNOSTICS.value)(actions.on_run_diagnostics)
-    app.action(ActionId.SILENCE.value)(actions.on_silence)
+    app.action(ActionId.SILENCE.value)(silence.on_silence)
+    app.action(ActionId.UNSILENCE.value)(silence.on_unsilence)
+    app.view_submission(CallbackId.SILENCE_MODAL.value)(silence.on_silence_submitted)
     for url_button in (ActionId.OPEN_RUNBOOK, ActionId.VIEW_ALERT, ActionId.OPEN_DASHBOARD):
         # Slack sends block_actions for URL buttons too and expects the usual ack.
         app.action(url_button.value)(actions.on_link_opened)

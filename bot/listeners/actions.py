@@ -13,9 +13,10 @@ from typing import Any
 from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
+from bot.listeners.answer import tell
 from bot.listeners.payloads import BlockActions
 from bot.render import Renderer
-from bot.slack import SlackError, SlackGateway
+from bot.slack import SlackGateway
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +31,6 @@ class ActionHandlers:
     async def on_run_diagnostics(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         await self._not_yet(body, "Run diagnostics")
-
-    async def on_silence(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        await self._not_yet(body, "Silence")
 
     async def on_link_opened(self, ack: AsyncAck) -> None:
         await ack()
@@ -53,18 +50,12 @@ class ActionHandlers:
         except ValidationError:
             log.warning("block_actions payload without user or channel: %s", list(body))
             return
-        message = self._renderer.notice(
-            f":hourglass: *{feature}* is not available yet in this version of queuebot."
+        await tell(
+            self._slack,
+            self._renderer,
+            f":hourglass: *{feature}* is not available yet in this version of queuebot.",
+            user=payload.user.id,
+            response_url=payload.response_url,
+            channel=payload.channel.id if payload.channel else None,
+            thread_ts=payload.container.thread_ts,
         )
-        try:
-            if payload.response_url:
-                await self._slack.respond(payload.response_url, message)
-            elif payload.channel is not None:
-                await self._slack.post_ephemeral(
-                    payload.channel.id,
-                    payload.user.id,
-                    message,
-                    thread_ts=payload.container.thread_ts,
-                )
-        except SlackError as exc:
-            log.warning("could not answer %s's click on %s: %s", payload.user.id, feature, exc)

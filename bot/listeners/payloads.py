@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bot.ids import SilenceInput
+from bot.silences import BadSilenceInput, Duration
 
 
 class _Loose(BaseModel):
@@ -11,6 +17,8 @@ class _Loose(BaseModel):
 
 class SlackUser(_Loose):
     id: str
+    username: str | None = None
+    name: str | None = None
 
 
 class SlackChannel(_Loose):
@@ -37,3 +45,69 @@ class BlockActions(_Loose):
     actions: list[ClickedAction] = Field(min_length=1)
     trigger_id: str | None = None
     response_url: str | None = None
+
+
+class ModalContext(BaseModel):
+    """The Silence… modal's `private_metadata`: where the click came from (ours, versioned)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    v: Literal[1] = 1
+    incident: int = Field(ge=1)
+    channel: str | None = None
+    thread_ts: str | None = None
+    response_url: str | None = None
+
+    def encode(self) -> str:
+        return self.model_dump_json(exclude_none=True)
+
+
+class SubmittedView(_Loose):
+    id: str
+    callback_id: str
+    private_metadata: str = ""
+    state: dict[str, Any] = Field(default_factory=dict)
+
+
+class ViewSubmission(_Loose):
+    """A `view_submission` payload (https://docs.slack.dev/reference/interaction-payloads/view-interactions-payload)."""
+
+    user: SlackUser
+    view: SubmittedView
+
+    def context(self) -> ModalContext:
+        """Raises ValueError when the metadata is not what queuebot put there."""
+        try:
+            return ModalContext.model_validate_json(self.view.private_metadata)
+        except ValidationError as exc:
+            raise ValueError("the modal's metadata is not queuebot's") from exc
+
+    def entry(self, block: SilenceInput) -> dict[str, Any]:
+        values = self.view.state.get("values", {})
+        entry = values.get(block.value, {}).get(block.value, {}) if isinstance(values, dict) else {}
+        return entry if isinstance(entry, dict) else {}
+
+
+class SilenceForm(BaseModel):
+    """What the person filled in: a duration choice, maybe a date and time, maybe a comment."""
+
+    model_config = ConfigDict(frozen=True)
+
+    duration: Duration
+    until: datetime | None = None
+    comment: str = Field("", max_length=2000)
+
+    @classmethod
+    def from_view(cls, submission: ViewSubmission) -> SilenceForm:
+        """Raises BadSilenceInput when the inputs are malformed."""
+        chosen = submission.entry(SilenceInput.DURATION).get("selected_option") or {}
+        at = submission.entry(SilenceInput.UNTIL).get("selected_date_time")
+        comment = submission.entry(SilenceInput.COMMENT).get("value") or ""
+        try:
+            return cls(
+                duration=Duration(str(chosen.get("value")) if isinstance(chosen, dict) else ""),
+                until=datetime.fromtimestamp(int(at), UTC) if at is not None else None,
+                comment=str(comment),
+            )
+        except (ValueError, TypeError, OverflowError, ValidationError) as exc:
+            raise BadSilenceInput(SilenceInput.DURATION, "Choose how long to silence for.") from exc

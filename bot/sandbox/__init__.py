@@ -15,6 +15,7 @@ from bot.sandbox.models import (
     OpenView,
     ResponsePost,
     SandboxFile,
+    UserGroup,
     ViewState,
 )
 from bot.sandbox.server import ONCALL_USER, SECOND_USER, SlackSandbox
@@ -37,6 +38,7 @@ __all__ = [
     "SandboxFile",
     "SlackError",
     "SlackSandbox",
+    "UserGroup",
     "ViewState",
     "render_message",
     "render_thread",

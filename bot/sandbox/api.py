@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 from aiohttp import web
 
-from bot.sandbox import api_chat, api_files, api_views
+from bot.sandbox import api_chat, api_files, api_usergroups, api_views
 from bot.sandbox.events import EventHub, EventKind, SandboxEvent
 from bot.sandbox.faults import Answer, Faults, MessageRateLimit
 from bot.sandbox.models import JSON, CallRecord
@@ -48,6 +48,8 @@ METHODS: Mapping[str, Method] = MappingProxyType(
         "conversations.info": Method(api_chat.conversations_info, "channels:read"),
         "conversations.join": Method(api_chat.conversations_join, "channels:join"),
         "users.info": Method(api_chat.users_info, "users:read"),
+        "usergroups.list": Method(api_usergroups.usergroups_list, "usergroups:read"),
+        "usergroups.users.list": Method(api_usergroups.usergroups_users_list, "usergroups:read"),
         "views.open": Method(api_views.views_open),
         "views.update": Method(api_views.views_update),
         "files.getUploadURLExternal": Method(

@@ -1,7 +1,7 @@
-"""The sandbox workspace's records: users, channels, messages, files, views, calls.
+"""The sandbox workspace's records: users, user groups, channels, messages, files, views, calls.
 
 Plain dataclasses; `Message.to_slack()` gives the shape Slack puts into API answers and
-interaction payloads.
+interaction payloads, `UserGroup.to_slack()` the usergroup object of usergroups.list.
 """
 
 from dataclasses import dataclass, field
@@ -17,6 +17,56 @@ class User:
     name: str
     real_name: str = ""
     is_bot: bool = False
+
+
+@dataclass
+class UserGroup:
+    """A user group (Slack's "subteam"), mentioned as @handle.
+
+    Disabling keeps the group and its members but stamps `date_delete`: "When a User Group has
+    been disabled its date_delete parameter will be non-zero"
+    (https://docs.slack.dev/reference/methods/usergroups.disable).
+    """
+
+    id: str
+    team_id: str
+    handle: str
+    name: str
+    users: list[str] = field(default_factory=list)
+    date_create: int = 0
+    date_delete: int = 0
+    created_by: str = ""
+    deleted_by: str | None = None
+
+    @property
+    def is_disabled(self) -> bool:
+        return self.date_delete != 0
+
+    def to_slack(self, include_users: bool = False, include_count: bool = False) -> JSON:
+        """The usergroup object; `users` and `user_count` only when asked for, as Slack does."""
+        out: JSON = {
+            "id": self.id,
+            "team_id": self.team_id,
+            "is_usergroup": True,
+            "is_subteam": True,
+            "name": self.name,
+            "description": "",
+            "handle": self.handle,
+            "is_external": False,
+            "date_create": self.date_create,
+            "date_update": self.date_delete or self.date_create,
+            "date_delete": self.date_delete,
+            "auto_type": None,
+            "created_by": self.created_by,
+            "updated_by": self.deleted_by or self.created_by,
+            "deleted_by": self.deleted_by,
+            "prefs": {"channels": [], "groups": []},
+        }
+        if include_users:
+            out["users"] = list(self.users)
+        if include_count:
+            out["user_count"] = len(self.users)
+        return out
 
 
 @dataclass

@@ -159,6 +159,14 @@ def state_entry(element: JSON, value: Any) -> JSON:
             {"text": {"type": "plain_text", "text": str(value)}, "value": str(value)},
         )
         return {"type": kind, "selected_option": option}
+    # Pickers report their choice under their own key, not `value`
+    # (https://docs.slack.dev/reference/interaction-payloads/view-interactions-payload).
+    if kind == "datetimepicker":
+        return {"type": kind, "selected_date_time": int(value)}
+    if kind == "datepicker":
+        return {"type": kind, "selected_date": str(value)}
+    if kind == "timepicker":
+        return {"type": kind, "selected_time": str(value)}
     if kind == "checkboxes":
         chosen = set(value)
         options = [o for o in element.get("options", []) if o.get("value") in chosen]

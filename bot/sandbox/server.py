@@ -24,6 +24,7 @@ from bot.sandbox.models import (
     ResponsePost,
     SandboxFile,
     User,
+    UserGroup,
 )
 from bot.sandbox.people import People
 from bot.sandbox.socket_mode import SocketModeHub
@@ -37,7 +38,14 @@ T = TypeVar("T")
 SANDBOX_BOT_TOKEN = "xoxb-sandbox-token"  # noqa: S105
 SANDBOX_SIGNING_SECRET = "sandbox-signing-secret"  # noqa: S105
 
-DEFAULT_SCOPES = ("chat:write", "commands", "files:write", "users:read", "channels:history")
+DEFAULT_SCOPES = (
+    "chat:write",
+    "commands",
+    "files:write",
+    "users:read",
+    "channels:history",
+    "usergroups:read",
+)
 #: The people every sandbox starts with: the on-call and a second engineer.
 ONCALL_USER = "U0ONCALL"
 SECOND_USER = "U0SECOND"
@@ -191,6 +199,21 @@ class SlackSandbox:
     ) -> Channel:
         default = {self.bot_user_id, ONCALL_USER, SECOND_USER}
         return self.workspace.add_channel(name, channel_id, default if members is None else members)
+
+    def add_usergroup(
+        self,
+        handle: str,
+        users: Iterable[str],
+        *,
+        usergroup_id: str | None = None,
+        name: str | None = None,
+    ) -> UserGroup:
+        """A user group mentioned as @handle; its id is generated ("S0SBX...") unless given."""
+        return self.workspace.add_usergroup(handle, users, usergroup_id, name)
+
+    def disable_usergroup(self, usergroup_id: str) -> UserGroup:
+        """Disable a group as an admin would: kept with its members, date_delete stamped."""
+        return self.workspace.disable_usergroup(usergroup_id)
 
     # -- what happened -----------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """The sandbox's workspace state and the Slack rules that govern changing it.
 
-Owns the team, the bot, users, channels, messages and threads, ephemerals, files, views,
-trigger ids and response URLs. Operations raise `SlackError` with Slack's error names.
+Owns the team, the bot, users, user groups, channels, messages and threads, ephemerals, files,
+views, trigger ids and response URLs. Operations raise `SlackError` with Slack's error names.
 """
 
 import secrets
@@ -23,6 +23,7 @@ from bot.sandbox.models import (
     SandboxFile,
     Trigger,
     User,
+    UserGroup,
 )
 
 #: Slack: "trigger_id ... expires in 3 seconds" (https://docs.slack.dev/surfaces/modals).
@@ -31,6 +32,9 @@ TRIGGER_TTL = 3.0
 #: (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses).
 RESPONSE_URL_USES = 5
 RESPONSE_URL_TTL = 30 * 60.0
+#: The system user Slack names as creator of groups no person made (usergroups.list example,
+#: https://docs.slack.dev/reference/methods/usergroups.list).
+SLACKBOT_USER = "USLACKBOT"
 
 
 class SlackError(Exception):
@@ -72,6 +76,7 @@ class Workspace:
         self.clock = clock
         self.monotonic = monotonic
         self.users: dict[str, User] = {}
+        self.usergroups: dict[str, UserGroup] = {}
         self.channels: dict[str, Channel] = {}
         self.messages: dict[str, dict[str, Message]] = {}
         self.ephemerals: list[Ephemeral] = []
@@ -91,6 +96,43 @@ class Workspace:
         user = User(user_id, name, real_name or name, is_bot)
         self.users[user_id] = user
         return user
+
+    def add_usergroup(
+        self,
+        handle: str,
+        users: Iterable[str] = (),
+        usergroup_id: str | None = None,
+        name: str | None = None,
+    ) -> UserGroup:
+        handle = handle.lstrip("@")
+        group = UserGroup(
+            id=usergroup_id or self.new_id("S"),
+            team_id=self.identity.team_id,
+            handle=handle,
+            name=name or handle,
+            users=list(dict.fromkeys(users)),
+            date_create=int(self.clock()),
+            created_by=SLACKBOT_USER,
+        )
+        self.usergroups[group.id] = group
+        return group
+
+    def usergroup(self, usergroup_id: str, include_disabled: bool = False) -> UserGroup:
+        """The group `usergroup_id` names; a disabled one only when `include_disabled`."""
+        group = self.usergroups.get(usergroup_id)
+        if group is None or (group.is_disabled and not include_disabled):
+            # https://docs.slack.dev/reference/methods/usergroups.users.list documents
+            # no_such_subteam for an unknown ID and no error of its own for a disabled group
+            # asked for without include_disabled; the sandbox treats such a group as not found.
+            raise SlackError("no_such_subteam")
+        return group
+
+    def disable_usergroup(self, usergroup_id: str, by_user: str = SLACKBOT_USER) -> UserGroup:
+        group = self.usergroup(usergroup_id, include_disabled=True)
+        if not group.is_disabled:
+            group.date_delete = max(int(self.clock()), 1)
+            group.deleted_by = by_user
+        return group
 
     def add_channel(
         self, name: str, channel_id: str | None = None, members: Iterable[str] = ()

@@ -51,4 +51,10 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX outbox_pending ON outbox (incident_id, id) WHERE state = 'pending';
     """,
+    """
+    ALTER TABLE incidents ADD COLUMN silence_json TEXT;
+    ALTER TABLE incidents ADD COLUMN silence_claim_until REAL;
+    CREATE INDEX incidents_silenced ON incidents (id)
+        WHERE silence_json IS NOT NULL AND status = 'firing';
+    """,
 )

@@ -20,13 +20,14 @@ from typing import Any
 import aiosqlite
 
 from bot.models import AlertGroup
+from bot.silences import Silence
 from bot.state import Incident, IncidentStatus
 from bot.store import Due, NewIncident, OutboxItem, OutboxKind, OutboxState, StoreError
 from bot.store.schema import MIGRATIONS
 
 _INCIDENT_COLUMNS = (
     "id, group_key, generation, channel, channel_id, parent_ts, status, group_json, started_at,"
-    " resolved_at, fired_count, previous_id, previous_link, version, parent_version"
+    " resolved_at, fired_count, previous_id, previous_link, version, parent_version, silence_json"
 )
 
 
@@ -47,6 +48,7 @@ def _incident(row: sqlite3.Row) -> Incident:
         previous_link=row["previous_link"],
         version=row["version"],
         parent_version=row["parent_version"],
+        silence=Silence.model_validate_json(row["silence_json"]) if row["silence_json"] else None,
     )
 
 
@@ -64,6 +66,13 @@ class _SQLiteTransaction:
             f"SELECT {_INCIDENT_COLUMNS} FROM incidents WHERE group_key = ?"  # noqa: S608
             " ORDER BY generation DESC LIMIT 1",
             (group_key,),
+        )
+        return _incident(row) if row else None
+
+    async def incident(self, incident_id: int) -> Incident | None:
+        row = await self._one(
+            f"SELECT {_INCIDENT_COLUMNS} FROM incidents WHERE id = ?",  # noqa: S608
+            (incident_id,),
         )
         return _incident(row) if row else None
 
@@ -96,13 +105,14 @@ class _SQLiteTransaction:
     async def save_incident(self, incident: Incident) -> None:
         await self._db.execute(
             "UPDATE incidents SET status = ?, group_json = ?, resolved_at = ?, fired_count = ?,"
-            " version = ?, updated_at = ? WHERE id = ?",
+            " version = ?, silence_json = ?, updated_at = ? WHERE id = ?",
             (
                 incident.status.value,
                 incident.group.model_dump_json(),
                 incident.resolved_at.isoformat() if incident.resolved_at else None,
                 incident.fired_count,
                 incident.version,
+                incident.silence.model_dump_json() if incident.silence else None,
                 datetime.now().astimezone().isoformat(),
                 incident.id,
             ),
@@ -223,6 +233,26 @@ class SQLiteStore:
             (incident_id,),
         )
         return _incident(rows[0]) if rows else None
+
+    async def silenced_incidents(self) -> list[Incident]:
+        rows = await self._fetch(
+            f"SELECT {_INCIDENT_COLUMNS} FROM incidents"  # noqa: S608
+            " WHERE silence_json IS NOT NULL AND status = 'firing' ORDER BY id"
+        )
+        return [_incident(row) for row in rows]
+
+    async def claim_silencing(self, incident_id: int, until: float) -> bool:
+        claimed = await self._write(
+            "UPDATE incidents SET silence_claim_until = ? WHERE id = ?"
+            " AND (silence_claim_until IS NULL OR silence_claim_until < ?)",
+            (until, incident_id, time.time()),
+        )
+        return claimed == 1
+
+    async def release_silencing(self, incident_id: int) -> None:
+        await self._write(
+            "UPDATE incidents SET silence_claim_until = NULL WHERE id = ?", (incident_id,)
+        )
 
     async def due_incidents(self) -> list[Due]:
         # The first pending item decides: items of one incident go out strictly in order.

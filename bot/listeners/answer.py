@@ -1,0 +1,34 @@
+"""Answering the one person who clicked or submitted: privately, where they are."""
+
+from __future__ import annotations
+
+import logging
+
+from bot.render import Renderer
+from bot.slack import SlackError, SlackGateway
+
+log = logging.getLogger(__name__)
+
+
+async def tell(
+    slack: SlackGateway,
+    renderer: Renderer,
+    text: str,
+    *,
+    user: str,
+    response_url: str | None,
+    channel: str | None,
+    thread_ts: str | None = None,
+) -> None:
+    """An ephemeral message to `user`: through the interaction's response_url when there is
+    one (it works whether or not the bot is in the channel), else chat.postEphemeral."""
+    message = renderer.notice(text)
+    try:
+        if response_url:
+            await slack.respond(response_url, message)
+        elif channel:
+            await slack.post_ephemeral(channel, user, message, thread_ts=thread_ts)
+        else:
+            log.warning("no way to answer %s: the request named no channel", user)
+    except SlackError as exc:
+        log.warning("could not answer %s: %s", user, exc)

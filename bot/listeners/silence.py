@@ -1,0 +1,166 @@
+"""Handlers for Silence…, the Silence modal's submission and Unsilence.
+
+Silence… acks, checks what it can without Grafana (configured? allowed? still firing, not yet
+silenced?) and opens the modal at once, inside Slack's 3-second trigger window. The submission
+is checked (a custom end time must be in the future) and answered with errors in the modal or
+an empty ack that closes it; the silence is created after the ack, and whatever goes wrong is
+told to the person privately.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import ValidationError
+from slack_bolt.async_app import AsyncAck
+
+from bot.grafana import GrafanaError
+from bot.incidents import Clock, utcnow
+from bot.listeners.answer import tell
+from bot.listeners.payloads import BlockActions, ModalContext, SilenceForm, ViewSubmission
+from bot.models import ButtonValue
+from bot.render import Renderer, RenderError
+from bot.silences import BadSilenceInput, Person, silence_end
+from bot.silencing import Silencer, SilenceRefused, explain
+from bot.slack import SlackError, SlackGateway
+
+log = logging.getLogger(__name__)
+
+_FOREIGN_BUTTON = ":warning: This button does not belong to a message queuebot posted."
+
+
+class SilenceHandlers:
+    """Bound-method listeners for silencing; dependencies arrive in __init__."""
+
+    def __init__(
+        self,
+        silencer: Silencer,
+        slack: SlackGateway,
+        renderer: Renderer,
+        clock: Clock = utcnow,
+    ) -> None:
+        self._silencer = silencer
+        self._slack = slack
+        self._renderer = renderer
+        self._clock = clock
+
+    async def on_silence(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        click = _clicked(body)
+        if click is None:
+            return
+        payload, incident_id = click
+        if incident_id is None:
+            await self._tell_click(payload, _FOREIGN_BUTTON)
+            return
+        try:
+            incident, sets = await self._silencer.prepare(incident_id, payload.user.id)
+            context = ModalContext(
+                incident=incident_id,
+                channel=payload.channel.id if payload.channel else None,
+                thread_ts=payload.container.message_ts,
+                response_url=payload.response_url,
+            )
+            view = self._renderer.silence_modal(incident, sets, context.encode())
+            if not payload.trigger_id:
+                raise SilenceRefused(":warning: Slack sent no trigger to open the silence dialog.")
+            await self._slack.open_view(payload.trigger_id, view)
+        except SilenceRefused as refused:
+            await self._tell_click(payload, refused.text)
+        except (SlackError, RenderError) as exc:
+            log.error(
+                "cannot open the silence dialog: %s (incident=%s user=%s)",
+                exc,
+                incident_id,
+                payload.user.id,
+            )
+            await self._tell_click(
+                payload, f":warning: queuebot could not open the silence dialog ({exc})."
+            )
+
+    async def on_silence_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        try:
+            submission = ViewSubmission.model_validate(body)
+            context = submission.context()
+        except (ValidationError, ValueError) as exc:
+            log.warning("silence modal submission not understood: %s", exc)
+            await ack()
+            return
+        try:
+            form = SilenceForm.from_view(submission)
+            ends_at = silence_end(form.duration, form.until, self._clock())
+        except BadSilenceInput as exc:
+            await ack(response_action="errors", errors={exc.block.value: str(exc)})
+            return
+        await ack()
+        user = submission.user
+        person = Person(id=user.id, name=await self._name(user.id, user.username or user.name))
+        try:
+            await self._silencer.silence(context.incident, person, ends_at, form.comment)
+        except SilenceRefused as refused:
+            await self._tell(context, user.id, refused.text)
+        except GrafanaError as exc:
+            incident = await self._silencer.incident(context.incident)
+            await self._tell(context, user.id, explain(exc, "silence", incident))
+
+    async def on_unsilence(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        click = _clicked(body)
+        if click is None:
+            return
+        payload, incident_id = click
+        if incident_id is None:
+            await self._tell_click(payload, _FOREIGN_BUTTON)
+            return
+        user = payload.user
+        person = Person(id=user.id, name=await self._name(user.id, user.username or user.name))
+        try:
+            await self._silencer.unsilence(incident_id, person)
+        except SilenceRefused as refused:
+            await self._tell_click(payload, refused.text)
+        except GrafanaError as exc:
+            incident = await self._silencer.incident(incident_id)
+            await self._tell_click(payload, explain(exc, "unsilence", incident))
+
+    async def _name(self, user_id: str, fallback: str | None) -> str:
+        try:
+            return await self._slack.display_name(user_id)
+        except SlackError as exc:
+            log.warning("no display name for %s: %s", user_id, exc)
+            return fallback or user_id
+
+    async def _tell_click(self, payload: BlockActions, text: str) -> None:
+        await tell(
+            self._slack,
+            self._renderer,
+            text,
+            user=payload.user.id,
+            response_url=payload.response_url,
+            channel=payload.channel.id if payload.channel else None,
+            thread_ts=payload.container.thread_ts,
+        )
+
+    async def _tell(self, context: ModalContext, user_id: str, text: str) -> None:
+        await tell(
+            self._slack,
+            self._renderer,
+            text,
+            user=user_id,
+            response_url=context.response_url,
+            channel=context.channel,
+        )
+
+
+def _clicked(body: dict[str, Any]) -> tuple[BlockActions, int | None] | None:
+    """The click and the incident its button names (None: not a button queuebot made)."""
+    try:
+        payload = BlockActions.model_validate(body)
+    except ValidationError:
+        log.warning("block_actions payload without user or actions: %s", list(body))
+        return None
+    try:
+        return payload, ButtonValue.decode(payload.actions[0].value or "").incident
+    except ValidationError:
+        log.warning("button value not made by queuebot (user=%s)", payload.user.id)
+        return payload, None
