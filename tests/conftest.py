@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
+
+from tests.alertmanager import Alertmanager
+from tests.integration import require_binary
 
 _CLEARED_PREFIXES = ("SLACK_", "GRAFANA_", "QUEUEBOT_", "PROMETHEUS_")
 _CLEARED_NAMES = {
@@ -31,3 +35,15 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
                 continue
             monkeypatch.delenv(name)
     yield
+
+
+@pytest.fixture
+async def alertmanager(tmp_path: Path) -> AsyncIterator[Alertmanager]:
+    """A real Alertmanager at Grafana's path, own port and storage; stopped even on failure."""
+    binary = require_binary("prometheus-alertmanager", "apt-get install -y prometheus-alertmanager")
+    instance = Alertmanager(binary, tmp_path / "alertmanager")
+    try:
+        await instance.start()
+        yield instance
+    finally:
+        await instance.stop()
