@@ -1,9 +1,11 @@
 """`queuebot demo`: the bot, a local Slack workspace and the reference alert, in one process.
 
 Nothing outside this machine is needed: the local Slack-compatible workspace (bot/sandbox/) plays
-Slack, the bot is the same application `queuebot serve` runs, and the reference alert is posted
-to the bot's webhook over HTTP exactly as Grafana would post it. The channel is printed to the
-terminal as messages arrive; the demo keeps running so more payloads can be posted to it.
+Slack, a local Grafana-compatible silence API plays Grafana, the bot is the same application
+`queuebot serve` runs, and the reference alert is posted to the bot's webhook over HTTP exactly as
+Grafana would post it. Then the on-call, alice, silences it for an hour through the modal and
+lifts the silence again, with the same signed requests Slack would send. The channel is printed
+to the terminal as messages arrive; the demo keeps running so more payloads can be posted to it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import secrets
 import signal
 import sys
 import tempfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import TextIO
@@ -25,11 +27,18 @@ from aiohttp import web
 from bot import ids
 from bot.app import create_app
 from bot.config import load_settings
-from bot.sandbox import EventKind, SandboxEvent, SlackSandbox, render_message
+from bot.ids import ActionId, SilenceInput
+from bot.models import parse_webhook
+from bot.sandbox import ONCALL_USER, EventKind, Message, SandboxEvent, SlackSandbox, render_message
+from bot.sandbox.grafana import PREFIX as GRAFANA_API
+from bot.sandbox.grafana import GrafanaSandbox
+from bot.sandbox.models import ViewState
 
 DEMO_CHANNEL = "ci-infra-alerts"
 REFERENCE_ALERT = "seed_queueing_alert_firing.json"
 _SHOWN = {EventKind.MESSAGE_POSTED, EventKind.MESSAGE_UPDATED, EventKind.EPHEMERAL_POSTED}
+#: Time to read each step of the silence story before the next one happens.
+STORY_PAUSE_SECONDS = 1.5
 
 
 def reference_alert() -> bytes:
@@ -72,6 +81,58 @@ async def _print_channel(sandbox: SlackSandbox, out: TextIO) -> None:
         sandbox.unsubscribe(feed)
 
 
+async def _grafana_knows(grafana: GrafanaSandbox, http: aiohttp.ClientSession) -> None:
+    """Put the reference alert into the local Grafana, as Grafana's own Alertmanager holds it
+    (with the rule UID label the webhook leaves out), so silences match it."""
+    lead = parse_webhook(reference_alert()).lead
+    labels = {"__alert_rule_uid__": lead.rule_uid, **lead.labels}
+    async with http.post(
+        f"{grafana.url}{GRAFANA_API}/alerts",
+        json=[{"labels": labels, "annotations": lead.annotations}],
+        headers={"Authorization": f"Bearer {grafana.token}"},
+    ) as answer:
+        answer.raise_for_status()
+
+
+def _buttons(message: Message) -> list[str]:
+    return [
+        str(element.get("action_id", ""))
+        for block in message.blocks
+        if block.get("type") == "actions"
+        for element in block.get("elements", [])
+    ]
+
+
+async def _silence_story(sandbox: SlackSandbox, out: TextIO) -> None:
+    """alice silences the alert for an hour through the modal, then lifts the silence."""
+    (parent,) = await sandbox.wait_for(lambda: sandbox.messages()[:1], timeout=10)
+    await asyncio.sleep(STORY_PAUSE_SECONDS)
+    _rule(out, "alice clicks Silence…")
+    await sandbox.click(sandbox.channel_id, parent.ts, ActionId.SILENCE.value, ONCALL_USER)
+    view = await sandbox.wait_for(
+        lambda: next((v for v in sandbox.views if v.state is ViewState.OPEN), None)
+    )
+    assert view is not None
+    preview = view.view["blocks"][-1]["text"]["text"]
+    out.write(f"modal “Silence alert” opens for alice\n{preview}\n")
+    _rule(out, "alice picks 1 hour, adds a comment and presses Silence")
+    out.flush()
+    await sandbox.submit_view(
+        view.id,
+        {
+            SilenceInput.DURATION.value: {SilenceInput.DURATION.value: "1h"},
+            SilenceInput.COMMENT.value: {SilenceInput.COMMENT.value: "Looking at the queue"},
+        },
+        ONCALL_USER,
+    )
+    await sandbox.wait_for(lambda: ActionId.UNSILENCE.value in _buttons(parent), timeout=10)
+    await asyncio.sleep(STORY_PAUSE_SECONDS)
+    _rule(out, "alice clicks Unsilence")
+    out.flush()
+    await sandbox.click(sandbox.channel_id, parent.ts, ActionId.UNSILENCE.value, ONCALL_USER)
+    await sandbox.wait_for(lambda: ActionId.SILENCE.value in _buttons(parent), timeout=10)
+
+
 async def run_demo(
     *, host: str = "127.0.0.1", port: int = 3000, slack_port: int = 0, out: TextIO = sys.stdout
 ) -> int:
@@ -83,6 +144,10 @@ async def run_demo(
             bot_token=bot_token, signing_secret=signing_secret, channel_name=DEMO_CHANNEL
         )
         await sandbox.start(host="127.0.0.1", port=slack_port)
+        # Alerts the demo plays stay firing until resolved (Alertmanager would let a silent
+        # one lapse after resolve_timeout and the bot would take it as resolved).
+        grafana = GrafanaSandbox(token=secrets.token_hex(16), resolve_timeout=timedelta(days=1))
+        await grafana.start()
         settings = load_settings(
             {
                 "SLACK_BOT_TOKEN": bot_token,
@@ -90,6 +155,9 @@ async def run_demo(
                 "SLACK_API_URL": sandbox.api_url,
                 "QUEUEBOT_CHANNEL": f"#{DEMO_CHANNEL}",
                 "QUEUEBOT_DATABASE": str(Path(scratch) / "queuebot.db"),
+                "GRAFANA_URL": grafana.url,
+                "GRAFANA_TOKEN": grafana.token or "",
+                "QUEUEBOT_SILENCE_CHECK_SECONDS": "5",
             },
             for_serve=True,
         )
@@ -100,6 +168,7 @@ async def run_demo(
         except OSError as exc:
             await runner.cleanup()
             await sandbox.stop()
+            await grafana.stop()
             print(f"queuebot demo: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
             print("queuebot demo: choose another port with --port", file=sys.stderr)
             return 1
@@ -112,6 +181,7 @@ async def run_demo(
             f"  bot:             {bot_url}\n"
             f"  Grafana webhook: {webhook}\n"
             f"  local Slack API: {sandbox.api_url}\n"
+            f"  local Grafana:   {grafana.url} (silences)\n"
             f"Post your own Grafana or Alertmanager payloads:\n"
             f"  curl -X POST {webhook} -H 'Content-Type: application/json' --data @payload.json\n"
             f"Press Ctrl-C to stop.\n"
@@ -124,22 +194,26 @@ async def run_demo(
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
         try:
-            async with (
-                aiohttp.ClientSession() as http,
-                http.post(
+            async with aiohttp.ClientSession() as http:
+                await _grafana_knows(grafana, http)
+                async with http.post(
                     webhook,
                     data=reference_alert(),
                     headers={"Content-Type": "application/json"},
-                ) as answer,
-            ):
-                _rule(out, f"Grafana → queuebot: reference alert ({answer.status})")
-                out.flush()
+                ) as answer:
+                    _rule(out, f"Grafana → queuebot: reference alert ({answer.status})")
+                    out.flush()
+            story = asyncio.create_task(_silence_story(sandbox, out))
             await stop.wait()
+            story.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await story
         finally:
             printer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await printer
             await runner.cleanup()
             await sandbox.stop()
+            await grafana.stop()
     out.write("\nqueuebot demo stopped\n")
     return 0

@@ -313,7 +313,9 @@ def _silence_lines(event: ThreadEvent) -> list[str]:
     if event.kind is EventKind.SILENCED and event.note:
         return [f":mute: *Silence {escape_mrkdwn(event.note)}*: now until {until}."]
     if event.kind is EventKind.SILENCED:
-        span = format_duration(silence.ends_at - silence.starts_at)
+        # Whole minutes: the end was chosen a moment before the silence was made.
+        minutes = round((silence.ends_at - silence.starts_at).total_seconds() / 60)
+        span = format_duration(timedelta(minutes=minutes))
         lines = [f":mute: *Silenced* by {_who(silence.by)} until {until} ({span})."]
         if silence.comment.strip():
             comment = clip(escape_mrkdwn(oneline(silence.comment)), MAX_LINE_CHARS)
@@ -323,10 +325,11 @@ def _silence_lines(event: ThreadEvent) -> list[str]:
         return lines
     if event.kind is EventKind.UNSILENCED:
         actor = _who(event.actor) if event.actor else "someone"
-        return [
-            f":bell: *Unsilenced* by {actor}; the silence by {_who(silence.by)} was until {until}."
-            " Notifications resume."
-        ]
+        if event.actor is not None and event.actor.id == silence.by.id:
+            whose = f"it was until {until}"
+        else:
+            whose = f"the silence by {_who(silence.by)} was until {until}"
+        return [f":bell: *Unsilenced* by {actor} ({whose}). Notifications resume."]
     if event.note:
         return [f":bell: *Silence {escape_mrkdwn(event.note)}*; notifications resume."]
     return [f":bell: *Silence ended* as planned ({until}); notifications resume."]

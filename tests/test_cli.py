@@ -61,6 +61,18 @@ def test_demo_shows_the_reference_alert() -> None:
     assert code == 0
 
 
+def test_demo_silences_and_unsilences_its_alert() -> None:
+    """The demo's on-call silences the alert through the modal, then lifts it again."""
+    output, code = _run_until(
+        [sys.executable, "-m", "bot", "demo", "--port", "0"], "Notifications resume."
+    )
+    assert "__alert_rule_uid__=dez2aomgvru2oe, type=alerting-infra" in output
+    assert "*Silenced* by @alice until" in output and "“Looking at the queue”" in output
+    assert "*Silenced until " in output and "[Unsilence]" in output
+    assert "*Unsilenced* by @alice" in output
+    assert code == 0
+
+
 def _render(name: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "bot", "render", str(FIXTURES / name)],
