@@ -6,6 +6,7 @@ import aiohttp
 
 from bot.app import slack_client_for
 from bot.config import Settings
+from bot.grafana import API_PREFIX
 from bot.slack import SlackError, SlackGateway
 from bot.store import StoreError, open_store
 
@@ -44,14 +45,19 @@ async def run_check(settings: Settings) -> int:
         lines.append(f"slack: FAILED: {exc}")
     if settings.grafana_url is None:
         lines.append("grafana: not configured (GRAFANA_URL): silencing is off")
+    elif settings.grafana_token is None:
+        lines.append("grafana: FAILED: GRAFANA_URL is set but GRAFANA_TOKEN is not")
     else:
-        token = settings.grafana_token.get_secret_value() if settings.grafana_token else None
-        health = str(settings.grafana_url).rstrip("/") + "/api/health"
-        # /api/health answers without authentication: this proves Grafana is reachable, not
-        # that GRAFANA_TOKEN is accepted.
-        result = await _probe(health, token)
+        # Listing silences needs the token and alert.silences:read, which the bot needs too;
+        # /api/health would answer without any token.
+        silences = str(settings.grafana_url).rstrip("/") + API_PREFIX + "/silences"
+        result = await _probe(silences, settings.grafana_token.get_secret_value())
         if result.startswith("ok"):
-            result += "; GRAFANA_TOKEN not checked"
+            result += "; GRAFANA_TOKEN may read silences"
+        elif "HTTP 401" in result or "HTTP 403" in result:
+            result += (
+                "; GRAFANA_TOKEN is refused or lacks alert.silences:read on the rule's folder"
+            )
         lines.append(f"grafana: {result}")
     if settings.prometheus_url is None:
         lines.append("prometheus: not configured (PROMETHEUS_URL)")

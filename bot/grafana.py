@@ -105,8 +105,16 @@ def _message(body: str) -> str:
 class GrafanaClient:
     """Calls to one Grafana, on a session the app owns (closed with the app)."""
 
-    def __init__(self, session: aiohttp.ClientSession, base_url: str, token: str) -> None:
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = TIMEOUT_SECONDS,
+    ) -> None:
         self._session = session
+        self._timeout = timeout
         self.base_url = base_url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
 
@@ -127,12 +135,12 @@ class GrafanaClient:
                 json=body,
                 params=params,
                 headers=self._headers,
-                timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS),
+                timeout=aiohttp.ClientTimeout(total=self._timeout),
             ) as response:
                 status, text = response.status, await response.text()
         except TimeoutError as exc:
             raise GrafanaUnavailable(
-                f"no answer from {self.base_url} within {TIMEOUT_SECONDS:g}s"
+                f"no answer from {self.base_url} within {self._timeout:g}s"
             ) from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise GrafanaUnavailable(f"cannot reach {self.base_url}: {exc}") from exc

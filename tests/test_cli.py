@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from bot.sandbox import SlackSandbox
+from bot.sandbox.grafana import GrafanaSandbox
 from tests.harness import BOT_TOKEN
 from tests.payloads import FIXTURES
 
@@ -151,3 +152,18 @@ async def test_check_reports_unreachable_grafana_and_prometheus(tmp_path: Path) 
         assert b"slack: ok" in out
         assert b"grafana: FAILED" in out and b"prometheus: FAILED" in out
         assert b"glsa_not_printed" not in out
+
+
+async def test_check_proves_the_grafana_token(tmp_path: Path) -> None:
+    """With Grafana configured, check lists silences with the token: accepted or refused."""
+    async with (
+        SlackSandbox(bot_token=BOT_TOKEN) as sandbox,
+        GrafanaSandbox(token="glsa_right") as grafana,
+    ):
+        env = _check_env(sandbox, tmp_path, GRAFANA_URL=grafana.url, GRAFANA_TOKEN="glsa_right")
+        code, out = await _check(env)
+        assert code == 0, out
+        assert b"GRAFANA_TOKEN may read silences" in out
+        code, out = await _check(env | {"GRAFANA_TOKEN": "glsa_wrong"})
+        assert code == 1
+        assert b"grafana: FAILED: HTTP 401" in out and b"glsa_wrong" not in out

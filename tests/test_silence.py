@@ -13,6 +13,7 @@ import pytest
 
 from bot.ids import ActionId, SilenceInput
 from bot.sandbox import ONCALL_USER, SECOND_USER, Message
+from bot.sandbox.grafana import GrafanaSandbox
 from bot.sandbox.models import OpenView, ViewState
 from tests.alertmanager import Alertmanager
 from tests.harness import Stack, running_stack
@@ -314,6 +315,23 @@ class TestFailures:
         await stack.settled()
         assert len(await alertmanager.active_silences()) == 1
         assert len(stack.sandbox.replies(None, parent.ts)) == 1
+
+
+async def test_a_refused_token_is_told_and_changes_nothing(tmp_path: Path) -> None:
+    """Grafana answers 401: the clicker learns GRAFANA_TOKEN is at fault; nothing changes."""
+    async with (
+        GrafanaSandbox(token="glsa_right") as grafana,
+        running_stack(tmp_path, GRAFANA_URL=grafana.url, GRAFANA_TOKEN="glsa_wrong") as stack,
+    ):
+        parent = await _parent(stack)
+        view = await _open_modal(stack, parent)
+        await stack.sandbox.submit_view(view.id, _form(), ONCALL_USER)
+        (notice,) = await stack.sandbox.wait_for(lambda: stack.sandbox.ephemerals(ONCALL_USER))
+        assert "HTTP 401" in notice.text and "`GRAFANA_TOKEN`" in notice.text
+        assert "glsa_wrong" not in notice.text
+        await stack.settled()
+        assert grafana.silences == {}
+        assert stack.sandbox.calls("chat.update") == []
 
 
 async def test_without_grafana_the_button_says_how_to_set_it_up(tmp_path: Path) -> None:
