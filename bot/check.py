@@ -55,9 +55,7 @@ async def run_check(settings: Settings) -> int:
         if result.startswith("ok"):
             result += "; GRAFANA_TOKEN may read silences"
         elif "HTTP 401" in result or "HTTP 403" in result:
-            result += (
-                "; GRAFANA_TOKEN is refused or lacks alert.silences:read on the rule's folder"
-            )
+            result += "; GRAFANA_TOKEN is refused or lacks alert.silences:read on the rule's folder"
         lines.append(f"grafana: {result}")
     if settings.prometheus_url is None:
         lines.append("prometheus: not configured (PROMETHEUS_URL)")

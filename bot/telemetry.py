@@ -15,6 +15,14 @@ _HELP = {
         "counter",
         "Slack deliveries from the outbox, by kind and result (done, retry, failed).",
     ),
+    "queuebot_silences_total": (
+        "counter",
+        "Grafana silences queuebot made, lifted, or saw end, by action (created, expired, ended).",
+    ),
+    "queuebot_incidents_resolved_while_silenced_total": (
+        "counter",
+        "Incidents resolved because Grafana no longer listed their silenced alert.",
+    ),
     "queuebot_incidents_awaiting_delivery": (
         "gauge",
         "Incidents with Slack deliveries still owed.",

@@ -65,6 +65,17 @@ class TestSettings:
         with pytest.raises(ConfigError, match="rutes"):
             load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)})
 
+    def test_silence_policy_refuses_a_handle_for_an_id(self, tmp_path: Path) -> None:
+        """allowed_groups takes user group ids; a handle like @oncall is named as the fault."""
+        path = tmp_path / "queuebot.yml"
+        path.write_text("silence:\n  allowed_groups: ['@oncall']\n")
+        with pytest.raises(ConfigError, match=r"silence\.allowed_groups\.0 is malformed"):
+            load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)})
+
+    def test_silence_check_interval_must_be_positive(self) -> None:
+        with pytest.raises(ConfigError, match=r"^QUEUEBOT_SILENCE_CHECK_SECONDS is malformed"):
+            load_settings(SERVE_ENV | {"QUEUEBOT_SILENCE_CHECK_SECONDS": "0"})
+
 
 class TestRouting:
     def test_route_by_annotation(self, tmp_path: Path) -> None:

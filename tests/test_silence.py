@@ -167,6 +167,8 @@ class TestSilence:
         assert "*Silenced* by @alice until" in stack.text(line)
         assert "Scaling up linux.g5 &lt;!channel&gt;" in stack.text(line)
         assert "<!channel>" not in stack.text(line)
+        async with stack.http.get(f"{stack.url}/metrics") as response:
+            assert 'queuebot_silences_total{action="created"} 1' in await response.text()
 
     async def test_unsilence_expires_it(self, stack: Stack, alertmanager: Alertmanager) -> None:
         """Unsilence expires the silence in Grafana and puts Silence… back."""
