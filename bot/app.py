@@ -12,6 +12,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 
 import aiohttp
 from aiohttp import web
@@ -27,8 +28,11 @@ from bot.grafana import GrafanaClient
 from bot.incidents import Clock, IncidentService, utcnow
 from bot.listeners.actions import ActionHandlers
 from bot.listeners.silence import SilenceHandlers
+from bot.permissions import Permissions
 from bot.render import Renderer
-from bot.silencing import Permissions, Silencer
+from bot.silence_ledger import SilenceLedger
+from bot.silence_watch import SilenceWatcher
+from bot.silencing import Silencer
 from bot.slack import SlackGateway
 from bot.store import Store, open_store
 from bot.telemetry import Metrics
@@ -44,11 +48,15 @@ class Parts:
     store: Store
     bolt: AsyncApp
     webhook: WebhookHandler
-    silencer: Silencer
 
 
 PARTS = web.AppKey("parts", Parts)
 METRICS = web.AppKey("metrics", Metrics)
+
+#: A silenced alert absent from Grafana for this many checks in a row has resolved (90 s at the
+#: default 30 s: longer than a rule's usual 1-minute evaluation, so a Grafana restart that
+#: empties its alert list for a moment resolves nothing).
+RESOLVE_AFTER_CHECKS = 3
 
 
 def slack_client_for(settings: Settings) -> AsyncWebClient:
@@ -121,13 +129,17 @@ def create_app(
             request_verification_enabled=settings.slack_signing_secret is not None,
         )
         grafana_http = aiohttp.ClientSession() if settings.grafana_url else None
-        silencer = Silencer(
+        grafana = grafana_client_for(settings, grafana_http)
+        ledger = SilenceLedger(store, deliverer.wake)
+        permissions = Permissions(settings.file.silence, slack)
+        silencer = Silencer(store, grafana, slack, permissions, metrics, ledger, clock=clock)
+        interval = settings.silence_check_seconds
+        watch = SilenceWatcher(
             store,
-            grafana_client_for(settings, grafana_http),
-            slack,
-            Permissions(settings.file.silence, slack),
+            grafana,
+            ledger,
             metrics,
-            on_enqueued=deliverer.wake,
+            resolve_after=timedelta(seconds=RESOLVE_AFTER_CHECKS * interval),
             clock=clock,
         )
         listeners.register(
@@ -135,11 +147,9 @@ def create_app(
             ActionHandlers(slack, renderer),
             SilenceHandlers(silencer, slack, renderer, clock),
         )
-        app[PARTS] = Parts(store, bolt, WebhookHandler(service, auth, metrics), silencer)
+        app[PARTS] = Parts(store, bolt, WebhookHandler(service, auth, metrics))
         worker = asyncio.create_task(deliverer.run(), name="outbox")
-        watcher = asyncio.create_task(
-            silencer.run(settings.silence_check_seconds), name="silence-watch"
-        )
+        watcher = asyncio.create_task(watch.run(interval), name="silence-watch")
         socket = None
         if settings.slack_app_token is not None:
             socket = AsyncSocketModeHandler(bolt, settings.slack_app_token.get_secret_value())

@@ -4,7 +4,8 @@ Alertmanager-compatible API at `{GRAFANA_URL}/api/alertmanager/grafana/api/v2`.
 Errors, by what the caller should do about them:
 
     GrafanaError
-    ├── GrafanaUnavailable  try again later: unreachable, timed out, 5xx, 409 (not ready)
+    ├── GrafanaUnavailable  try again later: timed out, 5xx, 409 (not ready), answer lost
+    │   └── GrafanaUnreachable  no connection was made, so the request did nothing
     ├── GrafanaDenied       401 (the token) or 403 (a permission the service account lacks)
     ├── GrafanaRejected     another 4xx; `detail` is Grafana's own message
     └── SilenceNotFound     the silence does not exist (404; Alertmanager 0.25 answers a DELETE
@@ -21,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -44,6 +46,10 @@ class GrafanaError(Exception):
 
 class GrafanaUnavailable(GrafanaError):
     pass
+
+
+class GrafanaUnreachable(GrafanaUnavailable):
+    """No connection was made: the request certainly did nothing."""
 
 
 class GrafanaDenied(GrafanaError):
@@ -115,7 +121,15 @@ class GrafanaClient:
     ) -> None:
         self._session = session
         self._timeout = timeout
-        self.base_url = base_url.rstrip("/")
+        parts = urlsplit(base_url.rstrip("/"))
+        host = parts.hostname or "?"
+        host = f"[{host}]" if ":" in host else host
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        # Credentials in GRAFANA_URL are dropped: the token authenticates, and a URL that is
+        # shown or logged must not carry a password.
+        self.base_url = parts._replace(netloc=netloc).geturl()
+        #: Where Grafana is, for messages people read.
+        self.where = f"Grafana at {netloc}"
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
 
     async def _call(
@@ -128,6 +142,7 @@ class GrafanaClient:
         not_found: bool = False,
     ) -> Any:
         url = f"{self.base_url}{API_PREFIX}{path}"
+        where = self.where
         try:
             async with self._session.request(
                 method,
@@ -137,15 +152,25 @@ class GrafanaClient:
                 headers=self._headers,
                 timeout=aiohttp.ClientTimeout(total=self._timeout),
             ) as response:
-                status, text = response.status, await response.text()
+                status = response.status
+                text = await response.text(errors="replace")
         except TimeoutError as exc:
-            raise GrafanaUnavailable(
-                f"no answer from {self.base_url} within {self._timeout:g}s"
-            ) from exc
+            raise GrafanaUnavailable(f"no answer from {where} within {self._timeout:g}s") from exc
+        except (aiohttp.ClientConnectorError, aiohttp.InvalidURL) as exc:
+            raise GrafanaUnreachable(f"cannot reach {where} ({type(exc).__name__})") from exc
         except (aiohttp.ClientError, OSError) as exc:
-            raise GrafanaUnavailable(f"cannot reach {self.base_url}: {exc}") from exc
+            raise GrafanaUnavailable(
+                f"lost the answer from {where} ({type(exc).__name__})"
+            ) from exc
         if status < 300:
-            return json.loads(text) if text.strip() else None
+            try:
+                return json.loads(text) if text.strip() else None
+            except ValueError:
+                # A login page or proxy answering in Grafana's place.
+                raise GrafanaRejected(
+                    f"{where} answered HTTP {status} with something that is not JSON"
+                    " (is GRAFANA_URL Grafana itself, not a login page or proxy?)"
+                ) from None
         detail = _message(text)
         if not_found and (status == 404 or (status == 500 and "not found" in detail)):
             raise SilenceNotFound(detail, status)
@@ -186,6 +211,24 @@ class GrafanaClient:
                 f"unreadable silence {silence_id}: {exc.error_count()} errors"
             ) from exc
 
+    async def find_silences(self, matcher: Matcher, marker: str) -> list[GrafanaSilence]:
+        """Active silences with `matcher` whose comment carries `marker`: how a create whose
+        answer was lost is found again."""
+        data = await self._call("GET", "/silences", params=[("filter", matcher.filter())])
+        if not isinstance(data, list):
+            raise GrafanaRejected(
+                f"{self.where} answered the silence list with {type(data).__name__}"
+            )
+        found = []
+        for item in data:
+            try:
+                silence = GrafanaSilence.model_validate(item)
+            except ValidationError:
+                continue
+            if silence.active and marker in silence.comment:
+                found.append(silence)
+        return found
+
     async def expire_silence(self, silence_id: str) -> None:
         await self._call("DELETE", f"/silence/{silence_id}", not_found=True)
 
@@ -194,8 +237,12 @@ class GrafanaClient:
         params = [("filter", m.filter()) for m in matchers]
         params += [("active", "true"), ("silenced", "true"), ("inhibited", "true")]
         data = await self._call("GET", "/alerts", params=params)
+        if not isinstance(data, list):
+            raise GrafanaRejected(
+                f"{self.where} answered the alert list with {type(data).__name__}"
+            )
         found: list[GrafanaAlert] = []
-        for item in data if isinstance(data, list) else []:
+        for item in data:
             if not isinstance(item, dict):
                 continue
             raw_status = item.get("status")

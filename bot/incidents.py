@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from bot.config import Route
 from bot.models import AlertGroup
-from bot.state import Action, Decision, Incident, decide
+from bot.state import Action, Decision, EventKind, Incident, decide
 from bot.store import NewIncident, OutboxKind, Store
 from bot.telemetry import Metrics
 
@@ -103,8 +103,11 @@ class IncidentService:
 
 def _updated(current: Incident, decision: Decision) -> Incident:
     assert decision.group is not None
+    refired = decision.event is not None and decision.event.kind is EventKind.FIRED_AGAIN
     return current.model_copy(
         update={
+            # Grafana only notifies a firing again once no silence holds it back.
+            "silence": None if refired else current.silence,
             "status": decision.status,
             "group": decision.group,
             "resolved_at": decision.resolved_at,

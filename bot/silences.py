@@ -84,6 +84,8 @@ class Silence(BaseModel):
     #: Whether Grafana listed the silenced alert at least once; only then does its absence
     #: mean it resolved (a silenced alert sends no resolved notification).
     alert_seen: bool = False
+    #: Since when Grafana has not listed the alert (after having listed it).
+    alert_absent_since: datetime | None = None
 
 
 class Duration(StrEnum):

@@ -1,29 +1,30 @@
-"""Silencing incidents from Slack: who may, making and lifting Grafana silences, and watching them.
+"""Silencing incidents from Slack: making and lifting Grafana silences.
 
 `Silencer.silence` creates a real Grafana silence (one per matcher set, see `bot.silences`) and
-records it with the incident; `unsilence` expires it. Both then owe the incident's thread a line
-and its parent an edit, written to the outbox in one store transaction like any other change.
-`Silencer.run` checks the silences of firing incidents every few seconds: a silence that ended
-or was expired in Grafana's UI stops showing, and because a silenced alert sends no resolved
-notification, an alert Grafana no longer lists resolves its incident.
-
-Refusals a user should read are `SilenceRefused` (mrkdwn text); Grafana's failures are
-`GrafanaError`s, which `explain` turns into words for the person who clicked.
+records it with the incident; `unsilence` expires it. Both hold the incident's silencing claim
+(`bot.silence_ledger`), so double clicks and two people at once make one silence. Whatever stops
+them is a `SilenceRefused` whose text the person who clicked reads: a Grafana failure explained,
+with what to fix, and the incident left as it was.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from bot.config import SilencePolicy
-from bot.grafana import GrafanaClient, GrafanaDenied, GrafanaError, SilenceNotFound
+from bot.grafana import (
+    GrafanaClient,
+    GrafanaDenied,
+    GrafanaError,
+    GrafanaUnreachable,
+    SilenceNotFound,
+)
 from bot.incidents import Clock, utcnow
+from bot.permissions import NotAllowed, Permissions
+from bot.silence_ledger import CLAIM_WAIT_SECONDS, ClaimLost, SilenceLedger
 from bot.silences import (
     MAX_SILENCES_PER_INCIDENT,
+    RULE_UID_LABEL,
     MatcherSet,
     Person,
     Silence,
@@ -31,24 +32,16 @@ from bot.silences import (
 )
 from bot.slack import SlackError, SlackGateway
 from bot.state import EventKind, Incident, IncidentStatus, ThreadEvent
-from bot.store import OutboxKind, Store
+from bot.store import Store
 from bot.telemetry import Metrics
 from bot.text import date_token, escape_mrkdwn, link, oneline
 
 log = logging.getLogger(__name__)
 
-#: How long one silencing may hold an incident, and how long a second one waits for it.
-CLAIM_SECONDS = 60.0
-CLAIM_WAIT_SECONDS = 15.0
-#: How long a user group's member list is trusted.
-GROUP_CACHE_SECONDS = 60.0
-#: A silence found ended this close to its planned end ended as planned.
-END_TOLERANCE = timedelta(seconds=5)
-
 NOT_CONFIGURED = (
     ":information_source: Silencing from Slack is off: queuebot needs `GRAFANA_URL` and"
     " `GRAFANA_TOKEN` (a Grafana service-account token whose role has `alert.silences:create`,"
-    " `alert.silences:write` and `alert.silences:read` on the rule's folder). The README's"
+    " `:write` and `:read` on the rule's folder, and `alert.instances:read`). The README's"
     " “Silences” section says how to set it up."
 )
 
@@ -61,10 +54,13 @@ class SilenceRefused(Exception):
         self.text = text
 
 
-def explain(exc: GrafanaError, doing: str, incident: Incident | None = None) -> str:
+def explain(
+    exc: GrafanaError, doing: str, incident: Incident | None = None, outcome: str | None = None
+) -> str:
     """A Grafana failure in the words of the person who clicked; `doing` is "silence" or
-    "unsilence"."""
+    "unsilence", `outcome` what became of it when that is not "nothing"."""
     nothing = "Nothing was silenced." if doing == "silence" else "The silence is unchanged."
+    nothing = outcome or nothing
     rule = incident.group.lead.rule_uid if incident else ""
     where = f"the folder of rule `{escape_mrkdwn(rule)}`" if rule else "the rule's folder"
     detail = escape_mrkdwn(oneline(exc.detail))[:300]
@@ -74,11 +70,19 @@ def explain(exc: GrafanaError, doing: str, incident: Incident | None = None) -> 
             f" expired or revoked. {nothing}"
         )
     elif isinstance(exc, GrafanaDenied):
-        permission = "alert.silences:create" if doing == "silence" else "alert.silences:write"
-        text = (
-            f"Grafana refused (HTTP 403: {detail}): queuebot's service account lacks"
-            f" `{permission}` on {where}. {nothing}"
+        rule_specific = incident is None or all(
+            any(m.name == RULE_UID_LABEL and m.is_equal and not m.is_regex for m in matcher_set)
+            for matcher_set in silence_matchers(incident.group)
         )
+        if rule_specific:
+            action = "create" if doing == "silence" else "write"
+            lacks = f"`alert.silences:{action}` on {where}"
+        else:
+            # Silences without a rule UID are not rule-specific: folder permissions do not
+            # cover them (Grafana's ngalert api/authorization.go).
+            lacks = f"`alert.instances:{'create' if doing == 'silence' else 'write'}`"
+        text = f"Grafana refused (HTTP 403: {detail}): queuebot's service account lacks {lacks}."
+        text += f" {nothing}"
     elif exc.status is not None and exc.status < 500 and exc.status != 409:
         text = f"Grafana refused to {doing} it (HTTP {exc.status}): {detail}. {nothing}"
     else:
@@ -88,65 +92,12 @@ def explain(exc: GrafanaError, doing: str, incident: Incident | None = None) -> 
     return ":warning: " + text
 
 
-def who_may(policy: SilencePolicy) -> str:
-    """The people and groups to ask, as Slack mentions (only ever shown to one person)."""
-    names = [f"<!subteam^{g}>" for g in policy.allowed_groups]
-    names += [f"<@{u}>" for u in policy.allowed_users]
-    return " or ".join(names)
-
-
-class Permissions:
-    """Who may silence: everyone, or the users and user groups the YAML file lists."""
-
-    def __init__(
-        self,
-        policy: SilencePolicy,
-        slack: SlackGateway,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._policy = policy
-        self._slack = slack
-        self._monotonic = monotonic
-        self._groups: dict[str, tuple[float, set[str]]] = {}
-
-    async def check(self, user_id: str) -> None:
-        """Raises SilenceRefused unless `user_id` may silence."""
-        policy = self._policy
-        if not policy.restricted or user_id in policy.allowed_users:
-            return
-        unchecked: list[str] = []
-        for group in policy.allowed_groups:
-            try:
-                members = await self._members(group)
-            except SlackError as exc:
-                # Fail closed: an unreadable group grants nothing.
-                log.warning("cannot read the members of user group %s: %s", group, exc)
-                unchecked.append(group)
-                continue
-            if user_id in members:
-                return
-        text = f":no_entry: You are not allowed to silence this; ask {who_may(policy)}."
-        if unchecked:
-            text += (
-                " (queuebot could not read the members of "
-                + ", ".join(f"<!subteam^{g}>" for g in unchecked)
-                + "; its Slack app needs the `usergroups:read` scope.)"
-            )
-        log.info("silencing refused to %s: not in the allowed users or groups", user_id)
-        raise SilenceRefused(text)
-
-    async def _members(self, group: str) -> set[str]:
-        cached = self._groups.get(group)
-        now = self._monotonic()
-        if cached is not None and now - cached[0] < GROUP_CACHE_SECONDS:
-            return cached[1]
-        members = await self._slack.usergroup_members(group)
-        self._groups[group] = (now, members)
-        return members
+def _who(person: Person) -> str:
+    return "@" + escape_mrkdwn(oneline(person.name))
 
 
 class Silencer:
-    """Creates, lifts and watches the Grafana silences of incidents."""
+    """Creates and lifts the Grafana silences of incidents."""
 
     def __init__(
         self,
@@ -155,24 +106,22 @@ class Silencer:
         slack: SlackGateway,
         permissions: Permissions,
         metrics: Metrics,
+        ledger: SilenceLedger,
         *,
-        on_enqueued: Callable[[], None] = lambda: None,
         clock: Clock = utcnow,
     ) -> None:
         self._store = store
         self._grafana = grafana
         self._slack = slack
-        self.permissions = permissions
+        self._permissions = permissions
         self._metrics = metrics
-        self._on_enqueued = on_enqueued
+        self._ledger = ledger
         self._clock = clock
 
-    # -- checks before the modal opens ---------------------------------------------------------
-
-    def _require_grafana(self, incident: Incident | None = None) -> GrafanaClient:
+    def _require_grafana(self, incident: Incident) -> GrafanaClient:
         if self._grafana is None:
             text = NOT_CONFIGURED
-            if incident is not None and incident.group.lead.silence_url:
+            if incident.group.lead.silence_url:
                 url = incident.group.lead.silence_url
                 text += " Meanwhile you can " + link(url, "silence it in Grafana") + "."
             raise SilenceRefused(text)
@@ -184,8 +133,14 @@ class Silencer:
             raise SilenceRefused(":warning: queuebot has no record of this incident.")
         return incident
 
+    async def _allowed(self, user_id: str) -> None:
+        try:
+            await self._permissions.check(user_id)
+        except NotAllowed as refused:
+            raise SilenceRefused(refused.text) from None
+
     @staticmethod
-    def _check_silenceable(incident: Incident) -> tuple[MatcherSet, ...]:
+    def _silenceable(incident: Incident) -> tuple[MatcherSet, ...]:
         if incident.status is not IncidentStatus.FIRING:
             raise SilenceRefused(
                 ":large_green_circle: This incident is resolved; there is nothing to silence."
@@ -194,8 +149,7 @@ class Silencer:
             silence = incident.silence
             raise SilenceRefused(
                 f":mute: Already silenced until {date_token(silence.ends_at)}"
-                f" by @{escape_mrkdwn(oneline(silence.by.name))}."
-                " Use *Unsilence* on the alert message to lift it."
+                f" by {_who(silence.by)}. Use *Unsilence* on the alert message to lift it."
             )
         sets = silence_matchers(incident.group)
         if not sets:
@@ -212,10 +166,19 @@ class Silencer:
         """What the Silence… modal shows; SilenceRefused when it should not open."""
         incident = await self.incident(incident_id)
         self._require_grafana(incident)
-        await self.permissions.check(user_id)
-        return incident, self._check_silenceable(incident)
+        await self._allowed(user_id)
+        return incident, self._silenceable(incident)
 
-    # -- silence and unsilence -----------------------------------------------------------------
+    async def _claim(self, incident_id: int) -> str:
+        owner = await self._ledger.claim(incident_id, wait=CLAIM_WAIT_SECONDS)
+        if owner is None:
+            raise SilenceRefused(
+                ":hourglass: Someone else is changing this incident's silence right now;"
+                " try again in a minute."
+            )
+        return owner
+
+    # -- silence -------------------------------------------------------------------------------
 
     async def silence(
         self, incident_id: int, person: Person, ends_at: datetime, comment: str
@@ -223,33 +186,22 @@ class Silencer:
         """Create the incident's silence in Grafana and record it; one at a time per incident."""
         incident = await self.incident(incident_id)
         grafana = self._require_grafana(incident)
-        await self.permissions.check(person.id)
-        self._check_silenceable(incident)
-        await self._claim(incident_id)
+        await self._allowed(person.id)
+        self._silenceable(incident)
+        thread = await self._thread_link(incident)
+        owner = await self._claim(incident_id)
         try:
             # Whoever held the claim before may have silenced it meanwhile.
             incident = await self.incident(incident_id)
-            sets = self._check_silenceable(incident)
+            sets = self._silenceable(incident)
             now = self._clock()
-            text = await self._comment(incident, person, comment)
-            created: list[str] = []
-            try:
-                for matcher_set in sets:
-                    created.append(
-                        await grafana.create_silence(
-                            matcher_set, now, ends_at, person.created_by, text
-                        )
-                    )
-            except GrafanaError as exc:
-                log.warning(
-                    "silence not created: %s (incident=%s user=%s grafana=%s)",
-                    exc,
-                    incident_id,
-                    person.id,
-                    grafana.base_url,
-                )
-                await self._undo(grafana, created)
-                raise
+            # Lets a silence whose creation answer was lost be found again.
+            marker = f"queuebot incident {incident_id} request {owner[:12]}"
+            said = comment.strip() or f"Silenced from Slack by {person.name}"
+            text = f"{said}\n\nSlack thread: {thread}\n({marker})"
+            created = await self._create(
+                grafana, incident, sets, now, ends_at, person, text, marker
+            )
             silence = Silence(
                 ids=tuple(created),
                 matchers=sets,
@@ -259,20 +211,20 @@ class Silencer:
                 comment=comment,
                 alert_seen=await self._alert_listed(grafana, sets),
             )
-            async with self._store.transaction() as tx:
-                current = await tx.incident(incident_id)
-                assert current is not None
-                await tx.save_incident(
-                    current.model_copy(update={"silence": silence, "version": current.version + 1})
-                )
-                event = ThreadEvent(
-                    kind=EventKind.SILENCED, at=now, group=current.group, silence=silence
-                )
-                await tx.enqueue(incident_id, OutboxKind.POST_REPLY, event.model_dump_json())
-                await tx.enqueue(incident_id, OutboxKind.UPDATE_PARENT)
+            try:
+                await self._ledger.record(incident_id, owner, silence, now)
+            except BaseException as exc:
+                # Not recorded means not shown: take the silences back rather than leave
+                # ones nobody in Slack knows about.
+                await self._undo(grafana, created)
+                if isinstance(exc, ClaimLost):
+                    raise SilenceRefused(
+                        ":warning: Grafana took too long; the silence was taken back."
+                        " Nothing was silenced; try again."
+                    ) from None
+                raise
         finally:
-            await self._store.release_silencing(incident_id)
-        self._on_enqueued()
+            await self._ledger.release(incident_id, owner)
         self._metrics.inc("queuebot_silences_total", action="created")
         log.info(
             "silenced until %s by %s (incident=%s silences=%s)",
@@ -283,86 +235,72 @@ class Silencer:
         )
         return silence
 
-    async def unsilence(self, incident_id: int, person: Person) -> Silence:
-        """Expire the incident's silence in Grafana (one already gone counts as expired)."""
-        incident = await self.incident(incident_id)
-        grafana = self._require_grafana(incident)
-        await self.permissions.check(person.id)
-        silence = incident.silence
-        if silence is None:
-            raise SilenceRefused(":bell: This incident is not silenced (any more).")
-        for silence_id in silence.ids:
-            try:
-                await grafana.expire_silence(silence_id)
-            except SilenceNotFound:
-                log.info("silence %s was already gone (incident=%s)", silence_id, incident_id)
-            except GrafanaError as exc:
-                log.warning(
-                    "silence not expired: %s (incident=%s user=%s silence=%s)",
-                    exc,
-                    incident_id,
-                    person.id,
-                    silence_id,
+    async def _create(
+        self,
+        grafana: GrafanaClient,
+        incident: Incident,
+        sets: tuple[MatcherSet, ...],
+        now: datetime,
+        ends_at: datetime,
+        person: Person,
+        text: str,
+        marker: str,
+    ) -> list[str]:
+        created: list[str] = []
+        try:
+            for matcher_set in sets:
+                created.append(
+                    await grafana.create_silence(matcher_set, now, ends_at, person.created_by, text)
                 )
-                raise
-        event = ThreadEvent(
-            kind=EventKind.UNSILENCED,
-            at=self._clock(),
-            group=incident.group,
-            silence=silence,
-            actor=person,
-        )
-        await self._lift(incident_id, silence, event)
-        self._metrics.inc("queuebot_silences_total", action="expired")
-        log.info("unsilenced by %s (incident=%s)", person.id, incident_id)
-        return silence
-
-    async def _lift(self, incident_id: int, silence: Silence, event: ThreadEvent) -> bool:
-        """Record that `silence` no longer holds, unless another path already did."""
-        async with self._store.transaction() as tx:
-            current = await tx.incident(incident_id)
-            if current is None or current.silence != silence:
-                return False
-            await tx.save_incident(
-                current.model_copy(update={"silence": None, "version": current.version + 1})
+        except GrafanaError as exc:
+            log.warning(
+                "silence not created: %s (incident=%s user=%s)", exc, incident.id, person.id
             )
-            await tx.enqueue(incident_id, OutboxKind.POST_REPLY, event.model_dump_json())
-            await tx.enqueue(incident_id, OutboxKind.UPDATE_PARENT)
-        self._on_enqueued()
-        return True
+            # Timed out, answer lost or unreadable, or a 5xx from a proxy in front of Grafana:
+            # the silence may exist all the same.
+            unclear = not isinstance(exc, GrafanaUnreachable) and (
+                exc.status is None or exc.status >= 500
+            )
+            if unclear:
+                try:
+                    for matcher_set in sets:
+                        found = await grafana.find_silences(matcher_set[0], marker)
+                        created.extend(s.id for s in found if s.id not in created)
+                except GrafanaError as lookup:
+                    log.error("cannot tell whether Grafana made the silence: %s", lookup)
+                    outcome = (
+                        f"Grafana may have made it anyway: look for “{marker}” in its silences."
+                    )
+                    raise SilenceRefused(explain(exc, "silence", incident, outcome)) from None
+            if not await self._undo(grafana, created):
+                outcome = f"Part of it may remain in Grafana: look for “{marker}” in its silences."
+                raise SilenceRefused(explain(exc, "silence", incident, outcome)) from None
+            raise SilenceRefused(explain(exc, "silence", incident)) from None
+        return created
 
-    async def _claim(self, incident_id: int) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + CLAIM_WAIT_SECONDS
-        while not await self._store.claim_silencing(incident_id, time.time() + CLAIM_SECONDS):
-            if loop.time() > deadline:
-                raise SilenceRefused(
-                    ":hourglass: Someone else is silencing this incident right now;"
-                    " try again in a minute."
-                )
-            await asyncio.sleep(0.1)
-
-    async def _comment(self, incident: Incident, person: Person, comment: str) -> str:
-        """The user's comment plus a link back to the incident's thread."""
-        where = "the incident's thread in Slack"
+    async def _thread_link(self, incident: Incident) -> str:
         if incident.channel_id and incident.parent_ts:
             try:
-                where = await self._slack.permalink(incident.channel_id, incident.parent_ts)
+                return await self._slack.permalink(incident.channel_id, incident.parent_ts)
             except SlackError as exc:
                 log.warning("no permalink for incident %s: %s", incident.id, exc)
-        said = comment.strip()
-        lead = said if said else f"Silenced from Slack by {person.name}"
-        return f"{lead}\n\nSlack thread: {where}"
+        return "the incident's thread in Slack"
 
     @staticmethod
-    async def _undo(grafana: GrafanaClient, created: list[str]) -> None:
+    async def _undo(grafana: GrafanaClient, created: list[str]) -> bool:
+        undone = True
         for silence_id in created:
             try:
                 await grafana.expire_silence(silence_id)
+            except SilenceNotFound:
+                pass
             except GrafanaError as exc:
                 log.error("silence %s left behind after a failure: %s", silence_id, exc)
+                undone = False
+        return undone
 
-    async def _alert_listed(self, grafana: GrafanaClient, sets: tuple[MatcherSet, ...]) -> bool:
+    @staticmethod
+    async def _alert_listed(grafana: GrafanaClient, sets: tuple[MatcherSet, ...]) -> bool:
         try:
             for matcher_set in sets:
                 if await grafana.alerts(matcher_set):
@@ -371,114 +309,46 @@ class Silencer:
             log.warning("cannot read alert state from Grafana: %s", exc)
         return False
 
-    # -- watching ------------------------------------------------------------------------------
+    # -- unsilence -----------------------------------------------------------------------------
 
-    async def run(self, interval: float) -> None:
-        """Check silenced incidents every `interval` seconds until cancelled."""
-        while True:
-            await asyncio.sleep(interval)
-            await self.check()
-
-    async def check(self) -> None:
-        """One pass over the firing incidents queuebot silenced."""
-        if self._grafana is None:
-            return
-        for incident in await self._store.silenced_incidents():
-            try:
-                await self._check_one(self._grafana, incident)
-            except GrafanaError as exc:
-                log.warning("cannot check the silence of incident %s: %s", incident.id, exc)
-
-    async def _check_one(self, grafana: GrafanaClient, incident: Incident) -> None:
-        silence = incident.silence
-        assert silence is not None
-        now = self._clock()
-        active_ends: list[datetime] = []
-        for silence_id in silence.ids:
-            try:
-                found = await grafana.get_silence(silence_id)
-            except SilenceNotFound:
-                continue
-            if found.active and found.ends_at > now:
-                active_ends.append(found.ends_at)
-        if not active_ends:
-            planned = silence.ends_at <= now + END_TOLERANCE
-            note = None if planned else "was expired in Grafana"
+    async def unsilence(self, incident_id: int, person: Person) -> Silence:
+        """Expire the incident's silence in Grafana (one already gone counts as expired)."""
+        incident = await self.incident(incident_id)
+        grafana = self._require_grafana(incident)
+        await self._allowed(person.id)
+        if incident.silence is None:
+            raise SilenceRefused(":bell: This incident is not silenced (any more).")
+        owner = await self._claim(incident_id)
+        try:
+            incident = await self.incident(incident_id)
+            silence = incident.silence
+            if silence is None:
+                raise SilenceRefused(":bell: The silence was lifted a moment ago.")
+            for silence_id in silence.ids:
+                try:
+                    await grafana.expire_silence(silence_id)
+                except SilenceNotFound:
+                    log.info("silence %s was already gone (incident=%s)", silence_id, incident_id)
+                except GrafanaError as exc:
+                    log.warning(
+                        "silence not expired: %s (incident=%s user=%s silence=%s)",
+                        exc,
+                        incident_id,
+                        person.id,
+                        silence_id,
+                    )
+                    raise SilenceRefused(explain(exc, "unsilence", incident)) from None
             event = ThreadEvent(
-                kind=EventKind.SILENCE_ENDED,
-                at=now,
+                kind=EventKind.UNSILENCED,
+                at=self._clock(),
                 group=incident.group,
                 silence=silence,
-                note=note,
+                actor=person,
             )
-            if await self._lift(incident.id, silence, event):
-                self._metrics.inc("queuebot_silences_total", action="ended")
-                log.info("silence ended (incident=%s planned=%s)", incident.id, planned)
-            return
-        if await self._alert_listed(grafana, silence.matchers):
-            ends_at = max(active_ends)
-            if not silence.alert_seen or abs(ends_at - silence.ends_at) > END_TOLERANCE:
-                await self._update_silence(incident.id, silence, ends_at, now)
-        elif silence.alert_seen:
-            await self._resolve(incident.id, silence, now)
-
-    async def _update_silence(
-        self, incident_id: int, silence: Silence, ends_at: datetime, now: datetime
-    ) -> None:
-        """Note that the alert was seen, and an end time changed in Grafana."""
-        changed = abs(ends_at - silence.ends_at) > END_TOLERANCE
-        updated = silence.model_copy(update={"alert_seen": True, "ends_at": ends_at})
-        async with self._store.transaction() as tx:
-            current = await tx.incident(incident_id)
-            if current is None or current.silence != silence:
-                return
-            if not changed:
-                await tx.save_incident(current.model_copy(update={"silence": updated}))
-                return
-            await tx.save_incident(
-                current.model_copy(update={"silence": updated, "version": current.version + 1})
-            )
-            event = ThreadEvent(
-                kind=EventKind.SILENCED,
-                at=now,
-                group=current.group,
-                silence=updated,
-                note="was changed in Grafana",
-            )
-            await tx.enqueue(incident_id, OutboxKind.POST_REPLY, event.model_dump_json())
-            await tx.enqueue(incident_id, OutboxKind.UPDATE_PARENT)
-        self._on_enqueued()
-
-    async def _resolve(self, incident_id: int, silence: Silence, now: datetime) -> None:
-        """The silenced alert is gone from Grafana: it resolved without telling anyone."""
-        async with self._store.transaction() as tx:
-            current = await tx.incident(incident_id)
-            if current is None or current.silence != silence:
-                return
-            if current.status is not IncidentStatus.FIRING:
-                return
-            resolved = current.model_copy(
-                update={
-                    "status": IncidentStatus.RESOLVED,
-                    "resolved_at": now,
-                    "version": current.version + 1,
-                }
-            )
-            await tx.save_incident(resolved)
-            event = ThreadEvent(
-                kind=EventKind.RESOLVED,
-                at=now,
-                group=current.group,
-                duration=resolved.duration,
-                note=(
-                    "Grafana no longer lists the alert. It was silenced, so no resolved"
-                    " notification came; queuebot read Grafana's alert state."
-                ),
-            )
-            await tx.enqueue(incident_id, OutboxKind.POST_REPLY, event.model_dump_json())
-            await tx.enqueue(incident_id, OutboxKind.UPDATE_PARENT)
-        self._on_enqueued()
-        self._metrics.inc("queuebot_incidents_resolved_while_silenced_total")
-        log.info(
-            "resolved while silenced: Grafana no longer lists the alert (incident=%s)", incident_id
-        )
+            if not await self._ledger.lift(incident_id, silence, event):
+                raise SilenceRefused(":bell: The silence was lifted a moment ago.")
+        finally:
+            await self._ledger.release(incident_id, owner)
+        self._metrics.inc("queuebot_silences_total", action="expired")
+        log.info("unsilenced by %s (incident=%s)", person.id, incident_id)
+        return silence

@@ -21,6 +21,7 @@ from bot.grafana import (
     GrafanaDenied,
     GrafanaRejected,
     GrafanaUnavailable,
+    GrafanaUnreachable,
     SilenceNotFound,
 )
 from bot.sandbox.grafana import GrafanaSandbox
@@ -149,8 +150,29 @@ class TestAgainstGrafanasAnswers:
             release.set()
         assert "within 0.3s" in raised.value.detail
 
-    async def test_nothing_listening_is_unavailable(self) -> None:
-        async with _client("http://127.0.0.1:9") as grafana:
-            with pytest.raises(GrafanaUnavailable) as raised:
+    async def test_nothing_listening_is_unreachable_and_names_no_credentials(self) -> None:
+        """No connection: certainly nothing done; the message names the host, not the URL."""
+        async with _client("http://admin:hunter2@127.0.0.1:9/grafana") as grafana:
+            with pytest.raises(GrafanaUnreachable) as raised:
                 await grafana.expire_silence(UNKNOWN_ID)
-        assert "cannot reach http://127.0.0.1:9" in raised.value.detail
+        assert "cannot reach Grafana at 127.0.0.1:9" in raised.value.detail
+        assert "hunter2" not in str(raised.value)
+
+    async def test_an_answer_that_is_not_json_is_refused_clearly(self) -> None:
+        """A login page answering 200 in Grafana's place is an error, not a crash."""
+
+        async def login_page(request: web.Request) -> web.Response:
+            return web.Response(text="<html>Sign in</html>", content_type="text/html")
+
+        async with _grafana_answering(login_page) as url, _client(url) as grafana:
+            with pytest.raises(GrafanaRejected) as raised:
+                await grafana.alerts(MATCHERS)
+        assert "not JSON" in raised.value.detail
+
+    async def test_a_create_answer_without_an_id_is_refused(self) -> None:
+        async def no_id(request: web.Request) -> web.Response:
+            return web.json_response({"status": "ok"})
+
+        async with _grafana_answering(no_id) as url, _client(url) as grafana:
+            with pytest.raises(GrafanaRejected):
+                await grafana.create_silence(MATCHERS, datetime.now(UTC), _hours(1), "a", "b")

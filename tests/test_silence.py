@@ -9,7 +9,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from bot.ids import ActionId, SilenceInput
 from bot.sandbox import ONCALL_USER, SECOND_USER, Message
@@ -17,7 +20,7 @@ from bot.sandbox.grafana import GrafanaSandbox
 from bot.sandbox.models import OpenView, ViewState
 from tests.alertmanager import Alertmanager
 from tests.harness import Stack, running_stack
-from tests.payloads import reference
+from tests.payloads import reference, refired
 
 pytestmark = pytest.mark.integration
 
@@ -345,3 +348,153 @@ async def test_without_grafana_the_button_says_how_to_set_it_up(tmp_path: Path) 
         assert "`GRAFANA_URL`" in notice.text and "`GRAFANA_TOKEN`" in notice.text
         assert "silence it in Grafana" in notice.text
         assert stack.sandbox.calls("views.open") == []
+
+
+class FlakyGrafana:
+    """A proxy in front of Alertmanager that fails the way a real Grafana path can."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        #: (method, path suffix) → what to do: "fail" (503 without forwarding), "html" (200
+        #: login page without forwarding), "lost" (forward, then answer 502).
+        self.faults: dict[tuple[str, str], str] = {}
+        self._server: TestServer | None = None
+        self._http: aiohttp.ClientSession | None = None
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        assert self._http is not None
+        fault = next(
+            (
+                f
+                for (m, tail), f in self.faults.items()
+                if m == request.method and request.path.endswith(tail)
+            ),
+            None,
+        )
+        if fault == "fail":
+            return web.json_response({"message": "upstream unavailable"}, status=503)
+        if fault == "html":
+            return web.Response(text="<html>Sign in</html>", content_type="text/html")
+        async with self._http.request(
+            request.method,
+            self.upstream + request.path_qs,
+            data=await request.read(),
+            headers={"Content-Type": request.headers.get("Content-Type", "application/json")},
+        ) as answer:
+            body = await answer.read()
+            if fault == "lost":
+                return web.Response(text="Bad Gateway", status=502)
+            return web.Response(body=body, status=answer.status, content_type="application/json")
+
+    async def __aenter__(self) -> str:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._http = aiohttp.ClientSession()
+        self._server = TestServer(app, host="127.0.0.1")
+        await self._server.start_server()
+        return str(self._server.make_url("")).rstrip("/")
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._server is not None and self._http is not None
+        await self._server.close()
+        await self._http.close()
+
+
+class TestUnreliableGrafana:
+    @pytest.fixture
+    async def flaky(self, alertmanager: Alertmanager) -> AsyncIterator[tuple[FlakyGrafana, str]]:
+        proxy = FlakyGrafana(alertmanager.url)
+        async with proxy as url:
+            yield proxy, url
+
+    async def test_an_unreadable_alert_list_resolves_nothing(
+        self, tmp_path: Path, alertmanager: Alertmanager, flaky: tuple[FlakyGrafana, str]
+    ) -> None:
+        """The alert list failing, then answering a login page, proves nothing: the incident
+        stays firing and silenced, and the watcher keeps working afterwards."""
+        proxy, url = flaky
+        await alertmanager.push_alert(GRAFANA_ALERT_LABELS)
+        async with running_stack(
+            tmp_path,
+            GRAFANA_URL=url,
+            GRAFANA_TOKEN="glsa_test_token",
+            QUEUEBOT_SILENCE_CHECK_SECONDS="0.1",
+        ) as stack:
+            parent = await _parent(stack)
+            await _silenced(stack, parent)
+            for fault in ("fail", "html"):
+                proxy.faults = {("GET", "/alerts"): fault}
+                await asyncio.sleep(1.0)  # ten checks, well past the 0.3 s to resolve
+                current = _current(stack, parent)
+                assert "Silenced until" in stack.text(current)
+                assert "Resolved" not in stack.text(current)
+            proxy.faults = {}
+            (silence,) = await alertmanager.active_silences()
+            await alertmanager.expire(silence["id"])
+            await _wait_text(stack, parent, "Silenced until", present=False)
+
+    async def test_a_lost_create_answer_is_found_and_taken_back(
+        self, tmp_path: Path, alertmanager: Alertmanager, flaky: tuple[FlakyGrafana, str]
+    ) -> None:
+        """Grafana made the silence but its answer was lost: queuebot finds it by its marker
+        and expires it, so "nothing was silenced" is true and a retry makes only one."""
+        proxy, url = flaky
+        proxy.faults = {("POST", "/silences"): "lost"}
+        async with running_stack(
+            tmp_path, GRAFANA_URL=url, GRAFANA_TOKEN="glsa_test_token"
+        ) as stack:
+            parent = await _parent(stack)
+            view = await _open_modal(stack, parent)
+            await stack.sandbox.submit_view(view.id, _form(), ONCALL_USER)
+            (notice,) = await stack.sandbox.wait_for(lambda: stack.sandbox.ephemerals(ONCALL_USER))
+            assert "Nothing was silenced" in notice.text
+            assert await alertmanager.active_silences() == []
+            assert len(await alertmanager.silences()) == 1  # made, then expired
+            proxy.faults = {}
+            await _silenced(stack, await _current_parent(stack, parent))
+            assert len(await alertmanager.active_silences()) == 1
+
+
+async def _current_parent(stack: Stack, parent: Message) -> Message:
+    await stack.settled()
+    return _current(stack, parent)
+
+
+class TestLifecycle:
+    async def test_someone_not_allowed_cannot_unsilence(
+        self, tmp_path: Path, alertmanager: Alertmanager
+    ) -> None:
+        """Unsilence checks who may, like Silence…: Bob is refused and the silence holds."""
+        config = tmp_path / "queuebot.yml"
+        config.write_text(f"silence:\n  allowed_users: [{ONCALL_USER}]\n")
+        async with running_stack(
+            tmp_path,
+            GRAFANA_URL=alertmanager.url,
+            GRAFANA_TOKEN="glsa_test_token",
+            QUEUEBOT_CONFIG=str(config),
+        ) as stack:
+            parent = await _parent(stack)
+            await _silenced(stack, parent)
+            await stack.sandbox.click(
+                stack.sandbox.channel_id, parent.ts, ActionId.UNSILENCE.value, SECOND_USER
+            )
+            (notice,) = await stack.sandbox.wait_for(lambda: stack.sandbox.ephemerals(SECOND_USER))
+            assert f"not allowed to silence this; ask <@{ONCALL_USER}>" in notice.text
+            assert len(await alertmanager.active_silences()) == 1
+            assert "Silenced until" in stack.text(_current(stack, parent))
+
+    async def test_firing_again_after_resolving_is_not_shown_as_silenced(
+        self, stack: Stack
+    ) -> None:
+        """Grafana notifies a firing only when no silence holds it back, so a reopened
+        incident offers Silence… again."""
+        parent = await _parent(stack)
+        await _silenced(stack, parent)
+        assert (await stack.webhook(reference("resolved"))).status == 202
+        await _wait_text(stack, parent, "Resolved after")
+        resolved_at = datetime.fromisoformat(reference("resolved")["alerts"][0]["endsAt"])
+        again = refired(reference(), resolved_at + timedelta(minutes=10))
+        assert (await stack.webhook(again)).status == 202
+        reopened = await _wait_text(stack, parent, "Firing again")
+        assert "Silenced until" not in stack.text(reopened)
+        assert ActionId.SILENCE.value in _action_ids(reopened)

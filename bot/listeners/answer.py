@@ -23,12 +23,17 @@ async def tell(
     """An ephemeral message to `user`: through the interaction's response_url when there is
     one (it works whether or not the bot is in the channel), else chat.postEphemeral."""
     message = renderer.notice(text)
-    try:
-        if response_url:
+    if response_url:
+        try:
             await slack.respond(response_url, message)
-        elif channel:
-            await slack.post_ephemeral(channel, user, message, thread_ts=thread_ts)
-        else:
-            log.warning("no way to answer %s: the request named no channel", user)
+            return
+        except SlackError as exc:
+            # A response_url lasts 30 minutes and 5 uses; the channel may still take it.
+            log.warning("could not answer %s through response_url: %s", user, exc)
+    if not channel:
+        log.warning("no way left to answer %s: the request named no channel", user)
+        return
+    try:
+        await slack.post_ephemeral(channel, user, message, thread_ts=thread_ts)
     except SlackError as exc:
         log.warning("could not answer %s: %s", user, exc)

@@ -55,7 +55,6 @@ class ModalContext(BaseModel):
     v: Literal[1] = 1
     incident: int = Field(ge=1)
     channel: str | None = None
-    thread_ts: str | None = None
     response_url: str | None = None
 
     def encode(self) -> str:

@@ -15,19 +15,22 @@ from typing import Any
 from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
-from bot.grafana import GrafanaError
 from bot.incidents import Clock, utcnow
 from bot.listeners.answer import tell
 from bot.listeners.payloads import BlockActions, ModalContext, SilenceForm, ViewSubmission
 from bot.models import ButtonValue
 from bot.render import Renderer, RenderError
 from bot.silences import BadSilenceInput, Person, silence_end
-from bot.silencing import Silencer, SilenceRefused, explain
+from bot.silencing import Silencer, SilenceRefused
 from bot.slack import SlackError, SlackGateway
 
 log = logging.getLogger(__name__)
 
 _FOREIGN_BUTTON = ":warning: This button does not belong to a message queuebot posted."
+_BROKE = (
+    ":warning: queuebot failed to {doing} this because of an error on its side (logged for"
+    " its operators). Check the alert message before trying again."
+)
 
 
 class SilenceHandlers:
@@ -59,7 +62,6 @@ class SilenceHandlers:
             context = ModalContext(
                 incident=incident_id,
                 channel=payload.channel.id if payload.channel else None,
-                thread_ts=payload.container.message_ts,
                 response_url=payload.response_url,
             )
             view = self._renderer.silence_modal(incident, sets, context.encode())
@@ -100,9 +102,10 @@ class SilenceHandlers:
             await self._silencer.silence(context.incident, person, ends_at, form.comment)
         except SilenceRefused as refused:
             await self._tell(context, user.id, refused.text)
-        except GrafanaError as exc:
-            incident = await self._silencer.incident(context.incident)
-            await self._tell(context, user.id, explain(exc, "silence", incident))
+        except Exception:
+            # The modal is closed already: the person must hear of it, whatever went wrong.
+            log.exception("silencing failed (incident=%s user=%s)", context.incident, user.id)
+            await self._tell(context, user.id, _BROKE.format(doing="silence"))
 
     async def on_unsilence(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -119,9 +122,9 @@ class SilenceHandlers:
             await self._silencer.unsilence(incident_id, person)
         except SilenceRefused as refused:
             await self._tell_click(payload, refused.text)
-        except GrafanaError as exc:
-            incident = await self._silencer.incident(incident_id)
-            await self._tell_click(payload, explain(exc, "unsilence", incident))
+        except Exception:
+            log.exception("unsilencing failed (incident=%s user=%s)", incident_id, user.id)
+            await self._tell_click(payload, _BROKE.format(doing="unsilence"))
 
     async def _name(self, user_id: str, fallback: str | None) -> str:
         try:

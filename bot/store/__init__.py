@@ -73,6 +73,10 @@ class Transaction(Protocol):
 
     async def incident(self, incident_id: int) -> Incident | None: ...
 
+    async def holds_silencing(self, incident_id: int, owner: str) -> bool:
+        """Whether `owner`'s claim on silencing the incident still stands."""
+        ...
+
     async def insert_incident(self, new: NewIncident) -> Incident: ...
 
     async def save_incident(self, incident: Incident) -> None: ...
@@ -98,12 +102,15 @@ class Store(Protocol):
         """Firing incidents with a silence queuebot made, oldest first."""
         ...
 
-    async def claim_silencing(self, incident_id: int, until: float) -> bool:
-        """Reserve the right to silence an incident until `until`; False if someone holds it,
-        so two people silencing at once (on any replica) make one silence."""
+    async def claim_silencing(self, incident_id: int, owner: str, until: float) -> bool:
+        """Reserve the incident's silence for `owner` until `until`; False if another holds it,
+        so two people silencing at once (on any replica) make one silence, and an unsilence and
+        the watcher never work on one silence at the same time."""
         ...
 
-    async def release_silencing(self, incident_id: int) -> None: ...
+    async def release_silencing(self, incident_id: int, owner: str) -> None:
+        """Give up `owner`'s claim (never another's)."""
+        ...
 
     async def due_incidents(self) -> list[Due]:
         """Every incident with pending deliveries, oldest first, with its first one's time."""

@@ -53,6 +53,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     """
     ALTER TABLE incidents ADD COLUMN silence_json TEXT;
+    ALTER TABLE incidents ADD COLUMN silence_claim_owner TEXT;
     ALTER TABLE incidents ADD COLUMN silence_claim_until REAL;
     CREATE INDEX incidents_silenced ON incidents (id)
         WHERE silence_json IS NOT NULL AND status = 'firing';

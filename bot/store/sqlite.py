@@ -76,6 +76,14 @@ class _SQLiteTransaction:
         )
         return _incident(row) if row else None
 
+    async def holds_silencing(self, incident_id: int, owner: str) -> bool:
+        row = await self._one(
+            "SELECT 1 FROM incidents WHERE id = ? AND silence_claim_owner = ?"
+            " AND silence_claim_until >= ?",
+            (incident_id, owner, time.time()),
+        )
+        return row is not None
+
     async def insert_incident(self, new: NewIncident) -> Incident:
         now = datetime.now().astimezone().isoformat()
         cursor = await self._db.execute(
@@ -241,17 +249,19 @@ class SQLiteStore:
         )
         return [_incident(row) for row in rows]
 
-    async def claim_silencing(self, incident_id: int, until: float) -> bool:
+    async def claim_silencing(self, incident_id: int, owner: str, until: float) -> bool:
         claimed = await self._write(
-            "UPDATE incidents SET silence_claim_until = ? WHERE id = ?"
+            "UPDATE incidents SET silence_claim_owner = ?, silence_claim_until = ? WHERE id = ?"
             " AND (silence_claim_until IS NULL OR silence_claim_until < ?)",
-            (until, incident_id, time.time()),
+            (owner, until, incident_id, time.time()),
         )
         return claimed == 1
 
-    async def release_silencing(self, incident_id: int) -> None:
+    async def release_silencing(self, incident_id: int, owner: str) -> None:
         await self._write(
-            "UPDATE incidents SET silence_claim_until = NULL WHERE id = ?", (incident_id,)
+            "UPDATE incidents SET silence_claim_owner = NULL, silence_claim_until = NULL"
+            " WHERE id = ? AND silence_claim_owner = ?",
+            (incident_id, owner),
         )
 
     async def due_incidents(self) -> list[Due]:
