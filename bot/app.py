@@ -24,10 +24,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import ids, listeners
 from bot.config import ConfigError, Settings
 from bot.delivery import Deliverer
+from bot.diagnostics.service import Diagnoser
 from bot.grafana import GrafanaClient
 from bot.incidents import Clock, IncidentService, utcnow
 from bot.listeners.actions import ActionHandlers
 from bot.listeners.silence import SilenceHandlers
+from bot.metrics.prometheus import PrometheusClient
 from bot.permissions import Permissions
 from bot.render import Renderer
 from bot.silence_ledger import SilenceLedger
@@ -76,6 +78,28 @@ def grafana_client_for(
     )
 
 
+def prometheus_client_for(
+    settings: Settings, session: aiohttp.ClientSession | None
+) -> PrometheusClient | None:
+    """Prometheus directly (PROMETHEUS_URL), or through Grafana's datasource proxy."""
+    if session is None:
+        return None
+    if settings.prometheus_url is not None:
+        return PrometheusClient(session, str(settings.prometheus_url))
+    if (
+        settings.grafana_prometheus_datasource_uid
+        and settings.grafana_url is not None
+        and settings.grafana_token is not None
+    ):
+        return PrometheusClient.through_grafana(
+            session,
+            str(settings.grafana_url),
+            settings.grafana_prometheus_datasource_uid,
+            settings.grafana_token.get_secret_value(),
+        )
+    return None
+
+
 def create_app(
     settings: Settings,
     *,
@@ -110,7 +134,25 @@ def create_app(
         store = await open_store(settings.database)
         renderer = Renderer()
         slack = SlackGateway(client)
-        deliverer = Deliverer(store, slack, renderer, metrics)
+        outbound = (
+            aiohttp.ClientSession() if settings.grafana_url or settings.prometheus_url else None
+        )
+        diagnoser = Diagnoser(
+            store,
+            prometheus_client_for(settings, outbound),
+            settings.file.queries,
+            slack,
+            renderer,
+            metrics,
+            clock=clock,
+        )
+        deliverer = Deliverer(
+            store,
+            slack,
+            renderer,
+            metrics,
+            on_parent_posted=diagnoser.schedule if settings.file.auto_diagnose else None,
+        )
         service = IncidentService(
             store,
             metrics=metrics,
@@ -128,8 +170,7 @@ def create_app(
             ),
             request_verification_enabled=settings.slack_signing_secret is not None,
         )
-        grafana_http = aiohttp.ClientSession() if settings.grafana_url else None
-        grafana = grafana_client_for(settings, grafana_http)
+        grafana = grafana_client_for(settings, outbound)
         ledger = SilenceLedger(store, deliverer.wake)
         permissions = Permissions(settings.file.silence, slack)
         silencer = Silencer(store, grafana, slack, permissions, metrics, ledger, clock=clock)
@@ -144,7 +185,7 @@ def create_app(
         )
         listeners.register(
             bolt,
-            ActionHandlers(slack, renderer),
+            ActionHandlers(slack, renderer, diagnoser),
             SilenceHandlers(silencer, slack, renderer, clock),
         )
         app[PARTS] = Parts(store, bolt, WebhookHandler(service, auth, metrics))
@@ -165,9 +206,10 @@ def create_app(
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+                await diagnoser.close()
             finally:
-                if grafana_http is not None:
-                    await grafana_http.close()
+                if outbound is not None:
+                    await outbound.close()
                 await store.close()
 
     app.cleanup_ctx.append(lifetime)

@@ -25,6 +25,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.metrics.querypack import QueryPack
+
 
 class ConfigError(Exception):
     """A setting is missing or malformed; the message is one line that names it."""
@@ -91,6 +93,10 @@ class FileConfig(BaseModel):
 
     routes: list[Route] = Field(default_factory=list)
     silence: SilencePolicy = Field(default_factory=SilencePolicy)
+    #: Overrides of the diagnostics query pack (signal name → PromQL, and `window`).
+    queries: QueryPack = Field(default_factory=QueryPack)
+    #: Post the diagnostics report in the thread when an incident opens.
+    auto_diagnose: bool = True
 
 
 class Settings(BaseSettings):

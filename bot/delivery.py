@@ -27,6 +27,7 @@ import logging
 import random
 import time
 import uuid
+from collections.abc import Callable
 
 from bot.render import Renderer, RenderError
 from bot.slack import (
@@ -60,9 +61,16 @@ class Deliverer:
     """Drains the outbox; `wake()` after enqueueing, `run()` as an owned background task."""
 
     def __init__(
-        self, store: Store, slack: SlackGateway, renderer: Renderer, metrics: Metrics
+        self,
+        store: Store,
+        slack: SlackGateway,
+        renderer: Renderer,
+        metrics: Metrics,
+        *,
+        on_parent_posted: Callable[[Incident], None] | None = None,
     ) -> None:
         self._metrics = metrics
+        self._on_parent_posted = on_parent_posted
         self._store = store
         self._slack = slack
         self._renderer = renderer
@@ -237,13 +245,16 @@ class Deliverer:
             posted.channel_id,
             posted.ts,
         )
-        return shown.model_copy(
+        posted_incident = shown.model_copy(
             update={
                 "channel_id": posted.channel_id,
                 "parent_ts": posted.ts,
                 "parent_version": incident.version,
             }
         )
+        if self._on_parent_posted is not None:
+            self._on_parent_posted(posted_incident)
+        return posted_incident
 
     async def _update_parent(self, incident: Incident) -> None:
         assert incident.channel_id and incident.parent_ts

@@ -18,6 +18,8 @@ from typing import Any
 import jinja2
 
 from bot import blockkit, ids
+from bot.diagnostics import present
+from bot.diagnostics.model import Report
 from bot.ids import ActionId
 from bot.models import Alert, AlertGroup, AlertStatus, ButtonValue
 from bot.silences import Duration, MatcherSet, Person, Silence
@@ -163,6 +165,32 @@ class Renderer:
         if problems:
             raise RenderError(f"silence_modal.json.j2 broke Slack's rules: {'; '.join(problems)}")
         return view
+
+    def diagnostics(self, report: Report) -> Message:
+        """The diagnostics report for the incident's thread."""
+        head = present.headline(report)
+        summary = f":mag: *Diagnostics:* {escape_mrkdwn(head)}\n{present.scope_text(report)}"
+        findings = [line for f in report.findings for line in present.finding_lines(f)]
+        listed = report.affected or report.runner_types[:3]
+        types = [present.type_text(t) for t in listed[: present.MAX_TYPES_LISTED]]
+        if len(listed) > present.MAX_TYPES_LISTED:
+            types.append(f"…and {len(listed) - present.MAX_TYPES_LISTED} more")
+        context_parts = [
+            f"Read {date_token(report.at)}, rates over {escape_mrkdwn(report.window)},"
+            " compared with the same time on previous days"
+        ]
+        context_parts += [clip(escape_mrkdwn(oneline(n)), 300) for n in report.notes[:3]]
+        if report.missing:
+            names = ", ".join(m.split(":", 1)[0] for m in report.missing)
+            context_parts.append(f"No data for: {clip(escape_mrkdwn(names), 300)}")
+        context = {
+            "fallback": f"Diagnostics: {head}",
+            "summary": summary,
+            "findings": fit_lines(findings, ids.MAX_SECTION_TEXT),
+            "runner_types": fit_lines(types, ids.MAX_SECTION_TEXT),
+            "context_parts": context_parts,
+        }
+        return self._render("diagnostics.json.j2", context)
 
     def notice(self, text: str) -> Message:
         """A one-paragraph ephemeral answer (text is ours, already mrkdwn)."""

@@ -21,6 +21,8 @@ from bot.store import OutboxKind, Store, Transaction
 CLAIM_SECONDS = 300.0
 #: How long a second person's silencing waits for the first one's to finish.
 CLAIM_WAIT_SECONDS = 15.0
+#: The store claim's purpose.
+SILENCING = "silencing"
 
 
 class ClaimLost(Exception):
@@ -37,8 +39,8 @@ class SilenceLedger:
         owner = uuid.uuid4().hex
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
-        while not await self._store.claim_silencing(
-            incident_id, owner, time.time() + CLAIM_SECONDS
+        while not await self._store.claim(
+            incident_id, SILENCING, owner, time.time() + CLAIM_SECONDS
         ):
             if loop.time() >= deadline:
                 return None
@@ -46,7 +48,7 @@ class SilenceLedger:
         return owner
 
     async def release(self, incident_id: int, owner: str) -> None:
-        await self._store.release_silencing(incident_id, owner)
+        await self._store.release(incident_id, SILENCING, owner)
 
     async def _owe(self, tx: Transaction, incident_id: int, event: ThreadEvent | None) -> None:
         if event is not None:
@@ -57,7 +59,7 @@ class SilenceLedger:
         """The incident is silenced; raises ClaimLost if `owner` no longer holds the claim."""
         async with self._store.transaction() as tx:
             current = await tx.incident(incident_id)
-            if current is None or not await tx.holds_silencing(incident_id, owner):
+            if current is None or not await tx.holds(incident_id, SILENCING, owner):
                 raise ClaimLost
             await tx.save_incident(
                 current.model_copy(update={"silence": silence, "version": current.version + 1})

@@ -201,6 +201,33 @@ class SlackGateway:
     async def auth_test(self) -> dict[str, Any]:
         return await self._call("auth.test")
 
+    async def upload_file(
+        self,
+        channel_id: str,
+        content: bytes,
+        *,
+        filename: str,
+        title: str,
+        alt_text: str,
+        thread_ts: str | None = None,
+    ) -> None:
+        """Share a file in a channel or thread (files_upload_v2: getUploadURLExternal, upload,
+        completeUploadExternal; https://docs.slack.dev/messaging/working-with-files)."""
+        try:
+            await self.client.files_upload_v2(
+                channel=channel_id,
+                thread_ts=thread_ts,
+                content=content,
+                filename=filename,
+                title=title,
+                alt_txt=alt_text,
+                request_file_info=False,
+            )
+        except SlackApiError as exc:
+            raise _error_for("files.upload_v2", exc) from exc
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise SlackUnavailable("files.upload_v2", f"{type(exc).__name__}: {exc}") from exc
+
     async def open_view(self, trigger_id: str, view: dict[str, Any]) -> str:
         """Open a modal (within 3 s of the click that issued `trigger_id`); returns its id."""
         data = await self._call("views.open", trigger_id=trigger_id, view=view)

@@ -52,8 +52,10 @@ class TestVerification:
 
 
 class TestButtons:
-    async def test_unbuilt_buttons_say_so(self, tmp_path: Path) -> None:
-        """A click on a feature still to come acks at once and tells the clicker privately."""
+    async def test_diagnostics_without_metrics_say_how_to_set_them_up(
+        self, tmp_path: Path
+    ) -> None:
+        """No metrics source: Run diagnostics acks at once and says privately what to set."""
         async with running_stack(tmp_path) as stack:
             ts = await _posted(stack)
             action = ActionId.RUN_DIAGNOSTICS.value
@@ -62,7 +64,9 @@ class TestButtons:
             (notice,) = await stack.sandbox.wait_for(
                 lambda: stack.sandbox.ephemerals(ONCALL_USER) or None
             )
-            assert "*Run diagnostics* is not available yet" in notice.text
+            assert "`PROMETHEUS_URL`" in notice.text
+            assert "`GRAFANA_PROMETHEUS_DATASOURCE_UID`" in notice.text
+            assert stack.sandbox.replies(None, ts) == []
             assert len(stack.sandbox.response_posts) == 1
             assert stack.sandbox.calls("chat.postEphemeral") == []
             assert len(stack.sandbox.messages()) == 1

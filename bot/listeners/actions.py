@@ -1,8 +1,8 @@
-"""Handlers for the incident message's buttons and the slash command.
+"""Handlers for Run diagnostics, the link buttons and the slash command.
 
-Each acks first (Slack wants an answer within 3 s), then answers the person who clicked with an
-ephemeral message. Features that later versions add answer "not available yet" rather than
-nothing, so a click is never met with silence.
+Each acks first (Slack wants an answer within 3 s). Run diagnostics then works in the incident's
+thread; whatever stops it is told privately to the person who clicked. Features that later
+versions add answer "not available yet" rather than nothing.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
-from bot.listeners.answer import tell
-from bot.listeners.payloads import BlockActions
+from bot.diagnostics.service import NOT_CONFIGURED as DIAGNOSTICS_NOT_CONFIGURED
+from bot.diagnostics.service import Diagnoser, Outcome
+from bot.listeners.answer import FOREIGN_BUTTON, tell
+from bot.listeners.payloads import BlockActions, clicked
 from bot.render import Renderer
 from bot.slack import SlackGateway
 
@@ -24,13 +25,49 @@ log = logging.getLogger(__name__)
 class ActionHandlers:
     """Bound-method listeners; dependencies arrive in __init__, not through Bolt's context."""
 
-    def __init__(self, slack: SlackGateway, renderer: Renderer) -> None:
+    def __init__(self, slack: SlackGateway, renderer: Renderer, diagnoser: Diagnoser) -> None:
         self._slack = slack
         self._renderer = renderer
+        self._diagnoser = diagnoser
 
     async def on_run_diagnostics(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        await self._not_yet(body, "Run diagnostics")
+        click = clicked(body)
+        if click is None:
+            return
+        payload, incident_id = click
+        if incident_id is None:
+            await self._tell(payload, FOREIGN_BUTTON)
+            return
+        try:
+            outcome = await self._diagnoser.run(incident_id)
+        except Exception:
+            log.exception("diagnostics failed (incident=%s user=%s)", incident_id, payload.user.id)
+            outcome = None
+        answer = {
+            Outcome.NOT_CONFIGURED: DIAGNOSTICS_NOT_CONFIGURED,
+            Outcome.ALREADY_RUNNING: (
+                ":hourglass_flowing_sand: Diagnostics are already running for this incident;"
+                " the report will appear in its thread."
+            ),
+            Outcome.NO_THREAD: (
+                ":hourglass: This incident's message is not in Slack yet; try again in a moment."
+            ),
+            None: ":warning: Diagnostics failed because of an error on queuebot's side (logged).",
+        }.get(outcome)
+        if answer is not None:
+            await self._tell(payload, answer)
+
+    async def _tell(self, payload: BlockActions, text: str) -> None:
+        await tell(
+            self._slack,
+            self._renderer,
+            text,
+            user=payload.user.id,
+            response_url=payload.response_url,
+            channel=payload.channel.id if payload.channel else None,
+            thread_ts=payload.container.thread_ts,
+        )
 
     async def on_link_opened(self, ack: AsyncAck) -> None:
         await ack()
@@ -43,19 +80,3 @@ class ActionHandlers:
     async def on_error(self, error: Exception, body: dict[str, Any]) -> None:
         """The one place unexpected listener failures land: logged with their traceback."""
         log.error("Slack request failed (type=%s)", body.get("type", "?"), exc_info=error)
-
-    async def _not_yet(self, body: dict[str, Any], feature: str) -> None:
-        try:
-            payload = BlockActions.model_validate(body)
-        except ValidationError:
-            log.warning("block_actions payload without user or channel: %s", list(body))
-            return
-        await tell(
-            self._slack,
-            self._renderer,
-            f":hourglass: *{feature}* is not available yet in this version of queuebot.",
-            user=payload.user.id,
-            response_url=payload.response_url,
-            channel=payload.channel.id if payload.channel else None,
-            thread_ts=payload.container.thread_ts,
-        )

@@ -9,6 +9,8 @@ from bot.slack import SlackError, SlackGateway
 
 log = logging.getLogger(__name__)
 
+FOREIGN_BUTTON = ":warning: This button does not belong to a message queuebot posted."
+
 
 async def tell(
     slack: SlackGateway,

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.ids import SilenceInput
+from bot.models import ButtonValue
 from bot.silences import BadSilenceInput, Duration
+
+log = logging.getLogger(__name__)
 
 
 class _Loose(BaseModel):
@@ -110,3 +114,17 @@ class SilenceForm(BaseModel):
             )
         except (ValueError, TypeError, OverflowError, ValidationError) as exc:
             raise BadSilenceInput(SilenceInput.DURATION, "Choose how long to silence for.") from exc
+
+
+def clicked(body: dict[str, Any]) -> tuple[BlockActions, int | None] | None:
+    """The click and the incident its button names (None: not a button queuebot made)."""
+    try:
+        payload = BlockActions.model_validate(body)
+    except ValidationError:
+        log.warning("block_actions payload without user or actions: %s", list(body))
+        return None
+    try:
+        return payload, ButtonValue.decode(payload.actions[0].value or "").incident
+    except ValidationError:
+        log.warning("button value not made by queuebot (user=%s)", payload.user.id)
+        return payload, None

@@ -16,9 +16,14 @@ from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
 from bot.incidents import Clock, utcnow
-from bot.listeners.answer import tell
-from bot.listeners.payloads import BlockActions, ModalContext, SilenceForm, ViewSubmission
-from bot.models import ButtonValue
+from bot.listeners.answer import FOREIGN_BUTTON, tell
+from bot.listeners.payloads import (
+    BlockActions,
+    ModalContext,
+    SilenceForm,
+    ViewSubmission,
+    clicked,
+)
 from bot.render import Renderer, RenderError
 from bot.silences import BadSilenceInput, Person, silence_end
 from bot.silencing import Silencer, SilenceRefused
@@ -26,7 +31,6 @@ from bot.slack import SlackError, SlackGateway
 
 log = logging.getLogger(__name__)
 
-_FOREIGN_BUTTON = ":warning: This button does not belong to a message queuebot posted."
 _BROKE = (
     ":warning: queuebot failed to {doing} this because of an error on its side (logged for"
     " its operators). Check the alert message before trying again."
@@ -50,12 +54,12 @@ class SilenceHandlers:
 
     async def on_silence(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        click = _clicked(body)
+        click = clicked(body)
         if click is None:
             return
         payload, incident_id = click
         if incident_id is None:
-            await self._tell_click(payload, _FOREIGN_BUTTON)
+            await self._tell_click(payload, FOREIGN_BUTTON)
             return
         try:
             incident, sets = await self._silencer.prepare(incident_id, payload.user.id)
@@ -109,12 +113,12 @@ class SilenceHandlers:
 
     async def on_unsilence(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        click = _clicked(body)
+        click = clicked(body)
         if click is None:
             return
         payload, incident_id = click
         if incident_id is None:
-            await self._tell_click(payload, _FOREIGN_BUTTON)
+            await self._tell_click(payload, FOREIGN_BUTTON)
             return
         user = payload.user
         person = Person(id=user.id, name=await self._name(user.id, user.username or user.name))
@@ -153,17 +157,3 @@ class SilenceHandlers:
             response_url=context.response_url,
             channel=context.channel,
         )
-
-
-def _clicked(body: dict[str, Any]) -> tuple[BlockActions, int | None] | None:
-    """The click and the incident its button names (None: not a button queuebot made)."""
-    try:
-        payload = BlockActions.model_validate(body)
-    except ValidationError:
-        log.warning("block_actions payload without user or actions: %s", list(body))
-        return None
-    try:
-        return payload, ButtonValue.decode(payload.actions[0].value or "").incident
-    except ValidationError:
-        log.warning("button value not made by queuebot (user=%s)", payload.user.id)
-        return payload, None

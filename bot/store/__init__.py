@@ -73,8 +73,8 @@ class Transaction(Protocol):
 
     async def incident(self, incident_id: int) -> Incident | None: ...
 
-    async def holds_silencing(self, incident_id: int, owner: str) -> bool:
-        """Whether `owner`'s claim on silencing the incident still stands."""
+    async def holds(self, incident_id: int, purpose: str, owner: str) -> bool:
+        """Whether `owner`'s claim on the incident for `purpose` still stands."""
         ...
 
     async def insert_incident(self, new: NewIncident) -> Incident: ...
@@ -102,13 +102,13 @@ class Store(Protocol):
         """Firing incidents with a silence queuebot made, oldest first."""
         ...
 
-    async def claim_silencing(self, incident_id: int, owner: str, until: float) -> bool:
-        """Reserve the incident's silence for `owner` until `until`; False if another holds it,
-        so two people silencing at once (on any replica) make one silence, and an unsilence and
-        the watcher never work on one silence at the same time."""
+    async def claim(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
+        """Reserve the incident for `purpose` (silencing, diagnostics) to `owner` until `until`;
+        False if another holds it. Two people silencing at once (on any replica) make one
+        silence; a second click while diagnostics run starts no second run."""
         ...
 
-    async def release_silencing(self, incident_id: int, owner: str) -> None:
+    async def release(self, incident_id: int, purpose: str, owner: str) -> None:
         """Give up `owner`'s claim (never another's)."""
         ...
 

@@ -53,8 +53,13 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     """
     ALTER TABLE incidents ADD COLUMN silence_json TEXT;
-    ALTER TABLE incidents ADD COLUMN silence_claim_owner TEXT;
-    ALTER TABLE incidents ADD COLUMN silence_claim_until REAL;
+    CREATE TABLE claims (
+        incident_id INTEGER NOT NULL REFERENCES incidents(id),
+        purpose TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        until REAL NOT NULL,
+        PRIMARY KEY (incident_id, purpose)
+    );
     CREATE INDEX incidents_silenced ON incidents (id)
         WHERE silence_json IS NOT NULL AND status = 'firing';
     """,

@@ -76,11 +76,11 @@ class _SQLiteTransaction:
         )
         return _incident(row) if row else None
 
-    async def holds_silencing(self, incident_id: int, owner: str) -> bool:
+    async def holds(self, incident_id: int, purpose: str, owner: str) -> bool:
         row = await self._one(
-            "SELECT 1 FROM incidents WHERE id = ? AND silence_claim_owner = ?"
-            " AND silence_claim_until >= ?",
-            (incident_id, owner, time.time()),
+            "SELECT 1 FROM claims WHERE incident_id = ? AND purpose = ? AND owner = ?"
+            " AND until >= ?",
+            (incident_id, purpose, owner, time.time()),
         )
         return row is not None
 
@@ -249,19 +249,21 @@ class SQLiteStore:
         )
         return [_incident(row) for row in rows]
 
-    async def claim_silencing(self, incident_id: int, owner: str, until: float) -> bool:
+    async def claim(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
+        # One statement, atomic under SQLite's write lock: a free or lapsed claim is taken,
+        # a live one is left alone (rowcount 0).
         claimed = await self._write(
-            "UPDATE incidents SET silence_claim_owner = ?, silence_claim_until = ? WHERE id = ?"
-            " AND (silence_claim_until IS NULL OR silence_claim_until < ?)",
-            (owner, until, incident_id, time.time()),
+            "INSERT INTO claims (incident_id, purpose, owner, until) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (incident_id, purpose) DO UPDATE SET owner = excluded.owner,"
+            " until = excluded.until WHERE claims.until < ?",
+            (incident_id, purpose, owner, until, time.time()),
         )
         return claimed == 1
 
-    async def release_silencing(self, incident_id: int, owner: str) -> None:
+    async def release(self, incident_id: int, purpose: str, owner: str) -> None:
         await self._write(
-            "UPDATE incidents SET silence_claim_owner = NULL, silence_claim_until = NULL"
-            " WHERE id = ? AND silence_claim_owner = ?",
-            (incident_id, owner),
+            "DELETE FROM claims WHERE incident_id = ? AND purpose = ? AND owner = ?",
+            (incident_id, purpose, owner),
         )
 
     async def due_incidents(self) -> list[Due]:

@@ -1,0 +1,1 @@
+"""Diagnostics: fleet signals become findings on the runbook's five causes."""

@@ -1,0 +1,173 @@
+"""What diagnostics find: the runbook's five causes, a verdict on each, and the evidence.
+
+`Report.to_json()` is the contract of `queuebot diagnose --format json`: `primary_cause`,
+`findings` (each with `cause`, `verdict`, `runner_types`, `evidence`) and `runner_types` (each
+with `name`, `queued`, `max_wait_seconds`, `busy`, `registered`, `max`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Cause(StrEnum):
+    """The five usual causes of queueing, in RUNBOOK.md's words."""
+
+    INCREASED_WORKLOAD = "increased_workload"
+    RESOURCE_CONSTRAINTS = "resource_constraints"
+    LONG_RUNNING_JOBS = "long_running_jobs"
+    AUTOSCALING_LIMITS = "autoscaling_limits"
+    INFRASTRUCTURE = "infrastructure"
+
+    @property
+    def label(self) -> str:
+        return CAUSE_TITLES[self]
+
+    @property
+    def next_step(self) -> str:
+        return NEXT_STEPS[self]
+
+
+CAUSE_TITLES = {
+    Cause.INCREASED_WORKLOAD: "Increased workload",
+    Cause.RESOURCE_CONSTRAINTS: "Resource constraints",
+    Cause.LONG_RUNNING_JOBS: "Long-running jobs",
+    Cause.AUTOSCALING_LIMITS: "Autoscaling configuration limits",
+    Cause.INFRASTRUCTURE: "Infrastructure problems",
+}
+
+#: The runbook's next steps for each cause.
+NEXT_STEPS = {
+    Cause.INCREASED_WORKLOAD: (
+        "Check the autoscaler provisions fast enough for the new demand; find the workflows"
+        " behind the surge; watch arrival rates and queue lengths to tune scaling ahead of time."
+    ),
+    Cause.RESOURCE_CONSTRAINTS: (
+        "Look at runner utilisation (throttling, OOM kills); resize runner types or rebalance"
+        " allocation; fix the underlying infrastructure issue."
+    ),
+    Cause.LONG_RUNNING_JOBS: (
+        "Find the slow jobs and workflows (a regression, a heavy new test, a slow external"
+        " dependency); profile them; split large jobs into parallel smaller ones."
+    ),
+    Cause.AUTOSCALING_LIMITS: (
+        "Review min/max runner counts, scaling triggers (queue length) and cooldowns; raise the"
+        " maximum where demand is legitimate."
+    ),
+    Cause.INFRASTRUCTURE: (
+        "Check infrastructure metrics (runners failing to start or register, network, disk);"
+        " work with the infrastructure team (network, hardware, cloud capacity)."
+    ),
+}
+
+
+class Verdict(StrEnum):
+    LIKELY = "likely"
+    RULED_OUT = "ruled_out"
+    NO_DATA = "no_data"
+
+
+class Evidence(BaseModel):
+    """One number behind a verdict, with its baseline when there is one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    runner_type: str
+    measure: str
+    now: float | None
+    baseline: float | None = None
+    unit: str = ""
+    #: Workflows behind it (a surge's or a slowdown's), busiest change first.
+    workflows: tuple[str, ...] = ()
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    cause: Cause
+    verdict: Verdict
+    runner_types: tuple[str, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+    summary: str = ""
+
+    @property
+    def next_step(self) -> str:
+        return self.cause.next_step
+
+
+class RunnerTypeState(BaseModel):
+    """One runner type now."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    queued: float | None
+    max_wait_seconds: float | None
+    busy: float | None
+    registered: float | None
+    idle: float | None = None
+    desired: float | None = None
+    max: float | None = None
+    affected: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "queued": self.queued,
+            "max_wait_seconds": self.max_wait_seconds,
+            "busy": self.busy,
+            "registered": self.registered,
+            "max": self.max,
+        }
+
+
+class Scope(StrEnum):
+    NONE = "none"
+    ISOLATED = "isolated"
+    WIDESPREAD = "widespread"
+
+
+class Report(BaseModel):
+    """Diagnostics at one moment: the fleet, the verdict on each cause, the most likely one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: datetime
+    window: str
+    scope: Scope
+    runner_types: tuple[RunnerTypeState, ...]
+    findings: tuple[Finding, ...]
+    primary_cause: Cause | None
+    notes: tuple[str, ...] = ()
+    #: Signals that could not be read, with why (said plainly, never guessed around).
+    missing: tuple[str, ...] = ()
+
+    @property
+    def affected(self) -> tuple[RunnerTypeState, ...]:
+        return tuple(t for t in self.runner_types if t.affected)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "at": self.at.isoformat(),
+            "window": self.window,
+            "scope": self.scope.value,
+            "primary_cause": self.primary_cause.value if self.primary_cause else "none",
+            "findings": [
+                {
+                    "cause": f.cause.value,
+                    "verdict": f.verdict.value,
+                    "runner_types": list(f.runner_types),
+                    "summary": f.summary,
+                    "next_step": f.next_step,
+                    "evidence": [e.model_dump(mode="json") for e in f.evidence],
+                }
+                for f in self.findings
+            ],
+            "runner_types": [t.to_json() for t in self.runner_types],
+            "notes": list(self.notes),
+            "missing": list(self.missing),
+        }

@@ -1,0 +1,160 @@
+"""Reading the fleet: every signal of the query pack now, at the same hour on previous days
+(the baseline), and a little earlier (to tell a lasting gap from a passing one).
+
+All queries run concurrently. A signal whose query fails is recorded as missing with the reason,
+so the report says "no data" instead of guessing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from bot.metrics.prometheus import PrometheusClient, PrometheusError
+from bot.metrics.querypack import QueryPack, Signal
+
+#: The baseline: the same time of day on this many previous days.
+BASELINE_DAYS = 7
+#: How many queries run at once against Prometheus.
+CONCURRENCY = 24
+
+WITH_BASELINE = (
+    Signal.STARTED_PER_MINUTE,
+    Signal.STARTED_BY_WORKFLOW,
+    Signal.DURATION_P50,
+    Signal.DURATION_P90,
+    Signal.DURATION_P90_BY_WORKFLOW,
+    Signal.CPU_THROTTLED,
+    Signal.MAX_WAIT,
+)
+#: Read also this long ago, so that "for long" can be told from "just now".
+EARLIER = (timedelta(minutes=15), timedelta(minutes=30))
+WITH_EARLIER = (Signal.DESIRED, Signal.REGISTERED)
+BY_WORKFLOW = (Signal.STARTED_BY_WORKFLOW, Signal.DURATION_P90_BY_WORKFLOW)
+
+Values = dict[str, float]  # runner type → value
+WorkflowValues = dict[str, dict[str, float]]  # runner type → workflow → value
+
+
+@dataclass
+class FleetSignals:
+    at: datetime
+    window: str
+    now: dict[Signal, Values] = field(default_factory=dict)
+    baseline: dict[Signal, Values] = field(default_factory=dict)
+    earlier: dict[Signal, list[Values]] = field(default_factory=dict)
+    workflows: dict[Signal, WorkflowValues] = field(default_factory=dict)
+    workflow_baseline: dict[Signal, WorkflowValues] = field(default_factory=dict)
+    #: Signals that could not be read now, with the reason.
+    missing: dict[Signal, str] = field(default_factory=dict)
+
+    def value(self, signal: Signal, runner_type: str) -> float | None:
+        return self.now.get(signal, {}).get(runner_type)
+
+    def base(self, signal: Signal, runner_type: str) -> float | None:
+        return self.baseline.get(signal, {}).get(runner_type)
+
+    def runner_types(self) -> list[str]:
+        names: set[str] = set()
+        for signal in (Signal.QUEUED, Signal.REGISTERED, Signal.DESIRED, Signal.RUNNING):
+            names.update(self.now.get(signal, {}))
+        return sorted(names)
+
+
+def _finite(value: float) -> bool:
+    return not (math.isnan(value) or math.isinf(value))
+
+
+def _by_type(samples: list[tuple[dict[str, str], float]]) -> Values:
+    values: Values = {}
+    for labels, value in samples:
+        name = labels.get("name")
+        if name is not None and _finite(value):
+            values[name] = value
+    return values
+
+
+def _by_workflow(samples: list[tuple[dict[str, str], float]]) -> WorkflowValues:
+    values: WorkflowValues = {}
+    for labels, value in samples:
+        name, workflow = labels.get("name"), labels.get("workflow")
+        if name is not None and workflow and _finite(value):
+            values.setdefault(name, {})[workflow] = value
+    return values
+
+
+def _median(days: list[Values]) -> Values:
+    merged: dict[str, list[float]] = {}
+    for day in days:
+        for name, value in day.items():
+            merged.setdefault(name, []).append(value)
+    return {name: statistics.median(values) for name, values in merged.items()}
+
+
+def _median_workflows(days: list[WorkflowValues]) -> WorkflowValues:
+    merged: dict[str, list[Values]] = {}
+    for day in days:
+        for name, workflows in day.items():
+            merged.setdefault(name, []).append(workflows)
+    return {name: _median(per_day) for name, per_day in merged.items()}
+
+
+async def collect(
+    client: PrometheusClient,
+    pack: QueryPack,
+    at: datetime,
+    *,
+    baseline_days: int = BASELINE_DAYS,
+) -> FleetSignals:
+    """Read every signal of `pack` at `at`, its baseline and its earlier values."""
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def read(signal: Signal, when: datetime) -> list[tuple[dict[str, str], float]]:
+        async with gate:
+            samples = await client.instant(pack.query(signal), when)
+        return [(s.labels, s.value) for s in samples]
+
+    failures: dict[tuple[Signal, datetime], str] = {}
+
+    async def guarded(signal: Signal, when: datetime) -> list[tuple[dict[str, str], float]]:
+        try:
+            return await read(signal, when)
+        except PrometheusError as exc:
+            failures[(signal, when)] = exc.detail
+            return []
+
+    jobs: dict[tuple[Signal, str, int], asyncio.Task[list[tuple[dict[str, str], float]]]] = {}
+    async with asyncio.TaskGroup() as tasks:
+        for signal in Signal:
+            jobs[(signal, "now", 0)] = tasks.create_task(guarded(signal, at))
+        for signal in WITH_BASELINE:
+            for day in range(1, baseline_days + 1):
+                when = at - timedelta(days=day)
+                jobs[(signal, "day", day)] = tasks.create_task(guarded(signal, when))
+        for signal in WITH_EARLIER:
+            for index, ago in enumerate(EARLIER):
+                jobs[(signal, "earlier", index)] = tasks.create_task(guarded(signal, at - ago))
+
+    fleet = FleetSignals(at=at, window=pack.window)
+    for signal in Signal:
+        if (signal, at) in failures:
+            fleet.missing[signal] = failures[(signal, at)]
+        samples = jobs[(signal, "now", 0)].result()
+        if signal in BY_WORKFLOW:
+            fleet.workflows[signal] = _by_workflow(samples)
+        else:
+            fleet.now[signal] = _by_type(samples)
+    for signal in WITH_BASELINE:
+        days = [jobs[(signal, "day", d)].result() for d in range(1, baseline_days + 1)]
+        if signal in BY_WORKFLOW:
+            fleet.workflow_baseline[signal] = _median_workflows([_by_workflow(d) for d in days])
+        else:
+            fleet.baseline[signal] = _median([_by_type(d) for d in days])
+    for signal in WITH_EARLIER:
+        fleet.earlier[signal] = [
+            _by_type(jobs[(signal, "earlier", i)].result()) for i in range(len(EARLIER))
+        ]
+    return fleet

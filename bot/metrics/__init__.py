@@ -1,0 +1,1 @@
+"""Fleet metrics: the Prometheus client, the query pack and the fleet simulator."""
