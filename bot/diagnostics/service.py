@@ -132,6 +132,7 @@ class Diagnoser:
             start=start,
             end=end,
             marker=fired_at if fired_at and start <= fired_at <= end else None,
+            marker_label="alert",
         )
         return await asyncio.to_thread(render_chart, data)
 
