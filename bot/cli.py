@@ -1,4 +1,4 @@
-"""The `queuebot` command line: serve, demo, render, check."""
+"""The `queuebot` command line: serve, demo, render, diagnose, simulate, check."""
 
 from __future__ import annotations
 
@@ -91,6 +91,41 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return asyncio.run(run_demo(host=args.host, port=args.port, slack_port=args.slack_port))
 
 
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    """Print the diagnostics report for the configured metrics source."""
+    from bot.diagnostics.command import parse_time, parse_window, run_diagnose
+
+    try:
+        at = parse_time(args.at) if args.at else None
+        window = parse_window(args.window) if args.window else None
+    except ValueError as exc:
+        print(f"queuebot: {exc}", file=sys.stderr)
+        return 2
+    settings = load_settings()
+    return asyncio.run(run_diagnose(settings, at=at, window=window, output=args.format))
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """Write synthetic fleet history (OpenMetrics) for tests, demos and benchmarks."""
+    from bot.diagnostics.command import parse_time
+    from bot.metrics.simulate import run_cli
+
+    try:
+        end = parse_time(args.end) if args.end else None
+    except ValueError as exc:
+        print(f"queuebot: {exc}", file=sys.stderr)
+        return 2
+    return run_cli(
+        scenario=args.scenario,
+        hours=args.hours,
+        runner_types=args.runner_types,
+        seed=args.seed,
+        out=Path(args.out),
+        end=end,
+        step_seconds=args.step,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="queuebot", description="Slack ChatOps for CI runner queueing alerts."
@@ -114,6 +149,34 @@ def build_parser() -> argparse.ArgumentParser:
     render = sub.add_parser("render", help="print the Block Kit JSON for a webhook body")
     render.add_argument("payload", help="a Grafana or Alertmanager webhook body (- for stdin)")
     render.set_defaults(func=cmd_render)
+
+    diagnose = sub.add_parser("diagnose", help="print why jobs are queueing, from the metrics")
+    diagnose.add_argument("--at", help="when (ISO 8601 or Unix seconds; default now)")
+    diagnose.add_argument("--window", help="rate window, e.g. 10m (default from the query pack)")
+    diagnose.add_argument("--format", choices=("text", "json"), default="text")
+    diagnose.set_defaults(func=cmd_diagnose)
+
+    simulate = sub.add_parser("simulate", help="write synthetic fleet history (OpenMetrics)")
+    simulate.add_argument(
+        "--scenario",
+        required=True,
+        choices=(
+            "healthy",
+            "surge",
+            "capacity_cap",
+            "slow_jobs",
+            "scale_up_failure",
+            "resource_starvation",
+            "mix",
+        ),
+    )
+    simulate.add_argument("--hours", type=float, default=48.0, help="history length")
+    simulate.add_argument("--runner-types", type=int, default=8, help="how many runner types")
+    simulate.add_argument("--seed", type=int, default=1)
+    simulate.add_argument("--out", required=True, help="the OpenMetrics file to write")
+    simulate.add_argument("--end", help="time of the last sample (default now)")
+    simulate.add_argument("--step", type=int, default=60, help="seconds between samples")
+    simulate.set_defaults(func=cmd_simulate)
 
     check = sub.add_parser("check", help="validate the configuration and reach each service")
     check.set_defaults(func=cmd_check)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from bot.metrics.simulate import SimulationSpec, Truth, write_file
 from tests.alertmanager import Alertmanager
 from tests.integration import require_binary
+from tests.prometheus import Prometheus
 
 _CLEARED_PREFIXES = ("SLACK_", "GRAFANA_", "QUEUEBOT_", "PROMETHEUS_")
 _CLEARED_NAMES = {
@@ -47,3 +50,34 @@ async def alertmanager(tmp_path: Path) -> AsyncIterator[Alertmanager]:
         yield instance
     finally:
         await instance.stop()
+
+
+#: Builds a Prometheus holding a simulated fleet: `await make(spec)` -> (server, truth).
+PrometheusFactory = Callable[[SimulationSpec], Awaitable[tuple[Prometheus, Truth]]]
+
+
+@pytest.fixture
+async def prometheus_for(tmp_path: Path) -> AsyncIterator[PrometheusFactory]:
+    """Simulate a fleet into tmp_path, backfill it into a real Prometheus and start it; every
+    server made is stopped at teardown, even when the test fails."""
+    binary = require_binary("prometheus", "apt-get install -y prometheus")
+    promtool = require_binary("promtool", "apt-get install -y prometheus")
+    made: list[Prometheus] = []
+
+    async def make(spec: SimulationSpec) -> tuple[Prometheus, Truth]:
+        workdir = tmp_path / f"prometheus-{len(made)}"
+        workdir.mkdir()
+        history = workdir / "fleet.om"
+        truth = await asyncio.to_thread(write_file, spec, history)
+        instance = Prometheus(binary, promtool, workdir)
+        made.append(instance)
+        await instance.backfill(history)
+        history.unlink()
+        await instance.start()
+        return instance, truth
+
+    try:
+        yield make
+    finally:
+        for instance in made:
+            await instance.stop()

@@ -149,6 +149,22 @@ def test_a_passing_gap_is_not_infrastructure() -> None:
     assert infra.verdict is Verdict.RULED_OUT
 
 
+def test_a_gap_while_registered_runners_climb_is_scaling_not_failing() -> None:
+    """Desired far above registered for half an hour, but registered grows: a surge being
+    caught up with, not runners failing to register."""
+    fleet = _healthy()
+    _queueing(fleet, "linux-4xlarge")
+    _set(fleet, "linux-4xlarge", desired=1400, registered=870, started_per_minute=30)
+    for desired, registered in zip(
+        fleet.earlier[Signal.DESIRED], fleet.earlier[Signal.REGISTERED], strict=True
+    ):
+        desired["linux-4xlarge"], registered["linux-4xlarge"] = 1100, 500
+    report = diagnose(fleet)
+    infra = next(f for f in report.findings if f.cause is Cause.INFRASTRUCTURE)
+    assert infra.verdict is Verdict.RULED_OUT
+    assert report.primary_cause is Cause.INCREASED_WORKLOAD
+
+
 def test_throttling_and_oom_kills_are_resource_constraints() -> None:
     fleet = _healthy()
     _queueing(fleet, "windows-4xlarge")

@@ -115,3 +115,15 @@ class TestServeCommand:
         assert result.returncode == 2
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "SLACK_API_URL" in lines[0]
+
+
+def test_the_readmes_yaml_example_is_valid(tmp_path: Path) -> None:
+    """The YAML file shown in the README loads: routes, diagnostics and silence settings."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "queuebot.yml"
+    path.write_text(example)
+    settings = load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)})
+    assert settings.file.queries.window == "15m"
+    assert "my_exporter_queue_depth" in settings.file.queries.queued
+    assert settings.file.silence.allowed_groups == ["S0456EFGH"]

@@ -52,9 +52,7 @@ class TestVerification:
 
 
 class TestButtons:
-    async def test_diagnostics_without_metrics_say_how_to_set_them_up(
-        self, tmp_path: Path
-    ) -> None:
+    async def test_diagnostics_without_metrics_say_how_to_set_them_up(self, tmp_path: Path) -> None:
         """No metrics source: Run diagnostics acks at once and says privately what to set."""
         async with running_stack(tmp_path) as stack:
             ts = await _posted(stack)

@@ -6,8 +6,8 @@ comparing now with the baseline (the same hour on previous days):
 - increased workload: job starts per minute well above the baseline;
 - long-running jobs: p90 execution time well above the baseline;
 - autoscaling limits: desired or registered runners at the configured maximum;
-- infrastructure: runners failing to register (desired far above registered, for a while),
-  failed or piling-up pending ephemeral runners;
+- infrastructure: runners failing to start or register (desired far above registered for half
+  an hour with registered not growing), or failed ephemeral runners;
 - resource constraints: CPU throttling of runner pods far above normal, or OOM kills.
 
 The most likely cause is that of the worst-queueing runner type. When one type shows several,
@@ -44,6 +44,8 @@ AT_MAX_SHARE = 0.95
 GAP_SHARE = 0.3
 GAP_MIN = 3.0
 FAILED_RUNNERS_LIKELY = 3.0
+#: Registered runners "not growing": at most this factor above their level 15-30 min ago.
+REGISTERED_STALL = 1.1
 THROTTLED_LIKELY = 0.25
 #: Idle runners while jobs wait: more than this many, and this share of the registered.
 IDLE_WHILE_WAITING = 2.0
@@ -179,18 +181,28 @@ def _infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     if (desired is None or registered is None) and pending is None and failed is None:
         return Verdict.NO_DATA, ()
     evidence: list[Evidence] = []
-    lasting_gap = False
+    stalled = False
     if desired is not None and registered is not None:
+        earlier = list(
+            zip(
+                fleet.earlier.get(Signal.DESIRED, []),
+                fleet.earlier.get(Signal.REGISTERED, []),
+                strict=False,
+            )
+        )
         gaps = [desired - registered]
-        for earlier_values in zip(
-            fleet.earlier.get(Signal.DESIRED, []),
-            fleet.earlier.get(Signal.REGISTERED, []),
-            strict=False,
-        ):
-            earlier_desired, earlier_registered = earlier_values
+        registered_before = []
+        for earlier_desired, earlier_registered in earlier:
             if name in earlier_desired and name in earlier_registered:
                 gaps.append(earlier_desired[name] - earlier_registered[name])
+                registered_before.append(earlier_registered[name])
         lasting_gap = all(gap >= max(GAP_MIN, GAP_SHARE * desired) for gap in gaps)
+        # Scaling up through a surge, registered runners climb towards desired; failing to
+        # register, they stay where they were.
+        not_growing = bool(registered_before) and registered <= (
+            REGISTERED_STALL * min(registered_before) + GAP_MIN
+        )
+        stalled = lasting_gap and not_growing
         evidence.append(
             Evidence(runner_type=name, measure="registered runners", now=registered, unit="")
         )
@@ -199,7 +211,7 @@ def _infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         evidence.append(Evidence(runner_type=name, measure="failed runners", now=failed))
     if pending is not None:
         evidence.append(Evidence(runner_type=name, measure="pending runners", now=pending))
-    likely = lasting_gap or (failed or 0.0) >= FAILED_RUNNERS_LIKELY
+    likely = stalled or (failed or 0.0) >= FAILED_RUNNERS_LIKELY
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(evidence)
 
 
@@ -237,7 +249,7 @@ CHECKS: dict[Cause, Callable[[FleetSignals, RunnerTypeState], Check]] = {
 def _scope(affected: int, total: int) -> Scope:
     if affected == 0:
         return Scope.NONE
-    if affected == 1 or (affected <= 2 and affected < 0.25 * total):
+    if affected == 1 or (affected <= 2 and affected <= 0.25 * total):
         return Scope.ISOLATED
     return Scope.WIDESPREAD
 

@@ -1,0 +1,158 @@
+"""Diagnostics end to end: each simulated scenario backfilled into a real Prometheus, judged by
+`queuebot diagnose`, and the Slack flow (button → "Running diagnostics…" → report → chart)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from bot.ids import ActionId
+from bot.metrics.simulate import Scenario, SimulationSpec, Truth
+from bot.sandbox import ONCALL_USER, SECOND_USER, Message
+from tests.harness import Stack, running_stack
+from tests.payloads import reference
+from tests.prometheus import Prometheus
+
+pytestmark = pytest.mark.integration
+
+Make = Callable[[SimulationSpec], Awaitable[tuple[Prometheus, Truth]]]
+
+
+def _spec(scenario: Scenario, seed: int = 7) -> SimulationSpec:
+    return SimulationSpec(
+        scenario=scenario,
+        hours=27,
+        runner_types=6,
+        seed=seed,
+        end=datetime.now(UTC).replace(microsecond=0),
+        step_seconds=120,
+    )
+
+
+def _diagnose(prometheus: Prometheus, *extra: str) -> tuple[int, str, str]:
+    env = {"PATH": os.environ["PATH"], "PROMETHEUS_URL": prometheus.url}
+    result = subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "bot", "diagnose", *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("scenario", list(Scenario))
+async def test_each_scenario_names_its_cause_and_runner_types(
+    prometheus_for: Make, scenario: Scenario
+) -> None:
+    """`queuebot diagnose --format json` names the staged cause and where it happens."""
+    prometheus, truth = await prometheus_for(_spec(scenario))
+    code, out, err = await asyncio.to_thread(_diagnose, prometheus, "--format", "json")
+    assert code == 0, err
+    report: dict[str, Any] = json.loads(out)
+    assert report["primary_cause"] == truth.primary_cause
+    likely = {
+        f["cause"]: set(f["runner_types"]) for f in report["findings"] if f["verdict"] == "likely"
+    }
+    for runner_type, cause in truth.affected.items():
+        assert runner_type in likely.get(cause, set()), (runner_type, cause, likely)
+    if scenario is Scenario.HEALTHY:
+        assert likely == {}
+    names = {t["name"] for t in report["runner_types"]}
+    assert set(truth.affected) <= names and len(names) == 6
+
+
+async def test_text_report_and_a_bad_time(prometheus_for: Make) -> None:
+    prometheus, _ = await prometheus_for(_spec(Scenario.CAPACITY_CAP))
+    code, out, _ = await asyncio.to_thread(_diagnose, prometheus)
+    assert code == 0 and "Most likely: Autoscaling configuration limits" in out
+    code, _, err = await asyncio.to_thread(_diagnose, prometheus, "--at", "yesterday-ish")
+    assert code == 2 and "neither an ISO 8601 time" in err
+
+
+def _reply_with(stack: Stack, parent: Message, text: str) -> Message | None:
+    return next((r for r in stack.sandbox.replies(None, parent.ts) if text in stack.text(r)), None)
+
+
+class TestInSlack:
+    async def test_button_runs_diagnostics_into_the_thread_with_a_chart(
+        self, tmp_path: Any, prometheus_for: Make
+    ) -> None:
+        """Run diagnostics: a "Running diagnostics…" reply becomes the report; a chart follows;
+        a second click meanwhile starts no second run."""
+        prometheus, truth = await prometheus_for(_spec(Scenario.SURGE))
+        config = tmp_path / "queuebot.yml"
+        config.write_text("auto_diagnose: false\n")
+        async with running_stack(
+            tmp_path, PROMETHEUS_URL=prometheus.url, QUEUEBOT_CONFIG=str(config)
+        ) as stack:
+            assert (await stack.webhook(reference())).status == 202
+            (parent,) = await stack.parents(1)
+            await stack.settled()
+            assert stack.sandbox.replies(None, parent.ts) == []
+            first, second = await asyncio.gather(
+                stack.sandbox.click(
+                    stack.sandbox.channel_id, parent.ts, ActionId.RUN_DIAGNOSTICS.value
+                ),
+                stack.sandbox.click(
+                    stack.sandbox.channel_id,
+                    parent.ts,
+                    ActionId.RUN_DIAGNOSTICS.value,
+                    SECOND_USER,
+                ),
+            )
+            assert first.acked_in_time and second.acked_in_time
+            report = await stack.sandbox.wait_for(
+                lambda: _reply_with(stack, parent, "Most likely: Increased workload"), timeout=30
+            )
+            assert report.versions[0].text.startswith(":hourglass_flowing_sand: Running")
+            for runner_type in truth.affected:
+                assert runner_type in stack.text(report)
+            (chart,) = await stack.sandbox.wait_for(
+                lambda: [f for f in stack.sandbox.files if f.completed], timeout=30
+            )
+            assert chart.content is not None and chart.content.startswith(b"\x89PNG")
+            assert chart.thread_ts == parent.ts
+            replies = stack.sandbox.replies(None, parent.ts)
+            assert sum("Diagnostics" in stack.text(r) for r in replies) == 1
+            (busy,) = await stack.sandbox.wait_for(
+                lambda: (
+                    stack.sandbox.ephemerals(ONCALL_USER) + stack.sandbox.ephemerals(SECOND_USER)
+                )
+            )
+            assert "already running" in busy.text
+
+    async def test_a_new_incident_is_diagnosed_by_itself(
+        self, tmp_path: Any, prometheus_for: Make
+    ) -> None:
+        """auto_diagnose (on by default): the report follows the alert into its thread."""
+        prometheus, _ = await prometheus_for(_spec(Scenario.SCALE_UP_FAILURE))
+        async with running_stack(tmp_path, PROMETHEUS_URL=prometheus.url) as stack:
+            assert (await stack.webhook(reference())).status == 202
+            (parent,) = await stack.parents(1)
+            await stack.sandbox.wait_for(
+                lambda: _reply_with(stack, parent, "Most likely: Infrastructure problems"),
+                timeout=30,
+            )
+
+    async def test_prometheus_down_is_said_in_the_thread(
+        self, tmp_path: Any, prometheus_for: Make
+    ) -> None:
+        prometheus, _ = await prometheus_for(_spec(Scenario.HEALTHY))
+        await prometheus.stop()
+        async with running_stack(tmp_path, PROMETHEUS_URL=prometheus.url) as stack:
+            assert (await stack.webhook(reference())).status == 202
+            (parent,) = await stack.parents(1)
+            failed = await stack.sandbox.wait_for(
+                lambda: _reply_with(stack, parent, "could not read the fleet"), timeout=30
+            )
+            assert "cannot reach Prometheus" in stack.text(failed)
