@@ -37,8 +37,12 @@ def _spec(scenario: Scenario, seed: int = 7) -> SimulationSpec:
     )
 
 
-def _diagnose(prometheus: Prometheus, *extra: str) -> tuple[int, str, str]:
+def _diagnose(
+    prometheus: Prometheus, *extra: str, config: str | None = None
+) -> tuple[int, str, str]:
     env = {"PATH": os.environ["PATH"], "PROMETHEUS_URL": prometheus.url}
+    if config is not None:
+        env["QUEUEBOT_CONFIG"] = config
     result = subprocess.run(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "bot", "diagnose", *extra],
         capture_output=True,
@@ -71,12 +75,24 @@ async def test_each_scenario_names_its_cause_and_runner_types(
     assert set(truth.affected) <= names and len(names) == 6
 
 
-async def test_text_report_and_a_bad_time(prometheus_for: Make) -> None:
+async def test_text_report_bad_time_and_queries_from_the_yaml_file(
+    prometheus_for: Make, tmp_path: Any
+) -> None:
+    """The text form names the cause; a bad --at is refused; the YAML file's queries are
+    the ones run, and a fleet they cannot find is said plainly."""
     prometheus, _ = await prometheus_for(_spec(Scenario.CAPACITY_CAP))
     code, out, _ = await asyncio.to_thread(_diagnose, prometheus)
     assert code == 0 and "Most likely: Autoscaling configuration limits" in out
     code, _, err = await asyncio.to_thread(_diagnose, prometheus, "--at", "yesterday-ish")
     assert code == 2 and "neither an ISO 8601 time" in err
+    config = tmp_path / "queuebot.yml"
+    absent = "sum by (name) (my_fleet_queue_depth)"
+    config.write_text(
+        "queries:\n"
+        + "".join(f"  {k}: {absent}\n" for k in ("queued", "running", "registered", "desired"))
+    )
+    code, _, err = await asyncio.to_thread(_diagnose, prometheus, config=str(config))
+    assert code == 1 and "has no runner types" in err
 
 
 def _reply_with(stack: Stack, parent: Message, text: str) -> Message | None:

@@ -12,6 +12,7 @@ import aiohttp
 from bot.config import ConfigError, Settings
 from bot.diagnostics.checks import diagnose
 from bot.diagnostics.present import text_report
+from bot.diagnostics.service import no_fleet
 from bot.diagnostics.signals import collect
 from bot.metrics.prometheus import PrometheusClient, PrometheusError
 
@@ -57,9 +58,8 @@ async def run_diagnose(
         except PrometheusError as exc:
             print(f"queuebot: {exc}", file=sys.stderr)
             return 1
-    if not fleet.runner_types() and fleet.missing:
-        reason = next(iter(fleet.missing.values()))
-        print(f"queuebot: no fleet data: {reason}", file=sys.stderr)
+    if not fleet.runner_types():
+        print(f"queuebot: {no_fleet(fleet, client.where)}", file=sys.stderr)
         return 1
     report = diagnose(fleet)
     if output == "json":

@@ -20,7 +20,7 @@ from enum import StrEnum
 from bot.diagnostics.chart import ChartData, Series, render_chart
 from bot.diagnostics.checks import diagnose
 from bot.diagnostics.model import Report
-from bot.diagnostics.signals import collect
+from bot.diagnostics.signals import FleetSignals, collect
 from bot.incidents import Clock, utcnow
 from bot.metrics.prometheus import PrometheusClient, PrometheusError, RangeSeries
 from bot.metrics.querypack import QueryPack, Signal
@@ -48,6 +48,17 @@ NOT_CONFIGURED = (
     " `GRAFANA_TOKEN` to query Prometheus through Grafana. The README's “Diagnostics” section"
     " lists the metrics queuebot reads."
 )
+
+
+def no_fleet(fleet: FleetSignals, where: str) -> str:
+    """Why no runner type was found: a failing query, or metrics that are not there."""
+    if Signal.QUEUED in fleet.missing:
+        return fleet.missing[Signal.QUEUED]
+    return (
+        f"Prometheus at {where} has no runner types: none of the query pack's queued, running,"
+        " registered or desired queries returned a series (are actions-runner-controller's"
+        " gha_* metrics scraped, or does the YAML file's `queries:` map yours?)"
+    )
 
 
 class Outcome(StrEnum):
@@ -95,8 +106,8 @@ class Diagnoser:
                 f"Prometheus at {self._prometheus.where} did not answer within"
                 f" {READ_TIMEOUT_SECONDS:g}s"
             ) from None
-        if fleet.missing.keys() >= {Signal.QUEUED, Signal.REGISTERED, Signal.DESIRED}:
-            raise PrometheusError(fleet.missing[Signal.QUEUED])
+        if not fleet.runner_types():
+            raise PrometheusError(no_fleet(fleet, self._prometheus.where))
         return diagnose(fleet)
 
     async def chart(self, report: Report, fired_at: datetime | None = None) -> bytes | None:

@@ -1,0 +1,145 @@
+"""How often diagnostics name the right cause: every scenario, several seeds and fleet sizes.
+
+Each run simulates a fleet (`queuebot simulate`), backfills it into a real Prometheus with
+promtool, runs the same diagnostics the Slack button runs, and compares the primary cause with
+what the simulation staged. Prints a confusion matrix (rows: staged, columns: named), the share
+of right primary causes, how often the staged runner types were named, and the number of
+confident wrong answers on healthy data. Target: at least 95 % right, and no cause named for a
+healthy fleet.
+
+    python bench/diagnosis_accuracy.py [--seeds 1-5] [--sizes 6,12] [--hours 27]
+
+Needs the Debian packages prometheus (with promtool).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bot.diagnostics.checks import diagnose
+from bot.diagnostics.model import Verdict
+from bot.diagnostics.signals import collect
+from bot.metrics.prometheus import PrometheusClient
+from bot.metrics.querypack import QueryPack
+from bot.metrics.simulate import Scenario, SimulationSpec, write_file
+from tests.prometheus import Prometheus
+
+CAUSES = [
+    "none",
+    "increased_workload",
+    "resource_constraints",
+    "long_running_jobs",
+    "autoscaling_limits",
+    "infrastructure",
+]
+SHORT = {
+    "none": "none",
+    "increased_workload": "workload",
+    "resource_constraints": "resources",
+    "long_running_jobs": "long jobs",
+    "autoscaling_limits": "autoscale",
+    "infrastructure": "infra",
+}
+
+
+def _range(text: str) -> list[int]:
+    if "-" in text:
+        low, high = text.split("-", 1)
+        return list(range(int(low), int(high) + 1))
+    return [int(part) for part in text.split(",")]
+
+
+async def one_run(
+    workdir: Path, spec: SimulationSpec, binary: str, promtool: str
+) -> tuple[str, str, bool]:
+    """(staged cause, named cause, staged runner types all named with their cause)."""
+    history = workdir / "fleet.om"
+    truth = await asyncio.to_thread(write_file, spec, history)
+    prometheus = Prometheus(binary, promtool, workdir / "prometheus")
+    try:
+        await prometheus.backfill(history)
+        history.unlink()
+        await prometheus.start()
+        async with aiohttp.ClientSession() as session:
+            client = PrometheusClient(session, prometheus.url)
+            report = diagnose(await collect(client, QueryPack(), spec.end))
+    finally:
+        await prometheus.stop()
+    named = report.primary_cause.value if report.primary_cause else "none"
+    likely = {
+        f.cause.value: set(f.runner_types) for f in report.findings if f.verdict is Verdict.LIKELY
+    }
+    located = all(name in likely.get(cause, set()) for name, cause in truth.affected.items())
+    return truth.primary_cause, named, located
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default="1-5", help="e.g. 1-5 or 1,4,9")
+    parser.add_argument("--sizes", default="6,12", help="runner-type counts, e.g. 6,12,24")
+    parser.add_argument("--hours", type=float, default=27.0, help="history per run")
+    parser.add_argument("--step", type=int, default=120, help="seconds between samples")
+    args = parser.parse_args()
+    binary, promtool = shutil.which("prometheus"), shutil.which("promtool")
+    if not binary or not promtool:
+        print("needs prometheus and promtool: apt-get install -y prometheus", file=sys.stderr)
+        return 2
+    matrix: Counter[tuple[str, str]] = Counter()
+    located = total = 0
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="queuebot-accuracy-") as scratch:
+        for size in _range(args.sizes):
+            for seed in _range(args.seeds):
+                for scenario in Scenario:
+                    spec = SimulationSpec(
+                        scenario=scenario,
+                        hours=args.hours,
+                        runner_types=size,
+                        seed=seed,
+                        end=datetime.now(UTC).replace(microsecond=0),
+                        step_seconds=args.step,
+                    )
+                    workdir = Path(scratch) / f"{scenario.value}-{size}-{seed}"
+                    workdir.mkdir()
+                    staged, named, found = await one_run(workdir, spec, binary, promtool)
+                    shutil.rmtree(workdir, ignore_errors=True)
+                    matrix[(staged, named)] += 1
+                    total += 1
+                    located += found
+                    mark = "ok " if staged == named else "MISS"
+                    print(
+                        f"{mark} {scenario.value:<20} types={size:<3} seed={seed:<3}"
+                        f" staged={staged:<21} named={named}",
+                        flush=True,
+                    )
+    right = sum(n for (staged, named), n in matrix.items() if staged == named)
+    wrong_on_healthy = sum(
+        n for (staged, named), n in matrix.items() if staged == "none" and named != "none"
+    )
+    print(f"\nconfusion matrix ({total} runs, {time.monotonic() - started:.0f} s)")
+    corner = "staged / named"
+    print(f"{corner:<16}" + "".join(f"{SHORT[c]:>11}" for c in CAUSES))
+    for staged in CAUSES:
+        row = [matrix[(staged, named)] for named in CAUSES]
+        if sum(row):
+            print(f"{SHORT[staged]:<16}" + "".join(f"{n:>11}" for n in row))
+    print(f"\nright primary cause: {right}/{total} = {100 * right / total:.1f} % (target 95 %)")
+    print(f"staged runner types named with their cause: {located}/{total}")
+    print(f"confident wrong answers on healthy data: {wrong_on_healthy} (target 0)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
