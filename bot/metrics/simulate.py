@@ -1,24 +1,25 @@
 """Synthetic history of an actions-runner-controller fleet, as OpenMetrics text for promtool.
 
 It owns the fleet simulator behind `queuebot simulate`: a seeded, discrete-event queue model per
-runner type (scale set) whose samples are written as the metrics ARC's listener and controller and
-cAdvisor export, so that `promtool tsdb create-blocks-from openmetrics` can load them into a real
-Prometheus and the query pack (`bot.metrics.querypack`) reads them as it reads a real fleet.
+runner type (scale set), sampled every `step_seconds` and written as the metrics ARC's listener
+and controller and cAdvisor export, so that `promtool tsdb create-blocks-from openmetrics` loads
+it into a real Prometheus and the query pack (`bot.metrics.querypack`) reads it as it reads a
+real fleet.
 
 The model, per runner type:
 
-- jobs arrive from a few workflows (a Poisson stream of workflow runs, each asking for one or a few
-  jobs), more in US working hours, with slow random drift; they wait in one FIFO queue;
-- an idle runner takes the next job within seconds; execution times are lognormal around the
-  workflow's mean; runners are ephemeral and replaced at once on their warm node when the
-  autoscaler still wants them;
-- the autoscaler wants `clamp(min, max, busy + queued + buffer)` runners; a new runner starts in
-  about a minute on a spare node slot, and otherwise waits for a new node: each takes minutes to
-  boot and pull the runner image, and only so many nodes a minute can be added;
-- cAdvisor's CPU-throttling and OOM counters are kept for a few long-lived pods per type.
+- jobs come from a few workflows: a Poisson stream of workflow runs, each asking for one or a
+  few jobs, busiest in US working hours, with slow random drift; they wait in one FIFO queue;
+- an idle runner picks up the next job within seconds; execution times are lognormal around the
+  workflow's mean; runners are ephemeral, and a finished one is replaced on its warm node at once
+  while the autoscaler still wants it;
+- the autoscaler wants `clamp(min, max, busy + queued + buffer)` runners. A new runner starts in
+  about a minute on a spare node slot; past the spare slots it waits for a new node, which takes
+  minutes to boot and pull the runner image, and the node group adds only so many a minute;
+- cAdvisor's CPU-throttling and OOM counters are kept for three long-lived pods per type.
 
-A scenario changes one or two runner types (the affected ones) from 1-3 hours before `end` until
-`end`; everything else stays healthy. `Truth` says what was done, for tests and benchmarks.
+Problems are staged on the busiest types, from 1-3 hours before `end` until `end`; everything
+else stays healthy. `Truth` says what was staged, for tests and benchmarks.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from typing import TextIO
 
 
 class Scenario(StrEnum):
+    """What goes wrong, and where the runbook's cause for it is staged (see `_problem`)."""
+
     HEALTHY = "healthy"
     SURGE = "surge"
     CAPACITY_CAP = "capacity_cap"
@@ -57,7 +60,7 @@ CAUSES: dict[Scenario, str] = {
     Scenario.RESOURCE_STARVATION: "resource_constraints",
 }
 
-#: The pairs a mixed incident is made of: (first, second) on two different runner types.
+#: The pairs a mixed incident is made of, on two runner types; the commonest pair twice.
 MIX_PAIRS: tuple[tuple[Scenario, Scenario], ...] = (
     (Scenario.SURGE, Scenario.SCALE_UP_FAILURE),
     (Scenario.SURGE, Scenario.SCALE_UP_FAILURE),
@@ -122,10 +125,8 @@ _BASE_TYPES: tuple[tuple[str, float, dict[str, float], float, bool], ...] = (
     ("linux-arm64-m7g-4xlarge", 0.8, {"trunk": 0.7, "periodic": 0.3}, 1.0, True),
     ("linux-rocm-mi300-gpu", 0.8, {"trunk": 0.5, "inductor": 0.5}, 1.1, True),
 )
-#: A slowdown is staged where jobs are short and many enough for it to show within its window.
-_SLOW_JOBS_MEAN_SECONDS = 40 * 60.0
-_SLOW_JOBS_PER_MINUTE = 4.0
-#: Problems are staged on the busiest types, where one type's signals are steady enough to read.
+#: Problems are staged on the busiest types: enough of their jobs start and finish in ten
+#: minutes, at any hour, for one type's signals to be read on their own.
 _CANDIDATES = 3
 
 
@@ -151,10 +152,11 @@ class _Profile:
     max_runners: int
     buffer: int  # idle runners the autoscaler keeps beyond busy + queued
     headroom_share: float  # spare node slots kept warm, as a share of the usual busy runners
-    scarce: bool  # the cloud is short of these instances: new nodes come slowly
     warm_seconds: float  # pod start on a warm node, runner registration included
     node_seconds: float  # a new node: boot, join, pull the runner image
-    node_growth: float  # nodes the node group can add a minute, as a share of the usual busy
+    # Nodes the node group adds a minute, as a share of the hour's usual busy runners: where the
+    # cloud is short of the instance type, new nodes come slower.
+    node_growth: float
     throttle_share: float  # CPU periods throttled on a healthy day
     pods: tuple[str, ...]
 
@@ -197,10 +199,9 @@ def _profile(name: str, index: int) -> _Profile:
         max_runners=max(max_runners, 20),
         buffer=2 + round(0.03 * peak_busy),
         headroom_share=0.2 if scarce else 0.08,
-        scarce=scarce,
         warm_seconds=rng.uniform(40.0, 80.0),
-        node_seconds=rng.uniform(480.0, 720.0) if scarce else rng.uniform(240.0, 360.0),
-        node_growth=0.01 if scarce else 0.045,
+        node_seconds=rng.uniform(480.0, 720.0) if scarce else rng.uniform(360.0, 540.0),
+        node_growth=0.01 if scarce else 0.036,
         throttle_share=rng.uniform(0.01, 0.06),
         pods=pods,
     )
@@ -215,7 +216,7 @@ class _Problem:
 
     kind: Scenario
     start: float
-    factor: float  # arrivals (surge), execution times (slow jobs), max share (capacity cap)
+    factor: float  # of arrivals (surge), of execution times (slow jobs, resource starvation)
     workflow: int = 0  # the workflow a surge comes from
     register_share: float = 1.0  # new runners that register (scale-up failure)
     throttled: float = 0.0  # CPU throttled share (resource starvation)
@@ -233,11 +234,25 @@ _WINDOWS: dict[Scenario, tuple[float, float]] = {
 
 
 def _problem(kind: Scenario, end: float, profile: _Profile, rng: random.Random) -> _Problem:
+    """One problem's parameters, drawn from the ranges that keep its signature clear:
+
+    - surge: arrivals of one short workflow grow until all arrivals are x4-5, within 10 minutes;
+      new nodes come too slowly to keep up, so the queue grows while desired stays below max;
+    - capacity cap: max is lowered to 60-75 % of what the last hour needs on a usual day, so
+      desired, max and registered meet, no runner is idle and jobs queue;
+    - slow jobs: everything jobs do runs x3-4 slower (a slow external dependency, which new
+      runners also download and register through, so they take 13-20 minutes to start);
+    - scale-up failure: 5-15 % of new runners register; the rest stay pending for 4-10 minutes,
+      then fail, and are listed as failed for 15 minutes; finished runners are not replaced;
+    - resource starvation: 60-80 % of CPU periods throttled, 0.2-0.4 OOM kills a minute per
+      pod, jobs x1.15 slower (15 % of them OOM-killed), new runners 13-20 minutes to start.
+    """
     earliest, latest = _WINDOWS.get(kind, (1.0, 3.0))
     start = end - round(rng.uniform(earliest, latest) * 3600)
     if kind is Scenario.SURGE:
-        workflow = rng.randrange(len(profile.workflows))
-        return _Problem(kind, start, rng.uniform(3.8, 5.0), workflow=workflow)
+        # Pushes and merges, not the long scheduled runs, come in waves.
+        short = [i for i, w in enumerate(profile.workflows) if w[2] <= profile.mean_seconds]
+        return _Problem(kind, start, rng.uniform(4.0, 5.0), workflow=rng.choice(short))
     if kind is Scenario.CAPACITY_CAP:
         # Lowered below what the last hour needs on a usual day, so it binds until the end.
         usual = profile.peak_busy * _daily((end % 86400.0) / 3600.0)
@@ -253,40 +268,19 @@ def _problem(kind: Scenario, end: float, profile: _Profile, rng: random.Random) 
     raise ValueError(f"{kind} is not a single-type problem")
 
 
-def _candidates(kind: Scenario, profiles: list[_Profile]) -> list[_Profile]:
-    """The busy types a problem can be staged on, where its signals read clearly."""
-    busy = profiles[:_CANDIDATES]
-    if kind is Scenario.SURGE:
-        # Where the cloud has instances to spare, a surge is met fast enough to show in starts.
-        fitting = [p for p in busy if not p.scarce]
-    elif kind is Scenario.SLOW_JOBS:
-        # Enough jobs finish every few minutes, soon enough, for their durations to show.
-        fitting = [
-            p
-            for p in busy
-            if p.mean_seconds <= _SLOW_JOBS_MEAN_SECONDS
-            and p.peak_per_minute >= _SLOW_JOBS_PER_MINUTE
-        ]
-    else:
-        fitting = busy
-    return fitting or profiles[:1]
-
-
 def _stage(spec: SimulationSpec, profiles: list[_Profile], end: float) -> dict[str, _Problem]:
     rng = random.Random(f"{spec.seed}/{spec.scenario}/problem")  # noqa: S311 - see _profile
     if spec.scenario is Scenario.HEALTHY:
         return {}
     if spec.scenario is Scenario.MIX:
         first_kind, second_kind = rng.choice(MIX_PAIRS)
-        first = rng.choice(_candidates(first_kind, profiles))
-        others = [p for p in _candidates(second_kind, profiles) if p is not first]
-        second = rng.choice(others or [p for p in profiles if p is not first])
+        first, second = rng.sample(profiles[:_CANDIDATES], 2)
         return {
             first.name: _problem(first_kind, end, first, rng),
             second.name: _problem(second_kind, end, second, rng),
         }
-    candidates = _candidates(spec.scenario, profiles)
-    count = rng.randint(1, min(3, len(candidates)))
+    candidates = profiles[:_CANDIDATES]
+    count = rng.randint(1, len(candidates))
     return {p.name: _problem(spec.scenario, end, p, rng) for p in rng.sample(candidates, count)}
 
 
@@ -298,7 +292,7 @@ _BATCH_MORE = 0.3  # a workflow run asks for another job on this type with this 
 _DURATION_SIGMA = 0.4
 _STUCK_SECONDS = (240.0, 600.0)  # a runner pod that never registers is marked failed after this
 #: A runner's start (download, register) on starved nodes or through a slow dependency.
-_SLOW_START_SECONDS = (660.0, 1080.0)
+_SLOW_START_SECONDS = (780.0, 1200.0)
 _OOM_FAILED_JOBS = 0.15
 _SURGE_RAMP_SECONDS = 600.0
 _FAILED_KEPT_SECONDS = 900.0  # failed ephemeral runners are listed until cleaned up
@@ -381,7 +375,6 @@ class _Fleet:
         self.max_runners = profile.max_runners
         self.capped = False
         self.drift = 0.0
-        self.rate = 0.0  # jobs a minute now
         n = len(profile.workflows)
         self.started = [0] * n
         self.completed = [[0, 0] for _ in range(n)]
@@ -568,7 +561,6 @@ class _Fleet:
             self.max_runners = problem.max_runners
         middle = begin + tick / 2
         rate, shares = self._weights(middle)
-        self.rate = rate
         usual_rate = self.p.peak_per_minute * _daily((middle % 86400.0) / 3600.0)
         self.usual = usual_rate * self.p.mean_seconds / 60.0
         runs = _poisson(rng, rate * tick / 60.0 * (1.0 - _BATCH_MORE))
@@ -829,7 +821,7 @@ def _run(spec: SimulationSpec, out: TextIO) -> _Result:
     affected = {name: CAUSES[problem.kind] for name, problem in problems.items()}
     primary = CAUSES[scenario] if scenario is not Scenario.MIX else "none"
     if scenario is Scenario.MIX:
-        queued = {h_p.name: h.final_queued for h_p, h in zip(profiles, histories, strict=True)}
+        queued = {p.name: h.final_queued for p, h in zip(profiles, histories, strict=True)}
         worst = max(problems, key=lambda name: (queued[name], name))
         primary = affected[worst]
     start = min((problem.start for problem in problems.values()), default=None)
