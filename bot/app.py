@@ -30,6 +30,7 @@ from bot.incidents import Clock, IncidentService, utcnow
 from bot.listeners.actions import ActionHandlers
 from bot.listeners.silence import SilenceHandlers
 from bot.metrics.prometheus import PrometheusClient
+from bot.openapi import serve_openapi
 from bot.permissions import Permissions
 from bot.render import Renderer
 from bot.silence_ledger import SilenceLedger
@@ -59,11 +60,16 @@ METRICS = web.AppKey("metrics", Metrics)
 #: default 30 s: longer than a rule's usual 1-minute evaluation, so a Grafana restart that
 #: empties its alert list for a moment resolves nothing).
 RESOLVE_AFTER_CHECKS = 3
+SLACK_TIMEOUT_SECONDS = 15
 
 
 def slack_client_for(settings: Settings) -> AsyncWebClient:
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
-    return AsyncWebClient(token=token, base_url=str(settings.slack_api_url))
+    # A call slower than this is Slack in trouble; it also bounds how long a delivery holds
+    # its outbox lease (delivery.LEASE_SECONDS), so a crashed bot's work is taken over soon.
+    return AsyncWebClient(
+        token=token, base_url=str(settings.slack_api_url), timeout=SLACK_TIMEOUT_SECONDS
+    )
 
 
 def grafana_client_for(
@@ -219,6 +225,7 @@ def create_app(
     app.router.add_post(ids.GRAFANA_WEBHOOK_PATH, _grafana_webhook)
     app.router.add_get(ids.HEALTHZ_PATH, _healthz)
     app.router.add_get(ids.METRICS_PATH, _metrics)
+    app.router.add_get(ids.OPENAPI_PATH, serve_openapi)
     return app
 
 

@@ -13,9 +13,12 @@ What Slack says decides what happens next:
 A parent edit is rendered from the incident's current state, so several edits owed at once
 become one `chat.update`. An edit or reply whose parent never made it posts the parent first.
 
-Delivery is at least once: if Slack took a post but its answer was lost (a timeout, a crash
-before the result was stored), the post is sent again once the lease runs out. Each parent
-carries its outbox id in the message metadata so such a repeat can be recognised.
+Each post carries its outbox id in the message metadata, and the time of every attempt is stored
+before the call. When an attempt's outcome is unknown (Slack's answer lost, or a crash before it
+was stored), the next attempt first looks for that id in the channel or the thread
+(conversations.history/replies) and adopts what it finds instead of posting again: delivered
+once. Only when the channel's id is not known yet (the very first post to a channel named by
+`#name`), or the bot may not read history, does a retry send again.
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ import contextlib
 import functools
 import logging
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable
 
 from bot.render import Renderer, RenderError
 from bot.slack import (
+    Posted,
     SlackAuthError,
     SlackChannelError,
     SlackGateway,
@@ -44,9 +49,13 @@ from bot.telemetry import Metrics
 log = logging.getLogger(__name__)
 
 MAX_PARALLEL_INCIDENTS = 16
+#: Message metadata event types: a parent, a thread reply (each with its outbox item id).
+PARENT_EVENT = "queuebot_incident"
+REPLY_EVENT = "queuebot_reply"
+_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{6,}")
 MAX_BACKOFF_SECONDS = 300.0
 #: How long a worker may hold an item; longer than any Slack call's timeout.
-LEASE_SECONDS = 90.0
+LEASE_SECONDS = 30.0
 #: How often the worker looks at the outbox when nothing woke it (a safety net, not the path).
 IDLE_POLL_SECONDS = 5.0
 
@@ -221,21 +230,24 @@ class Deliverer:
                 return  # a later edit will show it all at once
             await self._update_parent(incident)
         elif item.kind is OutboxKind.POST_REPLY:
-            await self._reply(incident, ThreadEvent.model_validate_json(item.payload))
+            await self._reply(item, incident, ThreadEvent.model_validate_json(item.payload))
 
     async def _post_parent(self, item: OutboxItem, incident: Incident) -> Incident:
         if incident.parent_ts and incident.channel_id:
             return incident
         link = await self._previous_link(incident)
         shown = incident.model_copy(update={"previous_link": link})
-        posted = await self._slack.post_message(
-            incident.channel,
-            self._renderer.incident(shown),
-            metadata={
-                "event_type": "queuebot_incident",
-                "event_payload": {"incident": incident.id, "outbox": item.id},
-            },
-        )
+        posted = await self._already_posted(item, incident, PARENT_EVENT)
+        if posted is None:
+            await self._store.mark_sending(item.id, time.time())
+            posted = await self._slack.post_message(
+                incident.channel,
+                self._renderer.incident(shown),
+                metadata={
+                    "event_type": PARENT_EVENT,
+                    "event_payload": {"incident": incident.id, "outbox": item.id},
+                },
+            )
         await self._store.set_parent(
             incident.id, posted.channel_id, posted.ts, incident.version, link
         )
@@ -263,11 +275,65 @@ class Deliverer:
         )
         await self._store.set_parent_version(incident.id, incident.version)
 
-    async def _reply(self, incident: Incident, event: ThreadEvent) -> None:
+    async def _reply(self, item: OutboxItem, incident: Incident, event: ThreadEvent) -> None:
         assert incident.channel_id and incident.parent_ts
+        if await self._already_posted(item, incident, REPLY_EVENT) is not None:
+            return
+        await self._store.mark_sending(item.id, time.time())
         await self._slack.post_message(
-            incident.channel_id, self._renderer.thread_event(event), thread_ts=incident.parent_ts
+            incident.channel_id,
+            self._renderer.thread_event(event),
+            thread_ts=incident.parent_ts,
+            metadata={
+                "event_type": REPLY_EVENT,
+                "event_payload": {"incident": incident.id, "outbox": item.id},
+            },
         )
+
+    async def _already_posted(
+        self, item: OutboxItem, incident: Incident, event_type: str
+    ) -> Posted | None:
+        """After an attempt whose outcome is unknown (a lost answer, a crash), the message
+        Slack may already hold; None when it holds none and the item should be sent."""
+        if item.sent_at is None:
+            return None
+        thread = incident.parent_ts if event_type == REPLY_EVENT else None
+        channel_id = incident.channel_id if thread else None
+        if channel_id is None:
+            channel_id = await self._channel_id(incident)
+        if channel_id is None:
+            log.warning(
+                "cannot check whether Slack took item %s before: channel %r not resolved yet;"
+                " sending it (incident=%s)",
+                item.id,
+                incident.channel,
+                incident.id,
+            )
+            return None
+        try:
+            ts = await self._slack.find_posted(
+                channel_id, event_type, item.id, oldest=item.sent_at - 5.0, thread_ts=thread
+            )
+        except (SlackAuthError, SlackChannelError) as exc:
+            # Without channels:history the bot cannot look; it sends again (at least once).
+            log.warning("cannot check whether Slack took item %s before: %s", item.id, exc)
+            return None
+        if ts is None:
+            return None
+        log.info(
+            "Slack already had item %s (incident=%s ts=%s); not sent again",
+            item.id,
+            incident.id,
+            ts,
+        )
+        return Posted(channel_id=channel_id, ts=ts)
+
+    async def _channel_id(self, incident: Incident) -> str | None:
+        if incident.channel_id:
+            return incident.channel_id
+        if _CHANNEL_ID.fullmatch(incident.channel):
+            return incident.channel
+        return await self._store.channel_id_for(incident.channel)
 
     async def _previous_link(self, incident: Incident) -> str | None:
         if incident.previous_id is None:

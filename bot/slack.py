@@ -194,6 +194,34 @@ class SlackGateway:
         if response.status_code != 200:
             raise SlackRejected("response_url", response.body or f"http_{response.status_code}")
 
+    async def find_posted(
+        self,
+        channel_id: str,
+        event_type: str,
+        outbox_id: int,
+        *,
+        oldest: float,
+        thread_ts: str | None = None,
+    ) -> str | None:
+        """The ts of the bot's message carrying `outbox_id` in its metadata, posted since
+        `oldest`, in the channel or in a thread; None if Slack has no such message."""
+        params: dict[str, Any] = {
+            "channel": channel_id,
+            "oldest": f"{oldest:.6f}",
+            "include_all_metadata": True,
+            "limit": 200,
+        }
+        if thread_ts:
+            params["ts"] = thread_ts
+        method = "conversations.replies" if thread_ts else "conversations.history"
+        data = await self._call(method, read=True, **params)
+        for message in data.get("messages") or []:
+            metadata = message.get("metadata") or {}
+            payload = metadata.get("event_payload") or {}
+            if metadata.get("event_type") == event_type and payload.get("outbox") == outbox_id:
+                return str(message.get("ts"))
+        return None
+
     async def permalink(self, channel_id: str, ts: str) -> str:
         data = await self._call("chat.getPermalink", read=True, channel=channel_id, message_ts=ts)
         return str(data["permalink"])

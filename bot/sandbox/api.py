@@ -112,8 +112,9 @@ class WebApi:
         spec = self.methods.get(method)
         if spec is None:
             return Answer(200, {"ok": False, "error": "unknown_method", "req_method": method})
-        if fault := self.faults.take(method):
-            return fault
+        fault = self.faults.take(method)
+        if fault is not None and not fault[1]:
+            return fault[0]
         self.authorize(spec, bearer_token(request, params))
         if self.rate_limit is not None and method == "chat.postMessage":
             channel = self.workspace.channel(str(params.get("channel", "")))
@@ -121,6 +122,8 @@ class WebApi:
                 return limited
         call = Call(method, params, base_url(request), self.workspace, self.hub)
         body = await spec.handler(call)
+        if fault is not None:
+            return fault[0]  # done, and the answer lost
         return Answer(200, {"ok": True, **body})
 
     def authorize(self, spec: Method, token: str | None) -> None:

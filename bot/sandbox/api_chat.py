@@ -157,13 +157,32 @@ async def chat_delete(call: Call) -> JSON:
     return {"channel": channel.id, "ts": message.ts}
 
 
+def _listed(call: Call, messages: list[Message]) -> list[JSON]:
+    """Messages as conversations.history/replies list them: within `oldest`/`latest`
+    (exclusive unless `inclusive`), and with their metadata only on `include_all_metadata`
+    (https://docs.slack.dev/reference/methods/conversations.history)."""
+    oldest, latest = float(call.arg("oldest") or 0), float(call.arg("latest") or "inf")
+    inclusive = call.flag("inclusive")
+    shown = []
+    for message in messages:
+        at = float(message.ts)
+        inside = (oldest <= at <= latest) if inclusive else (oldest < at < latest)
+        if not inside:
+            continue
+        data = message.to_slack()
+        if not call.flag("include_all_metadata"):
+            data.pop("metadata", None)
+        shown.append(data)
+    return shown
+
+
 async def conversations_replies(call: Call) -> JSON:
     ws = call.workspace
     channel, parent = find_message(call, "ts", "thread_not_found")
     if parent.is_reply and parent.thread_ts:
         parent = ws.find(channel.id, parent.thread_ts) or parent
     thread = [parent, *ws.replies(channel.id, parent.ts)]
-    return {"messages": [m.to_slack() for m in thread], "has_more": False}
+    return {"messages": _listed(call, thread), "has_more": False}
 
 
 async def conversations_history(call: Call) -> JSON:
@@ -171,7 +190,8 @@ async def conversations_history(call: Call) -> JSON:
     channel = ws.channel(call.required("channel", "channel_not_found"), by_name=False)
     limit = int(call.arg("limit") or 100)
     newest_first = sorted(ws.top_level(channel.id), key=lambda m: m.ts, reverse=True)
-    return {"messages": [m.to_slack() for m in newest_first[:limit]], "has_more": False}
+    listed = _listed(call, newest_first)
+    return {"messages": listed[:limit], "has_more": len(listed) > limit}
 
 
 def channel_object(call: Call, channel: Channel) -> JSON:

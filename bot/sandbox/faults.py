@@ -2,6 +2,8 @@
 
 A fault answers a Web API call instead of the workspace: 429 with `Retry-After` as Slack does
 (https://docs.slack.dev/apis/web-api/rate-limits), a 5xx, or any Slack error with HTTP 200.
+A fault `after` the call lets the call take effect and loses its answer, as when a connection
+drops after Slack did the work: the caller cannot tell it happened.
 """
 
 import math
@@ -27,6 +29,7 @@ class FaultSpec(BaseModel):
     retry_after: int | None = Field(default=None, ge=0)
     count: int = Field(default=1, ge=1)
     error: str | None = None
+    after: bool = False
 
 
 @dataclass
@@ -36,6 +39,7 @@ class Fault:
     retry_after: int | None
     remaining: int
     error: str
+    after: bool = False
 
     def matches(self, method: str) -> bool:
         return self.remaining > 0 and self.method in (None, method)
@@ -47,6 +51,7 @@ class Fault:
             "retry_after": self.retry_after,
             "remaining": self.remaining,
             "error": self.error,
+            "after": self.after,
         }
 
 
@@ -72,19 +77,23 @@ class Faults:
         retry_after: int | None = None,
         count: int = 1,
         error: str | None = None,
+        after: bool = False,
     ) -> Fault:
-        """Fail the next `count` calls of `method` (every method when None)."""
+        """Fail the next `count` calls of `method` (every method when None); `after`: let
+        each call take effect first, then answer the failure."""
         name = error or DEFAULT_ERRORS.get(status) or ("fatal_error" if status >= 500 else None)
         if name is None:
             raise ValueError(f"a fault with HTTP {status} needs an error name")
         if status == 429 and retry_after is None:
             retry_after = 1
-        fault = Fault(method, status, retry_after, count, name)
+        fault = Fault(method, status, retry_after, count, name, after)
         self._faults.append(fault)
         return fault
 
     def add_spec(self, spec: FaultSpec) -> Fault:
-        return self.add(spec.method, spec.status, spec.retry_after, spec.count, spec.error)
+        return self.add(
+            spec.method, spec.status, spec.retry_after, spec.count, spec.error, spec.after
+        )
 
     def clear(self) -> None:
         self._faults.clear()
@@ -93,7 +102,8 @@ class Faults:
     def pending(self) -> list[Fault]:
         return [f for f in self._faults if f.remaining > 0]
 
-    def take(self, method: str) -> Answer | None:
+    def take(self, method: str) -> tuple[Answer, bool] | None:
+        """The next fault for `method`: its answer, and whether the call happens first."""
         for fault in self._faults:
             if fault.matches(method):
                 fault.remaining -= 1
@@ -101,7 +111,8 @@ class Faults:
                 if fault.retry_after is not None:
                     # slack_sdk parses Retry-After with int(): whole seconds only.
                     headers["Retry-After"] = str(fault.retry_after)
-                return Answer(fault.status, {"ok": False, "error": fault.error}, headers)
+                answer = Answer(fault.status, {"ok": False, "error": fault.error}, headers)
+                return answer, fault.after
         return None
 
 

@@ -40,6 +40,8 @@ class OutboxItem:
     payload: str
     attempts: int
     not_before: float
+    #: When a post of this item last went to Slack; set, its outcome may be unknown.
+    sent_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,15 @@ class Store(Protocol):
     async def release_leases(self, owner: str) -> None: ...
 
     async def defer_item(self, item_id: int, not_before: float, error: str) -> None: ...
+
+    async def mark_sending(self, item_id: int, at: float) -> None:
+        """Record that the item is about to go to Slack (before the call, so a crash or a
+        lost answer leaves the mark)."""
+        ...
+
+    async def channel_id_for(self, channel: str) -> str | None:
+        """The Slack id of a channel known by the name incidents were routed to, if seen."""
+        ...
 
     async def set_parent(
         self,

@@ -53,6 +53,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     """
     ALTER TABLE incidents ADD COLUMN silence_json TEXT;
+    ALTER TABLE outbox ADD COLUMN sent_at REAL;
     CREATE TABLE claims (
         incident_id INTEGER NOT NULL REFERENCES incidents(id),
         purpose TEXT NOT NULL,

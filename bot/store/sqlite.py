@@ -279,7 +279,7 @@ class SQLiteStore:
 
     async def next_item(self, incident_id: int) -> OutboxItem | None:
         rows = await self._fetch(
-            "SELECT id, incident_id, kind, payload, attempts, not_before FROM outbox"
+            "SELECT id, incident_id, kind, payload, attempts, not_before, sent_at FROM outbox"
             " WHERE incident_id = ? AND state = 'pending' ORDER BY id LIMIT 1",
             (incident_id,),
         )
@@ -293,6 +293,7 @@ class SQLiteStore:
             payload=row["payload"],
             attempts=row["attempts"],
             not_before=row["not_before"],
+            sent_at=row["sent_at"],
         )
 
     async def has_later_update(self, incident_id: int, after_id: int) -> bool:
@@ -331,6 +332,17 @@ class SQLiteStore:
             " lease_owner = NULL, lease_until = NULL WHERE id = ?",
             (not_before, error, item_id),
         )
+
+    async def mark_sending(self, item_id: int, at: float) -> None:
+        await self._write("UPDATE outbox SET sent_at = ? WHERE id = ?", (at, item_id))
+
+    async def channel_id_for(self, channel: str) -> str | None:
+        rows = await self._fetch(
+            "SELECT channel_id FROM incidents WHERE channel = ? AND channel_id IS NOT NULL"
+            " ORDER BY id DESC LIMIT 1",
+            (channel,),
+        )
+        return str(rows[0][0]) if rows else None
 
     async def set_parent(
         self,

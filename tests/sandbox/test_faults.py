@@ -123,3 +123,30 @@ async def test_enforced_rate_limit_allows_a_burst_then_answers_429() -> None:
         assert (await client.chat_postMessage(channel=other.id, text="x"))["ok"]
     assert raised.value.response.status_code == 429
     assert int(raised.value.response.headers["Retry-After"]) >= 1
+
+
+async def test_a_fault_after_the_call_loses_the_answer_not_the_message(
+    sandbox: SlackSandbox, client: AsyncWebClient
+) -> None:
+    """`after`: Slack posts the message, then the caller sees a 500 and cannot know."""
+    sandbox.faults.add(method="chat.postMessage", status=500, after=True)
+    with pytest.raises(SlackApiError) as raised:
+        await client.chat_postMessage(channel=sandbox.channel_id, text="posted anyway")
+    assert raised.value.response.status_code == 500
+    assert [m.text for m in sandbox.messages()] == ["posted anyway"]
+
+
+async def test_history_shows_metadata_only_when_asked_and_honours_oldest(
+    sandbox: SlackSandbox, client: AsyncWebClient
+) -> None:
+    """conversations.history: metadata with include_all_metadata; `oldest` is exclusive."""
+    metadata = {"event_type": "demo", "event_payload": {"n": 1}}
+    first = await client.chat_postMessage(channel=sandbox.channel_id, text="a", metadata=metadata)
+    await client.chat_postMessage(channel=sandbox.channel_id, text="b", metadata=metadata)
+    plain = await client.conversations_history(channel=sandbox.channel_id)
+    assert all("metadata" not in m for m in plain["messages"])
+    rich = await client.conversations_history(
+        channel=sandbox.channel_id, include_all_metadata=True, oldest=first["ts"]
+    )
+    assert [m["text"] for m in rich["messages"]] == ["b"]
+    assert rich["messages"][0]["metadata"] == metadata

@@ -1,0 +1,154 @@
+"""Delivered once: when Slack took a post but its answer was lost, the retry finds the message
+by the outbox id in its metadata instead of posting it again; and a bot killed with SIGKILL
+mid-storm and started again leaves one parent per incident and no repeated reply."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bot.sandbox import SlackSandbox
+from tests.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, running_stack
+from tests.payloads import encoded, reference, with_values
+
+
+async def test_a_lost_answer_to_a_parent_post_posts_no_second_parent(tmp_path: Path) -> None:
+    async with running_stack(tmp_path) as stack:
+        # A first incident teaches the bot the channel's id.
+        first = reference()
+        first["groupKey"] = "first"
+        await stack.webhook(first)
+        await stack.parents(1)
+        await stack.settled()
+        stack.sandbox.faults.add("chat.postMessage", status=500, after=True)
+        await stack.webhook(reference())
+        await stack.settled(timeout=10)
+        assert len(stack.sandbox.messages()) == 2
+        lookups = stack.sandbox.calls("conversations.history")
+        assert lookups and lookups[-1].params.get("include_all_metadata") in (True, "true", "1")
+
+
+async def test_a_lost_answer_to_a_reply_posts_no_second_reply(tmp_path: Path) -> None:
+    async with running_stack(tmp_path) as stack:
+        await stack.webhook(reference())
+        (parent,) = await stack.parents(1)
+        await stack.settled()
+        stack.sandbox.faults.add("chat.postMessage", status=500, after=True)
+        await stack.webhook(with_values(reference(), max_queue_time_mins=150))
+        await stack.settled(timeout=10)
+        replies = stack.sandbox.replies(None, parent.ts)
+        assert len(replies) == 1 and "150" in stack.text(replies[0])
+        assert stack.sandbox.calls("conversations.replies")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def _serve(sandbox: SlackSandbox, database: Path, port: int) -> asyncio.subprocess.Process:
+    env = {
+        "PATH": os.environ["PATH"],
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+        "SLACK_API_URL": sandbox.api_url,
+        "QUEUEBOT_CHANNEL": f"#{CHANNEL_NAME}",
+        "QUEUEBOT_DATABASE": str(database),
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        "serve",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    async with aiohttp.ClientSession() as http:
+        for _ in range(200):
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/healthz") as answer:
+                    if answer.status == 200:
+                        return process
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)
+    process.kill()
+    await process.wait()
+    raise AssertionError("queuebot serve did not start")
+
+
+@pytest.mark.integration
+async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) -> None:
+    """SIGKILL while a storm is being delivered through a slow, rate-limited Slack; the
+    restarted bot delivers the rest: one parent per incident, every change replied once."""
+    incidents = 12
+    async with SlackSandbox(
+        bot_token=BOT_TOKEN,
+        signing_secret=SIGNING_SECRET,
+        channel_name=CHANNEL_NAME,
+        enforce_rate_limits=True,
+    ) as sandbox:
+        database, port = tmp_path / "queuebot.db", _free_port()
+        bot = await _serve(sandbox, database, port)
+        try:
+            async with aiohttp.ClientSession() as http:
+
+                async def post(body: dict[str, object]) -> int:
+                    async with http.post(
+                        f"http://127.0.0.1:{port}/webhooks/grafana",
+                        data=encoded(body),
+                        headers={"Content-Type": "application/json"},
+                    ) as answer:
+                        return answer.status
+
+                bodies = []
+                for n in range(incidents):
+                    body = reference()
+                    body["groupKey"] = f"storm-{n}"
+                    bodies.append(body)
+                    changed = with_values(body, max_queue_time_mins=200 + n)
+                    bodies.append(changed)
+                statuses = [await post(b) for b in bodies]
+                assert set(statuses) == {202}
+            # Rate-limited to about one post a second: the storm is mid-delivery now.
+            await sandbox.wait_for(lambda: len(sandbox.messages()) >= 3, timeout=20)
+            bot.send_signal(signal.SIGKILL)
+            await bot.wait()
+            delivered_before = len(sandbox.messages())
+            assert delivered_before < incidents
+            bot = await _serve(sandbox, database, port)
+            await sandbox.wait_for(
+                lambda: (
+                    len(sandbox.messages()) >= incidents
+                    and all(len(sandbox.replies(None, m.ts)) >= 1 for m in sandbox.messages())
+                ),
+                timeout=120,
+            )
+            await asyncio.sleep(2.0)  # anything doubled would show by now
+        finally:
+            if bot.returncode is None:
+                bot.send_signal(signal.SIGINT)
+                try:
+                    async with asyncio.timeout(10):
+                        await bot.wait()
+                except TimeoutError:
+                    bot.kill()
+                    await bot.wait()
+        parents = sandbox.messages()
+        keys = [p.metadata["event_payload"]["incident"] for p in parents if p.metadata]
+        assert len(parents) == incidents and len(set(keys)) == incidents
+        for parent in parents:
+            replies = sandbox.replies(None, parent.ts)
+            assert len(replies) == 1, [r.text for r in replies]
