@@ -15,7 +15,8 @@ from pydantic import ValidationError
 
 from bot import __version__
 from bot.app import create_app
-from bot.config import ConfigError, load_settings
+from bot.config import ConfigError, Settings, load_settings
+from bot.logs import known_secrets, setup_logging
 from bot.models import parse_webhook
 from bot.render import Renderer
 from bot.state import Incident, IncidentStatus
@@ -24,21 +25,15 @@ from bot.store import StoreError
 log = logging.getLogger("bot")
 
 
-def _setup_logging(verbose: bool = False) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # The SDK logs request details at DEBUG; keep them out even when verbose.
-    logging.getLogger("slack_sdk").setLevel(logging.INFO)
-    logging.getLogger("slack_bolt").setLevel(logging.WARNING)
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+def _setup_logging(verbose: bool, settings: Settings) -> None:
+    # -v is the quick way to DEBUG, whatever QUEUEBOT_LOG_LEVEL says.
+    level = "DEBUG" if verbose else settings.log_level
+    setup_logging(level, settings.log_format, known_secrets(settings))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     settings = load_settings(for_serve=True)
-    _setup_logging(args.verbose)
+    _setup_logging(args.verbose, settings)
     app = create_app(settings)
     log.info("queuebot %s listening on %s:%s", __version__, settings.host, settings.port)
     web.run_app(app, host=settings.host, port=settings.port, print=None, access_log=None)
@@ -87,7 +82,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from bot.demo import run_demo
 
-    _setup_logging(args.verbose)
+    _setup_logging(args.verbose, load_settings())
     return asyncio.run(run_demo(host=args.host, port=args.port, slack_port=args.slack_port))
 
 

@@ -10,12 +10,13 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
     AnyHttpUrl,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -131,6 +132,15 @@ class Settings(BaseSettings):
     host: str = Field("0.0.0.0", validation_alias="HOST")  # noqa: S104 - a server listens on all
     port: int = Field(3000, ge=0, le=65535, validation_alias="PORT")
     config_path: Path | None = Field(None, validation_alias="QUEUEBOT_CONFIG")
+    # Either case is accepted; empty means the default, as for the other settings.
+    log_format: Annotated[
+        Literal["text", "json"],
+        BeforeValidator(lambda v: (v.strip().lower() or "text") if isinstance(v, str) else v),
+    ] = Field("text", validation_alias="QUEUEBOT_LOG_FORMAT")
+    log_level: Annotated[
+        Literal["DEBUG", "INFO", "WARNING", "ERROR"],
+        BeforeValidator(lambda v: (v.strip().upper() or "INFO") if isinstance(v, str) else v),
+    ] = Field("INFO", validation_alias="QUEUEBOT_LOG_LEVEL")
 
     file: FileConfig = Field(default_factory=FileConfig, exclude=True)
 

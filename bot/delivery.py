@@ -33,6 +33,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+from bot.pacing import Pacer
 from bot.render import Renderer, RenderError
 from bot.slack import (
     Posted,
@@ -77,9 +78,11 @@ class Deliverer:
         metrics: Metrics,
         *,
         on_parent_posted: Callable[[Incident], None] | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         self._metrics = metrics
         self._on_parent_posted = on_parent_posted
+        self._pacer = pacer or Pacer()
         self._store = store
         self._slack = slack
         self._renderer = renderer
@@ -239,6 +242,7 @@ class Deliverer:
         shown = incident.model_copy(update={"previous_link": link})
         posted = await self._already_posted(item, incident, PARENT_EVENT)
         if posted is None:
+            await self._pacer.wait(await self._channel_id(incident) or incident.channel)
             await self._store.mark_sending(item.id, time.time())
             posted = await self._slack.post_message(
                 incident.channel,
@@ -279,6 +283,7 @@ class Deliverer:
         assert incident.channel_id and incident.parent_ts
         if await self._already_posted(item, incident, REPLY_EVENT) is not None:
             return
+        await self._pacer.wait(incident.channel_id)
         await self._store.mark_sending(item.id, time.time())
         await self._slack.post_message(
             incident.channel_id,
