@@ -19,6 +19,7 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import ids, listeners
@@ -51,6 +52,7 @@ class Parts:
     store: Store
     bolt: AsyncApp
     webhook: WebhookHandler
+    verifier: SignatureVerifier | None
 
 
 PARTS = web.AppKey("parts", Parts)
@@ -194,7 +196,12 @@ def create_app(
             ActionHandlers(slack, renderer, diagnoser),
             SilenceHandlers(silencer, slack, renderer, clock),
         )
-        app[PARTS] = Parts(store, bolt, WebhookHandler(service, auth, metrics))
+        verifier = (
+            SignatureVerifier(settings.slack_signing_secret.get_secret_value())
+            if settings.slack_signing_secret
+            else None
+        )
+        app[PARTS] = Parts(store, bolt, WebhookHandler(service, auth, metrics), verifier)
         worker = asyncio.create_task(deliverer.run(), name="outbox")
         watcher = asyncio.create_task(watch.run(interval), name="silence-watch")
         socket = None
@@ -230,8 +237,28 @@ def create_app(
 
 
 async def _slack_events(request: web.Request) -> web.Response:
-    bolt = request.app[PARTS].bolt
-    response = await bolt.async_dispatch(await to_bolt_request(request))
+    parts = request.app[PARTS]
+    # Verified before Bolt sees it: Bolt parses the body first and answers garbage from anyone
+    # with a 500 and a traceback; an unverified request gets 401 and nothing else.
+    body = await request.read()
+    timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
+    signature = request.headers.get("X-Slack-Signature", "")
+    if parts.verifier is not None:
+        try:
+            valid = timestamp.isdigit() and parts.verifier.is_valid(body, timestamp, signature)
+        except (ValueError, UnicodeDecodeError):
+            valid = False
+        if not valid:
+            return web.json_response({"error": "invalid Slack signature"}, status=401)
+    if request.headers.get("X-Slack-Retry-Num"):
+        # Slack retries a request it thinks went unanswered; the first one was handled, and
+        # handling it again would act twice (https://docs.slack.dev/apis/events-api/#retries).
+        return web.Response(status=200, headers={"X-Slack-No-Retry": "1"})
+    try:
+        bolt_request = await to_bolt_request(request)
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        return web.json_response({"error": "not a Slack request body"}, status=400)
+    response = await parts.bolt.async_dispatch(bolt_request)
     return await to_aiohttp_response(response)
 
 

@@ -8,9 +8,11 @@ Slack deliveries it owes into the outbox, and commits. Only then does the webhoo
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from bot.config import Route
 from bot.models import AlertGroup
@@ -25,6 +27,27 @@ Clock = Callable[[], datetime]
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+#: Grafana's default group interval: it sends a group's news at most this often.
+DUPLICATE_WINDOW = timedelta(minutes=5)
+
+
+def content_key(group: AlertGroup) -> str:
+    """What a notification says, without how it was sent: status, and each alert's identity,
+    state, times and values."""
+    alerts = sorted(
+        (
+            a.fingerprint,
+            a.status.value,
+            a.starts_at.isoformat(),
+            a.ends_at.isoformat() if a.ends_at else "",
+            sorted(a.values.items()),
+        )
+        for a in group.alerts
+    )
+    text = json.dumps([group.status.value, alerts], default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def route_channel(group: AlertGroup, routes: Sequence[Route], default: str) -> str:
@@ -59,9 +82,19 @@ class IncidentService:
     async def accept(self, group: AlertGroup, body: str) -> tuple[Decision, int | None]:
         """Store the notification and its consequences; returns the decision and incident id."""
         now = self._clock()
+        content = content_key(group)
         async with self._store.transaction() as tx:
             current = await tx.current_incident(group.group_key)
             decision = decide(current, group, now)
+            if (
+                decision.action is not Action.IGNORE
+                and current is not None
+                and await tx.seen_since(group.group_key, content, now - DUPLICATE_WINDOW)
+            ):
+                # Grafana in HA sends each notification from every replica, and a lagging
+                # replica's copy can come after a newer one: the same content again within a
+                # group interval is that copy, never news (it would undo a change).
+                decision = Decision(Action.IGNORE, "duplicate of a notification already seen")
             incident_id = current.id if current else None
             if decision.action is Action.OPEN:
                 assert decision.group is not None
@@ -87,7 +120,9 @@ class IncidentService:
                         current.id, OutboxKind.POST_REPLY, decision.event.model_dump_json()
                     )
                 await tx.enqueue(current.id, OutboxKind.UPDATE_PARENT)
-            await tx.add_notification(group.group_key, now, body, decision.reason, incident_id)
+            await tx.add_notification(
+                group.group_key, now, body, decision.reason, incident_id, content
+            )
         log.info(
             "notification accepted: %s (incident=%s group_key=%r alerts=%d)",
             decision.reason,

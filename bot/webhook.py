@@ -88,10 +88,10 @@ class WebhookAuth:
             stamp = headers.get(self.timestamp_header, "").strip()
             if not stamp:
                 raise Unauthorized(f"missing {self.timestamp_header} header")
-            try:
-                seconds = int(stamp)
-            except ValueError:
-                raise Unauthorized(f"{self.timestamp_header} is not unix seconds") from None
+            # Unix seconds have at most a dozen digits; longer is garbage (and would overflow).
+            if not stamp.isdigit() or len(stamp) > 12:
+                raise Unauthorized(f"{self.timestamp_header} is not unix seconds")
+            seconds = int(stamp)
             if abs(now - seconds) > TIMESTAMP_WINDOW_SECONDS:
                 raise Unauthorized(f"{self.timestamp_header} is outside the 5-minute window")
             signed = stamp.encode() + b":" + body
@@ -146,6 +146,9 @@ class WebhookHandler:
                 "not a Grafana (version 1) or Alertmanager (version 4) webhook body",
                 details=details,
             )
+        except (ValueError, OverflowError) as exc:
+            # A time pydantic accepts but that cannot be moved to UTC (year 1 at +01:00).
+            return _error(400, f"a time in the body is out of range: {exc}")
         try:
             decision, incident_id = await self._service.accept(group, body.decode("utf-8"))
         except StoreError as exc:

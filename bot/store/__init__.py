@@ -90,7 +90,12 @@ class Transaction(Protocol):
         body: str,
         outcome: str,
         incident_id: int | None,
+        content_key: str | None = None,
     ) -> int: ...
+
+    async def seen_since(self, group_key: str, content_key: str, since: datetime) -> bool:
+        """Whether a notification with this content arrived for the group key since `since`."""
+        ...
 
     async def enqueue(self, incident_id: int, kind: OutboxKind, payload: str = "") -> int: ...
 

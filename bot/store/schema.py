@@ -54,6 +54,8 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE incidents ADD COLUMN silence_json TEXT;
     ALTER TABLE outbox ADD COLUMN sent_at REAL;
+    ALTER TABLE notifications ADD COLUMN content_key TEXT;
+    CREATE INDEX notifications_content ON notifications (group_key, content_key);
     CREATE TABLE claims (
         incident_id INTEGER NOT NULL REFERENCES incidents(id),
         purpose TEXT NOT NULL,

@@ -133,13 +133,22 @@ class _SQLiteTransaction:
         body: str,
         outcome: str,
         incident_id: int | None,
+        content_key: str | None = None,
     ) -> int:
         cursor = await self._db.execute(
-            "INSERT INTO notifications (group_key, received_at, body, outcome, incident_id)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (group_key, received_at.isoformat(), body, outcome, incident_id),
+            "INSERT INTO notifications (group_key, received_at, body, outcome, incident_id,"
+            " content_key) VALUES (?, ?, ?, ?, ?, ?)",
+            (group_key, received_at.isoformat(), body, outcome, incident_id, content_key),
         )
         return int(cursor.lastrowid or 0)
+
+    async def seen_since(self, group_key: str, content_key: str, since: datetime) -> bool:
+        row = await self._one(
+            "SELECT 1 FROM notifications WHERE group_key = ? AND content_key = ?"
+            " AND received_at >= ? LIMIT 1",
+            (group_key, content_key, since.isoformat()),
+        )
+        return row is not None
 
     async def enqueue(self, incident_id: int, kind: OutboxKind, payload: str = "") -> int:
         cursor = await self._db.execute(
