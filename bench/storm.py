@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import json
 import os
 import random
+import re
 import signal
 import socket
 import statistics
@@ -129,17 +131,20 @@ async def serve(sandbox: SlackSandbox, database: Path, port: int) -> asyncio.sub
 
 
 def final_states_shown(sandbox: SlackSandbox, final: dict[str, str]) -> int:
-    """How many incidents' messages show their final state now."""
-    shown = 0
-    texts = {}
+    """How many incidents show their final state now, in a message of their own or on their
+    line in a storm digest."""
+    pieces: list[str] = []
     for message in sandbox.messages():
-        metadata = message.metadata or {}
-        if metadata.get("event_type") == "queuebot_incident":
-            texts[message.text + str(message.blocks)] = True
-    joined = list(texts)
+        kind = (message.metadata or {}).get("event_type")
+        text = json.dumps(message.blocks, ensure_ascii=False)
+        if kind == "queuebot_incident":
+            pieces.append(text)
+        elif kind == "queuebot_digest":
+            pieces.extend(text.split("\\n"))  # one digest line per incident
+    shown = 0
     for key, state in final.items():
-        number = key.rsplit("-", 1)[1].lstrip("0") or "0"
-        if any(f"storm={number}`" in t and state in t for t in joined):
+        label = re.compile(rf"storm={int(key.rsplit('-', 1)[1])}\b")
+        if any(label.search(p) and state in p for p in pieces):
             shown += 1
     return shown
 

@@ -53,6 +53,9 @@ MAX_PARALLEL_INCIDENTS = 16
 #: Message metadata event types: a parent, a thread reply (each with its outbox item id).
 PARENT_EVENT = "queuebot_incident"
 REPLY_EVENT = "queuebot_reply"
+DIGEST_EVENT = "queuebot_digest"
+#: A storm digest is edited at most this often (chat.update allows about 50 a minute).
+DIGEST_EDIT_SECONDS = 3.0
 _CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{6,}")
 MAX_BACKOFF_SECONDS = 300.0
 #: How long a worker may hold an item; longer than any Slack call's timeout.
@@ -83,6 +86,8 @@ class Deliverer:
         self._metrics = metrics
         self._on_parent_posted = on_parent_posted
         self._pacer = pacer or Pacer()
+        self._digest_locks: dict[int, asyncio.Lock] = {}
+        self._digest_edited: dict[int, float] = {}
         self._store = store
         self._slack = slack
         self._renderer = renderer
@@ -222,6 +227,11 @@ class Deliverer:
         self._metrics.inc("queuebot_slack_deliveries_total", kind=item.kind.value, result=result)
 
     async def _deliver(self, item: OutboxItem, incident: Incident) -> None:
+        if incident.digest_id is not None:
+            # A storm's incident has no message of its own: its line is in the digest.
+            if item.kind is OutboxKind.UPDATE_DIGEST:
+                await self._update_digest(item, incident, incident.digest_id)
+            return
         if item.kind is OutboxKind.POST_PARENT or not incident.parent_ts:
             # A parent that never made it (Slack refused it earlier) is posted before anything
             # that belongs under it; it shows the incident as it is now.
@@ -339,6 +349,44 @@ class Deliverer:
         if _CHANNEL_ID.fullmatch(incident.channel):
             return incident.channel
         return await self._store.channel_id_for(incident.channel)
+
+    async def _update_digest(self, item: OutboxItem, incident: Incident, digest_id: int) -> None:
+        """Post the storm digest, or edit it to show the storm now: at most one edit every
+        DIGEST_EDIT_SECONDS, each showing everything that happened meanwhile."""
+        async with self._digest_locks.setdefault(digest_id, asyncio.Lock()):
+            digest = await self._store.get_digest(digest_id)
+            if digest is None or (digest.ts and digest.shown_version >= digest.version):
+                return
+            if digest.ts and digest.channel_id:
+                pause = self._digest_edited.get(digest_id, 0.0) + DIGEST_EDIT_SECONDS
+                await asyncio.sleep(max(0.0, pause - time.monotonic()))
+                digest = await self._store.get_digest(digest_id)
+                assert digest is not None and digest.ts and digest.channel_id
+                if digest.shown_version >= digest.version:
+                    return
+            members = await self._store.digest_members(digest_id)
+            message = self._renderer.digest(digest.opened_at, members)
+            if digest.ts and digest.channel_id:
+                await self._slack.update_message(digest.channel_id, digest.ts, message)
+                await self._store.set_digest_shown(digest_id, digest.version)
+            else:
+                posted = await self._already_posted(item, incident, DIGEST_EVENT)
+                if posted is None:
+                    await self._pacer.wait(await self._channel_id(incident) or incident.channel)
+                    await self._store.mark_sending(item.id, time.time())
+                    posted = await self._slack.post_message(
+                        incident.channel,
+                        message,
+                        metadata={
+                            "event_type": DIGEST_EVENT,
+                            "event_payload": {"digest": digest_id, "outbox": item.id},
+                        },
+                    )
+                await self._store.set_digest_posted(
+                    digest_id, posted.channel_id, posted.ts, digest.version
+                )
+                log.info("storm digest posted (digest=%s ts=%s)", digest_id, posted.ts)
+            self._digest_edited[digest_id] = time.monotonic()
 
     async def _previous_link(self, incident: Incident) -> str | None:
         if incident.previous_id is None:

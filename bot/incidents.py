@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -29,6 +30,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+#: An alert storm: more than this many incidents opening in one channel within the window.
+#: Past it, new incidents are listed in one digest message, updated in place, instead of a
+#: message each (Slack takes about one message a second per channel).
+STORM_THRESHOLD = 10
+STORM_WINDOW = timedelta(seconds=60)
 #: Grafana's default group interval: it sends a group's news at most this often.
 DUPLICATE_WINDOW = timedelta(minutes=5)
 
@@ -78,6 +84,15 @@ class IncidentService:
         self._routes = tuple(routes)
         self._on_enqueued = on_enqueued
         self._clock = clock
+        self._opened: dict[str, deque[datetime]] = {}
+
+    def _storming(self, channel: str, now: datetime) -> bool:
+        """Count an incident opening in `channel`; True past the storm threshold."""
+        opened = self._opened.setdefault(channel, deque())
+        opened.append(now)
+        while opened and opened[0] < now - STORM_WINDOW:
+            opened.popleft()
+        return len(opened) > STORM_THRESHOLD
 
     async def accept(self, group: AlertGroup, body: str) -> tuple[Decision, int | None]:
         """Store the notification and its consequences; returns the decision and incident id."""
@@ -98,28 +113,44 @@ class IncidentService:
             incident_id = current.id if current else None
             if decision.action is Action.OPEN:
                 assert decision.group is not None
+                channel = route_channel(group, self._routes, self._default_channel)
+                digest_id = None
+                digest = await tx.open_digest(channel, now - STORM_WINDOW)
+                if digest is None and self._storming(channel, now):
+                    digest = await tx.create_digest(channel, now)
+                    log.warning("alert storm in %s: new incidents go to one digest", channel)
+                if digest is not None:
+                    digest_id = digest.id
+                    await tx.touch_digest(digest.id, now)
                 incident = await tx.insert_incident(
                     NewIncident(
                         group_key=group.group_key,
                         generation=current.generation + 1 if current else 1,
-                        channel=route_channel(group, self._routes, self._default_channel),
+                        channel=channel,
                         status=decision.status,
                         group=decision.group,
                         started_at=decision.group.started_at,
                         resolved_at=decision.resolved_at,
                         previous_id=current.id if current else None,
+                        digest_id=digest_id,
                     )
                 )
                 incident_id = incident.id
-                await tx.enqueue(incident.id, OutboxKind.POST_PARENT)
+                kind = OutboxKind.UPDATE_DIGEST if digest_id else OutboxKind.POST_PARENT
+                await tx.enqueue(incident.id, kind)
             elif decision.action is Action.UPDATE:
                 assert current is not None and decision.group is not None
                 await tx.save_incident(_updated(current, decision))
-                if decision.event is not None:
-                    await tx.enqueue(
-                        current.id, OutboxKind.POST_REPLY, decision.event.model_dump_json()
-                    )
-                await tx.enqueue(current.id, OutboxKind.UPDATE_PARENT)
+                if current.digest_id is not None:
+                    # A storm's incident changes its line in the digest, not a thread.
+                    await tx.touch_digest(current.digest_id, None)
+                    await tx.enqueue(current.id, OutboxKind.UPDATE_DIGEST)
+                else:
+                    if decision.event is not None:
+                        await tx.enqueue(
+                            current.id, OutboxKind.POST_REPLY, decision.event.model_dump_json()
+                        )
+                    await tx.enqueue(current.id, OutboxKind.UPDATE_PARENT)
             await tx.add_notification(
                 group.group_key, now, body, decision.reason, incident_id, content
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,9 @@ MAX_ABOUT_CHARS = 1500
 MAX_LINE_CHARS = 280
 #: Longer links are left out of alert lines (the View alert button still has the lead's).
 MAX_LINE_LINK = 500
+#: A storm digest lists this many incidents, in at most this much text (Slack's total is ~12k).
+MAX_DIGEST_LINES = 60
+MAX_DIGEST_CHARS = 10000
 #: URL buttons longer than this are left out when a message would otherwise be too long.
 MAX_COMPACT_URL = 500
 
@@ -191,6 +194,34 @@ class Renderer:
             "context_parts": context_parts,
         }
         return self._render("diagnostics.json.j2", context)
+
+    def digest(self, opened_at: datetime, members: list[Incident]) -> Message:
+        """The storm digest: every incident of the storm on one line, firing ones first."""
+        firing = [i for i in members if i.status is IncidentStatus.FIRING]
+        resolved = [i for i in members if i.status is IncidentStatus.RESOLVED]
+        lines = [_digest_line(i) for i in firing + resolved]
+        shown = fit_lines(lines[:MAX_DIGEST_LINES], MAX_DIGEST_CHARS)
+        if len(lines) > MAX_DIGEST_LINES:
+            shown.append(f"…and {len(lines) - MAX_DIGEST_LINES} more")
+        chunks: list[list[str]] = [[]]
+        for line in shown:
+            if sum(len(x) + 1 for x in chunks[-1]) + len(line) > ids.MAX_SECTION_TEXT - 10:
+                chunks.append([])
+            chunks[-1].append(line)
+        context = {
+            "title": f":rotating_light: Alert storm: {len(members)} incidents",
+            "fallback": (
+                f"Alert storm: {len(members)} incidents ({len(firing)} firing,"
+                f" {len(resolved)} resolved)"
+            ),
+            "intro": (
+                f"Since {date_token(opened_at)} alerts opened faster than one message each"
+                f" could be read, so queuebot lists them here and keeps this message up to"
+                f" date. *{len(firing)} firing* · {len(resolved)} resolved."
+            ),
+            "chunks": [c for c in chunks if c],
+        }
+        return self._render("digest.json.j2", context)
 
     def notice(self, text: str) -> Message:
         """A one-paragraph ephemeral answer (text is ours, already mrkdwn)."""
@@ -361,6 +392,24 @@ def _silence_lines(event: ThreadEvent) -> list[str]:
     if event.note:
         return [f":bell: *Silence {escape_mrkdwn(event.note)}*; notifications resume."]
     return [f":bell: *Silence ended* as planned ({until}); notifications resume."]
+
+
+def _digest_line(incident: Incident) -> str:
+    group = incident.group
+    labels = group.lead.shown_labels if len(group.alerts) == 1 else _common_shown(group)
+    parts = [f"*{escape_mrkdwn(clip(oneline(headline(group)), 120))}*"]
+    if labels:
+        text = " ".join(f"{k}={v}" for k, v in labels.items())
+        parts.append("`" + clip(escape_mrkdwn(oneline(text)), 120) + "`")
+    if incident.status is IncidentStatus.RESOLVED:
+        span = format_duration(incident.duration or timedelta(0))
+        parts.append(f"Resolved after {span}")
+        return ":large_green_circle: " + " · ".join(parts)
+    parts.append(f"firing since {date_token(group.started_at)}")
+    values = value_summary(group.lead) if len(group.alerts) == 1 else ""
+    if values:
+        parts.append(clip(values, 160))
+    return ":red_circle: " + " · ".join(parts)
 
 
 def _status_icon(incident: Incident) -> str:

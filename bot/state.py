@@ -91,6 +91,8 @@ class Incident(BaseModel):
     version: int = 1
     parent_version: int = 0
     silence: Silence | None = None
+    #: The storm digest listing this incident instead of a parent message of its own.
+    digest_id: int | None = None
 
     @property
     def duration(self) -> timedelta | None:

@@ -14,7 +14,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.sandbox import SlackSandbox
+from bot.incidents import STORM_THRESHOLD
+from bot.sandbox import Message, SlackSandbox
 from tests.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, running_stack
 from tests.payloads import encoded, reference, with_values
 
@@ -46,6 +47,19 @@ async def test_a_lost_answer_to_a_reply_posts_no_second_reply(tmp_path: Path) ->
         replies = stack.sandbox.replies(None, parent.ts)
         assert len(replies) == 1 and "150" in stack.text(replies[0])
         assert stack.sandbox.calls("conversations.replies")
+
+
+#: The storm threshold: incidents opening faster get one digest message between them.
+OWN_MESSAGES = STORM_THRESHOLD
+
+
+def _split(sandbox: SlackSandbox) -> tuple[list[Message], list[Message]]:
+    """Top-level messages: incidents' own, and storm digests."""
+    messages = sandbox.messages()
+    kinds = [(m.metadata or {}).get("event_type") for m in messages]
+    own = [m for m, k in zip(messages, kinds, strict=True) if k == "queuebot_incident"]
+    digests = [m for m, k in zip(messages, kinds, strict=True) if k == "queuebot_digest"]
+    return own, digests
 
 
 def _free_port() -> int:
@@ -92,8 +106,10 @@ async def _serve(sandbox: SlackSandbox, database: Path, port: int) -> asyncio.su
 @pytest.mark.integration
 async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) -> None:
     """SIGKILL while a storm is being delivered through a slow, rate-limited Slack; the
-    restarted bot delivers the rest: one parent per incident, every change replied once."""
-    incidents = 12
+    restarted bot delivers the rest: one message per incident (the storm's last ones in one
+    digest), every change replied once."""
+    incidents = 14
+    in_digest = range(OWN_MESSAGES, incidents)  # past the storm threshold
     async with SlackSandbox(
         bot_token=BOT_TOKEN,
         signing_secret=SIGNING_SECRET,
@@ -127,15 +143,19 @@ async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) 
             bot.send_signal(signal.SIGKILL)
             await bot.wait()
             delivered_before = len(sandbox.messages())
-            assert delivered_before < incidents
+            assert delivered_before < OWN_MESSAGES
             bot = await _serve(sandbox, database, port)
-            await sandbox.wait_for(
-                lambda: (
-                    len(sandbox.messages()) >= incidents
-                    and all(len(sandbox.replies(None, m.ts)) >= 1 for m in sandbox.messages())
-                ),
-                timeout=120,
-            )
+
+            def done() -> bool:
+                own, digests = _split(sandbox)
+                return (
+                    len(own) >= OWN_MESSAGES
+                    and all(len(sandbox.replies(None, m.ts)) >= 1 for m in own)
+                    and len(digests) == 1
+                    and all(f"{200 + n} min" in str(digests[0].blocks) for n in in_digest)
+                )
+
+            await sandbox.wait_for(done, timeout=120)
             await asyncio.sleep(2.0)  # anything doubled would show by now
         finally:
             if bot.returncode is None:
@@ -146,9 +166,10 @@ async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) 
                 except TimeoutError:
                     bot.kill()
                     await bot.wait()
-        parents = sandbox.messages()
+        parents, digests = _split(sandbox)
         keys = [p.metadata["event_payload"]["incident"] for p in parents if p.metadata]
-        assert len(parents) == incidents and len(set(keys)) == incidents
+        assert len(parents) == OWN_MESSAGES and len(set(keys)) == OWN_MESSAGES
+        assert len(digests) == 1 and len(sandbox.messages()) == OWN_MESSAGES + 1
         for parent in parents:
             replies = sandbox.replies(None, parent.ts)
             assert len(replies) == 1, [r.text for r in replies]

@@ -22,6 +22,7 @@ class OutboxKind(StrEnum):
     POST_PARENT = "post_parent"
     UPDATE_PARENT = "update_parent"
     POST_REPLY = "post_reply"
+    UPDATE_DIGEST = "update_digest"
 
 
 class OutboxState(StrEnum):
@@ -55,6 +56,20 @@ class Due:
 
 
 @dataclass(frozen=True)
+class Digest:
+    """One storm digest message: the incidents that opened in a storm, listed together."""
+
+    id: int
+    channel: str
+    channel_id: str | None
+    ts: str | None
+    opened_at: datetime
+    last_joined_at: datetime
+    version: int
+    shown_version: int
+
+
+@dataclass(frozen=True)
 class NewIncident:
     group_key: str
     generation: int
@@ -64,6 +79,7 @@ class NewIncident:
     started_at: datetime
     resolved_at: datetime | None
     previous_id: int | None
+    digest_id: int | None = None
 
 
 class StoreError(Exception):
@@ -98,6 +114,16 @@ class Transaction(Protocol):
         ...
 
     async def enqueue(self, incident_id: int, kind: OutboxKind, payload: str = "") -> int: ...
+
+    async def open_digest(self, channel: str, joined_since: datetime) -> Digest | None:
+        """The channel's storm digest still taking incidents (one joined since then)."""
+        ...
+
+    async def create_digest(self, channel: str, at: datetime) -> Digest: ...
+
+    async def touch_digest(self, digest_id: int, joined_at: datetime | None) -> None:
+        """The digest has news (version + 1); `joined_at` when an incident joined it."""
+        ...
 
 
 class Store(Protocol):
@@ -159,6 +185,16 @@ class Store(Protocol):
 
     async def set_parent_version(self, incident_id: int, version: int) -> None: ...
 
+    async def get_digest(self, digest_id: int) -> Digest | None: ...
+
+    async def digest_members(self, digest_id: int) -> list[Incident]: ...
+
+    async def set_digest_posted(
+        self, digest_id: int, channel_id: str, ts: str, version: int
+    ) -> None: ...
+
+    async def set_digest_shown(self, digest_id: int, version: int) -> None: ...
+
     async def close(self) -> None: ...
 
 
@@ -175,6 +211,7 @@ async def open_store(database: str) -> Store:
 
 
 __all__ = [
+    "Digest",
     "Due",
     "NewIncident",
     "OutboxItem",

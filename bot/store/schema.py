@@ -55,6 +55,17 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE incidents ADD COLUMN silence_json TEXT;
     ALTER TABLE outbox ADD COLUMN sent_at REAL;
     ALTER TABLE notifications ADD COLUMN content_key TEXT;
+    CREATE TABLE digests (
+        id INTEGER PRIMARY KEY,
+        channel TEXT NOT NULL,
+        channel_id TEXT,
+        ts TEXT,
+        opened_at TEXT NOT NULL,
+        last_joined_at TEXT NOT NULL,
+        version INTEGER NOT NULL DEFAULT 1,
+        shown_version INTEGER NOT NULL DEFAULT 0
+    );
+    ALTER TABLE incidents ADD COLUMN digest_id INTEGER REFERENCES digests(id);
     CREATE INDEX notifications_content ON notifications (group_key, content_key);
     CREATE TABLE claims (
         incident_id INTEGER NOT NULL REFERENCES incidents(id),

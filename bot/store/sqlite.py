@@ -22,12 +22,21 @@ import aiosqlite
 from bot.models import AlertGroup
 from bot.silences import Silence
 from bot.state import Incident, IncidentStatus
-from bot.store import Due, NewIncident, OutboxItem, OutboxKind, OutboxState, StoreError
+from bot.store import (
+    Digest,
+    Due,
+    NewIncident,
+    OutboxItem,
+    OutboxKind,
+    OutboxState,
+    StoreError,
+)
 from bot.store.schema import MIGRATIONS
 
 _INCIDENT_COLUMNS = (
     "id, group_key, generation, channel, channel_id, parent_ts, status, group_json, started_at,"
-    " resolved_at, fired_count, previous_id, previous_link, version, parent_version, silence_json"
+    " resolved_at, fired_count, previous_id, previous_link, version, parent_version, silence_json,"
+    " digest_id"
 )
 
 
@@ -49,7 +58,24 @@ def _incident(row: sqlite3.Row) -> Incident:
         version=row["version"],
         parent_version=row["parent_version"],
         silence=Silence.model_validate_json(row["silence_json"]) if row["silence_json"] else None,
+        digest_id=row["digest_id"],
     )
+
+
+def _digest(row: sqlite3.Row) -> Digest:
+    return Digest(
+        id=row["id"],
+        channel=row["channel"],
+        channel_id=row["channel_id"],
+        ts=row["ts"],
+        opened_at=datetime.fromisoformat(row["opened_at"]),
+        last_joined_at=datetime.fromisoformat(row["last_joined_at"]),
+        version=row["version"],
+        shown_version=row["shown_version"],
+    )
+
+
+_DIGEST_COLUMNS = "id, channel, channel_id, ts, opened_at, last_joined_at, version, shown_version"
 
 
 class _SQLiteTransaction:
@@ -88,8 +114,8 @@ class _SQLiteTransaction:
         now = datetime.now().astimezone().isoformat()
         cursor = await self._db.execute(
             "INSERT INTO incidents (group_key, generation, channel, status, group_json,"
-            " started_at, resolved_at, previous_id, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " started_at, resolved_at, previous_id, created_at, updated_at, digest_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 new.group_key,
                 new.generation,
@@ -101,6 +127,7 @@ class _SQLiteTransaction:
                 new.previous_id,
                 now,
                 now,
+                new.digest_id,
             ),
         )
         row = await self._one(
@@ -149,6 +176,37 @@ class _SQLiteTransaction:
             (group_key, content_key, since.isoformat()),
         )
         return row is not None
+
+    async def open_digest(self, channel: str, joined_since: datetime) -> Digest | None:
+        row = await self._one(
+            f"SELECT {_DIGEST_COLUMNS} FROM digests WHERE channel = ?"  # noqa: S608
+            " AND last_joined_at >= ? ORDER BY id DESC LIMIT 1",
+            (channel, joined_since.isoformat()),
+        )
+        return _digest(row) if row else None
+
+    async def create_digest(self, channel: str, at: datetime) -> Digest:
+        cursor = await self._db.execute(
+            "INSERT INTO digests (channel, opened_at, last_joined_at) VALUES (?, ?, ?)",
+            (channel, at.isoformat(), at.isoformat()),
+        )
+        row = await self._one(
+            f"SELECT {_DIGEST_COLUMNS} FROM digests WHERE id = ?",  # noqa: S608
+            (cursor.lastrowid,),
+        )
+        assert row is not None
+        return _digest(row)
+
+    async def touch_digest(self, digest_id: int, joined_at: datetime | None) -> None:
+        if joined_at is None:
+            await self._db.execute(
+                "UPDATE digests SET version = version + 1 WHERE id = ?", (digest_id,)
+            )
+        else:
+            await self._db.execute(
+                "UPDATE digests SET version = version + 1, last_joined_at = ? WHERE id = ?",
+                (joined_at.isoformat(), digest_id),
+            )
 
     async def enqueue(self, incident_id: int, kind: OutboxKind, payload: str = "") -> int:
         cursor = await self._db.execute(
@@ -371,6 +429,35 @@ class SQLiteStore:
         await self._write(
             "UPDATE incidents SET parent_version = MAX(parent_version, ?) WHERE id = ?",
             (version, incident_id),
+        )
+
+    async def get_digest(self, digest_id: int) -> Digest | None:
+        rows = await self._fetch(
+            f"SELECT {_DIGEST_COLUMNS} FROM digests WHERE id = ?",  # noqa: S608
+            (digest_id,),
+        )
+        return _digest(rows[0]) if rows else None
+
+    async def digest_members(self, digest_id: int) -> list[Incident]:
+        rows = await self._fetch(
+            f"SELECT {_INCIDENT_COLUMNS} FROM incidents WHERE digest_id = ?"  # noqa: S608
+            " ORDER BY id",
+            (digest_id,),
+        )
+        return [_incident(row) for row in rows]
+
+    async def set_digest_posted(
+        self, digest_id: int, channel_id: str, ts: str, version: int
+    ) -> None:
+        await self._write(
+            "UPDATE digests SET channel_id = ?, ts = ?, shown_version = ? WHERE id = ?",
+            (channel_id, ts, version, digest_id),
+        )
+
+    async def set_digest_shown(self, digest_id: int, version: int) -> None:
+        await self._write(
+            "UPDATE digests SET shown_version = MAX(shown_version, ?) WHERE id = ?",
+            (version, digest_id),
         )
 
     async def close(self) -> None:
