@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -141,7 +142,7 @@ def create_app(
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
         store = await open_store(settings.database)
         renderer = Renderer()
-        slack = SlackGateway(client)
+        slack = SlackGateway(client, metrics)
         outbound = (
             aiohttp.ClientSession() if settings.grafana_url or settings.prometheus_url else None
         )
@@ -271,6 +272,13 @@ async def _healthz(request: web.Request) -> web.Response:
 
 
 async def _metrics(request: web.Request) -> web.Response:
-    waiting = len(await request.app[PARTS].store.due_incidents())
-    text = request.app[METRICS].render({"queuebot_incidents_awaiting_delivery": waiting})
+    store = request.app[PARTS].store
+    waiting = len(await store.due_incidents())
+    pending, oldest = await store.outbox_stats()
+    gauges = {
+        "queuebot_incidents_awaiting_delivery": float(waiting),
+        "queuebot_outbox_pending": float(pending),
+        "queuebot_outbox_oldest_age_seconds": max(time.time() - oldest, 0.0) if oldest else 0.0,
+    }
+    text = request.app[METRICS].render(gauges)
     return web.Response(text=text, content_type="text/plain", charset="utf-8")

@@ -221,6 +221,12 @@ class Deliverer:
             return True
         await self._store.finish_item(item.id, OutboxState.DONE)
         self._count(item, "done")
+        if item.created_at:
+            self._metrics.observe(
+                "queuebot_delivery_latency_seconds",
+                max(time.time() - item.created_at, 0.0),
+                kind=item.kind.value,
+            )
         return True
 
     def _count(self, item: OutboxItem, result: str) -> None:

@@ -25,6 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.render import Message
+from bot.telemetry import Metrics
 
 #: Codes Slack documents as passing trouble on its side (chat.postMessage "errors").
 _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
@@ -110,8 +111,15 @@ def _error_for(method: str, exc: SlackApiError) -> SlackError:
 class SlackGateway:
     """The bot's calls to Slack, on an injected `AsyncWebClient`."""
 
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(self, client: AsyncWebClient, metrics: Metrics | None = None) -> None:
         self.client = client
+        self._metrics = metrics
+
+    def _count(self, method: str, outcome: str) -> None:
+        if self._metrics is not None:
+            self._metrics.inc("queuebot_slack_calls_total", method=method, outcome=outcome)
+            if outcome == "ratelimited":
+                self._metrics.inc("queuebot_slack_rate_limited_total", method=method)
 
     async def _call(self, method: str, *, read: bool = False, **params: Any) -> dict[str, Any]:
         try:
@@ -120,9 +128,18 @@ class SlackGateway:
             else:
                 response = await self.client.api_call(method, json=params)
         except SlackApiError as exc:
-            raise _error_for(method, exc) from exc
+            error = _error_for(method, exc)
+            self._count(
+                method,
+                "ratelimited"
+                if isinstance(error, SlackRateLimited)
+                else (error.error if isinstance(error, SlackRejected) else error.detail),
+            )
+            raise error from exc
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            self._count(method, "unreachable")
             raise SlackUnavailable(method, f"{type(exc).__name__}: {exc}") from exc
+        self._count(method, "ok")
         data = response.data
         return data if isinstance(data, dict) else {}
 

@@ -1,7 +1,8 @@
 """The bot's own metrics, served at GET /metrics in Prometheus' text exposition format.
 
-Counters only grow while the process lives; a scrape also reads one gauge from the store (how
-many incidents wait for a Slack delivery), so a stuck outbox shows on a dashboard.
+Counters and histograms only grow while the process lives; a scrape also reads gauges from the
+store (the outbox's depth and the age of its oldest entry), so a stuck outbox shows on a
+dashboard.
 """
 
 from __future__ import annotations
@@ -27,7 +28,30 @@ _HELP = {
         "gauge",
         "Incidents with Slack deliveries still owed.",
     ),
+    "queuebot_notifications_rejected_total": (
+        "counter",
+        "Webhook requests refused, by reason (unauthorized, malformed, too_large,"
+        " store_unavailable).",
+    ),
+    "queuebot_outbox_pending": ("gauge", "Slack deliveries owed (outbox entries pending)."),
+    "queuebot_outbox_oldest_age_seconds": (
+        "gauge",
+        "Age of the oldest pending outbox entry, 0 when none.",
+    ),
+    "queuebot_slack_calls_total": (
+        "counter",
+        "Slack Web API calls by method and outcome (ok, or Slack's error).",
+    ),
+    "queuebot_slack_rate_limited_total": ("counter", "Slack answers 429, by method."),
+    "queuebot_delivery_latency_seconds": (
+        "histogram",
+        "From a notification's acceptance to its Slack delivery.",
+    ),
+    "queuebot_diagnostics_runs_total": ("counter", "Diagnostics runs."),
+    "queuebot_diagnostics_duration_seconds": ("histogram", "How long diagnostics runs took."),
 }
+#: Histogram buckets, seconds: from a fast delivery to a long outage.
+BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -41,6 +65,14 @@ class Metrics:
 
     def __init__(self) -> None:
         self._values: dict[str, dict[Labels, float]] = defaultdict(dict)
+        #: name → labels → (bucket counts, sum, count)
+        self._histograms: dict[str, dict[Labels, tuple[list[int], float, int]]] = defaultdict(dict)
+
+    def observe(self, name: str, value: float, **labels: str) -> None:
+        key = tuple(sorted(labels.items()))
+        counts, total, count = self._histograms[name].get(key, ([0] * len(BUCKETS), 0.0, 0))
+        counts = [n + (value <= bound) for n, bound in zip(counts, BUCKETS, strict=True)]
+        self._histograms[name][key] = (counts, total + value, count + 1)
 
     def inc(self, name: str, **labels: str) -> None:
         key = tuple(sorted(labels.items()))
@@ -59,4 +91,13 @@ class Metrics:
             for labels, number in sorted(self._values.get(name, {}).items()):
                 shown = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
                 lines.append(f"{name}{{{shown}}} {number:g}")
+            for labels, (counts, total, count) in sorted(self._histograms.get(name, {}).items()):
+                base = [f'{k}="{_escape(v)}"' for k, v in labels]
+                for bound, n in [*zip(BUCKETS, counts, strict=True), (None, count)]:
+                    le = "+Inf" if bound is None else f"{bound:g}"
+                    shown = ",".join([*base, f'le="{le}"'])
+                    lines.append(f"{name}_bucket{{{shown}}} {n}")
+                suffix = "{" + ",".join(base) + "}" if base else ""
+                lines.append(f"{name}_sum{suffix} {total:g}")
+                lines.append(f"{name}_count{suffix} {count}")
         return "\n".join(lines) + "\n"

@@ -101,6 +101,9 @@ class WebhookAuth:
             raise Unauthorized("signature does not match the body")
 
 
+_REJECTIONS = {401: "unauthorized", 400: "malformed", 413: "too_large", 503: "store_unavailable"}
+
+
 def _error(status: int, reason: str, **extra: Any) -> web.Response:
     return web.json_response({"error": reason, **extra}, status=status)
 
@@ -116,6 +119,9 @@ class WebhookHandler:
     async def __call__(self, request: web.Request) -> web.Response:
         response = await self._answer(request)
         self._metrics.inc("queuebot_webhook_requests_total", code=str(response.status))
+        if response.status >= 400:
+            reason = _REJECTIONS.get(response.status, "other")
+            self._metrics.inc("queuebot_notifications_rejected_total", reason=reason)
         return response
 
     async def _answer(self, request: web.Request) -> web.Response:

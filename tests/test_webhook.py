@@ -234,3 +234,25 @@ class TestMetrics:
         assert 'queuebot_notifications_total{action="ignore"} 1' in text
         assert 'queuebot_slack_deliveries_total{kind="post_parent",result="done"} 1' in text
         assert "queuebot_incidents_awaiting_delivery 0" in text
+
+    async def test_metrics_show_rejections_slack_calls_429s_and_latency(
+        self, tmp_path: Path
+    ) -> None:
+        """Rejections by reason, Slack calls by outcome, 429s, the outbox and delivery time."""
+        async with running_stack(tmp_path, QUEUEBOT_WEBHOOK_TOKEN="t0ken") as stack:
+            await stack.webhook(reference(), {"Authorization": "Bearer wrong"})
+            await stack.webhook(b"[]", {"Authorization": "Bearer t0ken"})
+            stack.sandbox.faults.add("chat.postMessage", status=429, retry_after=1)
+            await stack.webhook(reference(), {"Authorization": "Bearer t0ken"})
+            await stack.parents(1, timeout=10)
+            await stack.settled(timeout=10)
+            async with stack.http.get(f"{stack.url}/metrics") as response:
+                text = await response.text()
+        assert 'queuebot_notifications_rejected_total{reason="unauthorized"} 1' in text
+        assert 'queuebot_notifications_rejected_total{reason="malformed"} 1' in text
+        assert 'queuebot_slack_calls_total{method="chat.postMessage",outcome="ok"} 1' in text
+        assert 'queuebot_slack_rate_limited_total{method="chat.postMessage"} 1' in text
+        assert "queuebot_outbox_pending 0" in text
+        assert "queuebot_outbox_oldest_age_seconds 0" in text
+        assert 'queuebot_delivery_latency_seconds_count{kind="post_parent"} 1' in text
+        assert 'queuebot_delivery_latency_seconds_bucket{kind="post_parent",le="+Inf"} 1' in text

@@ -162,10 +162,10 @@ class Diagnoser:
             await self._run(incident)
         finally:
             await self._store.release(incident_id, DIAGNOSING, owner)
+            took = time.monotonic() - started
             self._metrics.inc("queuebot_diagnostics_runs_total")
-            log.info(
-                "diagnostics ran in %.2fs (incident=%s)", time.monotonic() - started, incident_id
-            )
+            self._metrics.observe("queuebot_diagnostics_duration_seconds", took)
+            log.info("diagnostics ran in %.2fs (incident=%s)", took, incident_id)
         return Outcome.DONE
 
     async def _run(self, incident: Incident) -> None:

@@ -43,6 +43,7 @@ class OutboxItem:
     not_before: float
     #: When a post of this item last went to Slack; set, its outcome may be unknown.
     sent_at: float | None = None
+    created_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,10 @@ class Store(Protocol):
     async def release_leases(self, owner: str) -> None: ...
 
     async def defer_item(self, item_id: int, not_before: float, error: str) -> None: ...
+
+    async def outbox_stats(self) -> tuple[int, float | None]:
+        """Pending outbox entries, and when the oldest of them was stored (Unix seconds)."""
+        ...
 
     async def mark_sending(self, item_id: int, at: float) -> None:
         """Record that the item is about to go to Slack (before the call, so a crash or a

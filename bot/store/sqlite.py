@@ -346,7 +346,8 @@ class SQLiteStore:
 
     async def next_item(self, incident_id: int) -> OutboxItem | None:
         rows = await self._fetch(
-            "SELECT id, incident_id, kind, payload, attempts, not_before, sent_at FROM outbox"
+            "SELECT id, incident_id, kind, payload, attempts, not_before, sent_at, created_at"
+            " FROM outbox"
             " WHERE incident_id = ? AND state = 'pending' ORDER BY id LIMIT 1",
             (incident_id,),
         )
@@ -361,6 +362,7 @@ class SQLiteStore:
             attempts=row["attempts"],
             not_before=row["not_before"],
             sent_at=row["sent_at"],
+            created_at=row["created_at"],
         )
 
     async def has_later_update(self, incident_id: int, after_id: int) -> bool:
@@ -399,6 +401,12 @@ class SQLiteStore:
             " lease_owner = NULL, lease_until = NULL WHERE id = ?",
             (not_before, error, item_id),
         )
+
+    async def outbox_stats(self) -> tuple[int, float | None]:
+        rows = await self._fetch(
+            "SELECT COUNT(*), MIN(created_at) FROM outbox WHERE state = 'pending'"
+        )
+        return int(rows[0][0]), rows[0][1]
 
     async def mark_sending(self, item_id: int, at: float) -> None:
         await self._write("UPDATE outbox SET sent_at = ? WHERE id = ?", (at, item_id))
