@@ -173,3 +173,28 @@ async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) 
         for parent in parents:
             replies = sandbox.replies(None, parent.ts)
             assert len(replies) == 1, [r.text for r in replies]
+
+
+async def test_slack_failing_for_a_while_delivers_everything_in_order(tmp_path: Path) -> None:
+    """429s and 500s for a while: afterwards every message is there, each thread in order."""
+    async with running_stack(tmp_path) as stack:
+        stack.sandbox.faults.add("chat.postMessage", status=429, retry_after=1, count=2)
+        stack.sandbox.faults.add("chat.postMessage", status=500, count=2)
+        for n in range(2):
+            body = reference()
+            body["groupKey"] = f"outage-{n}"
+            await stack.webhook(body)
+            for value in (150, 160, 170):
+                await stack.webhook(with_values(body, max_queue_time_mins=value + n))
+        await stack.settled(timeout=30)
+        parents = stack.sandbox.messages()
+        assert len(parents) == 2
+        for parent in parents:
+            replies = [stack.text(r) for r in stack.sandbox.replies(None, parent.ts)]
+            assert len(replies) == 3
+            n = 1 if "151 min" in replies[0] else 0
+            assert [f"{v + n} min" in r for v, r in zip((150, 160, 170), replies, strict=True)] == [
+                True
+            ] * 3
+        statuses = {c.status for c in stack.sandbox.calls("chat.postMessage")}
+        assert {429, 500, 200} <= statuses
