@@ -140,7 +140,13 @@ def final_states_shown(sandbox: SlackSandbox, final: dict[str, str]) -> int:
         if kind == "queuebot_incident":
             pieces.append(text)
         elif kind == "queuebot_digest":
-            pieces.extend(text.split("\\n"))  # one digest line per incident
+            # One line per incident, in the message and the thread replies continuing it.
+            pages = [text] + [
+                json.dumps(r.blocks, ensure_ascii=False)
+                for r in sandbox.replies(None, message.ts)
+            ]
+            for page in pages:
+                pieces.extend(page.split("\\n"))
     shown = 0
     for key, state in final.items():
         label = re.compile(rf"storm={int(key.rsplit('-', 1)[1])}\b")

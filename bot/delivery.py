@@ -26,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
+import json
 import logging
 import random
 import re
@@ -34,7 +36,7 @@ import uuid
 from collections.abc import Callable
 
 from bot.pacing import Pacer
-from bot.render import Renderer, RenderError
+from bot.render import Message, Renderer, RenderError
 from bot.slack import (
     Posted,
     SlackAuthError,
@@ -64,6 +66,10 @@ LEASE_SECONDS = 30.0
 IDLE_POLL_SECONDS = 5.0
 
 
+def _fingerprint(message: Message) -> str:
+    return hashlib.sha256(json.dumps(message.blocks, sort_keys=True).encode()).hexdigest()
+
+
 def backoff(attempts: int) -> float:
     """Seconds before try `attempts + 1`: 0.5, 1, 2, 4 … up to 5 minutes, with ±50 % jitter."""
     base = min(0.5 * 2.0**attempts, MAX_BACKOFF_SECONDS)
@@ -88,6 +94,8 @@ class Deliverer:
         self._pacer = pacer or Pacer()
         self._digest_locks: dict[int, asyncio.Lock] = {}
         self._digest_edited: dict[int, float] = {}
+        #: What each digest page shows now, so an edit goes only to pages that changed.
+        self._digest_shown: dict[tuple[int, int], str] = {}
         self._store = store
         self._slack = slack
         self._renderer = renderer
@@ -370,29 +378,53 @@ class Deliverer:
                 assert digest is not None and digest.ts and digest.channel_id
                 if digest.shown_version >= digest.version:
                     return
+            version = digest.version  # what the members read next show, at least
             members = await self._store.digest_members(digest_id)
-            message = self._renderer.digest(digest.opened_at, members)
-            if digest.ts and digest.channel_id:
-                await self._slack.update_message(digest.channel_id, digest.ts, message)
-                await self._store.set_digest_shown(digest_id, digest.version)
-            else:
+            pages = self._renderer.digest(digest.opened_at, members)
+            if not (digest.ts and digest.channel_id):
                 posted = await self._already_posted(item, incident, DIGEST_EVENT)
                 if posted is None:
                     await self._pacer.wait(await self._channel_id(incident) or incident.channel)
                     await self._store.mark_sending(item.id, time.time())
                     posted = await self._slack.post_message(
                         incident.channel,
-                        message,
+                        pages[0],
                         metadata={
                             "event_type": DIGEST_EVENT,
                             "event_payload": {"digest": digest_id, "outbox": item.id},
                         },
                     )
-                await self._store.set_digest_posted(
-                    digest_id, posted.channel_id, posted.ts, digest.version
-                )
+                await self._store.set_digest_posted(digest_id, posted.channel_id, posted.ts, 0)
                 log.info("storm digest posted (digest=%s ts=%s)", digest_id, posted.ts)
+                self._digest_shown[(digest_id, 0)] = _fingerprint(pages[0])
+                digest = await self._store.get_digest(digest_id)
+                assert digest is not None and digest.ts and digest.channel_id
+            await self._show_pages(digest_id, digest.channel_id, digest.ts, digest.pages, pages)
+            await self._store.set_digest_shown(digest_id, version)
             self._digest_edited[digest_id] = time.monotonic()
+
+    async def _show_pages(
+        self,
+        digest_id: int,
+        channel_id: str,
+        ts: str,
+        posted_pages: tuple[str, ...],
+        pages: list[Message],
+    ) -> None:
+        """Edit the pages whose content changed; post the pages that are new, in the thread."""
+        for index, page in enumerate(pages):
+            shown = _fingerprint(page)
+            if self._digest_shown.get((digest_id, index)) == shown:
+                continue
+            if index == 0:
+                await self._slack.update_message(channel_id, ts, page)
+            elif index - 1 < len(posted_pages):
+                await self._slack.update_message(channel_id, posted_pages[index - 1], page)
+            else:
+                await self._pacer.wait(channel_id)
+                reply = await self._slack.post_message(channel_id, page, thread_ts=ts)
+                await self._store.add_digest_page(digest_id, reply.ts)
+            self._digest_shown[(digest_id, index)] = shown
 
     async def _previous_link(self, incident: Incident) -> str | None:
         if incident.previous_id is None:

@@ -48,9 +48,11 @@ MAX_ABOUT_CHARS = 1500
 MAX_LINE_CHARS = 280
 #: Longer links are left out of alert lines (the View alert button still has the lead's).
 MAX_LINE_LINK = 500
-#: A storm digest lists this many incidents, in at most this much text (Slack's total is ~12k).
-MAX_DIGEST_LINES = 60
-MAX_DIGEST_CHARS = 10000
+#: A storm digest lists this many incidents in its message, and this many per thread reply
+#: (each line is at most ~500 characters, so a page stays within Slack's ~12k total).
+DIGEST_FIRST_PAGE = 15
+DIGEST_PAGE = 20
+DIGEST_PAGE_CHARS = 7000
 #: URL buttons longer than this are left out when a message would otherwise be too long.
 MAX_COMPACT_URL = 500
 
@@ -195,33 +197,49 @@ class Renderer:
         }
         return self._render("diagnostics.json.j2", context)
 
-    def digest(self, opened_at: datetime, members: list[Incident]) -> Message:
-        """The storm digest: every incident of the storm on one line, firing ones first."""
-        firing = [i for i in members if i.status is IncidentStatus.FIRING]
-        resolved = [i for i in members if i.status is IncidentStatus.RESOLVED]
-        lines = [_digest_line(i) for i in firing + resolved]
-        shown = fit_lines(lines[:MAX_DIGEST_LINES], MAX_DIGEST_CHARS)
-        if len(lines) > MAX_DIGEST_LINES:
-            shown.append(f"…and {len(lines) - MAX_DIGEST_LINES} more")
-        chunks: list[list[str]] = [[]]
-        for line in shown:
-            if sum(len(x) + 1 for x in chunks[-1]) + len(line) > ids.MAX_SECTION_TEXT - 10:
-                chunks.append([])
-            chunks[-1].append(line)
-        context = {
-            "title": f":rotating_light: Alert storm: {len(members)} incidents",
-            "fallback": (
-                f"Alert storm: {len(members)} incidents ({len(firing)} firing,"
-                f" {len(resolved)} resolved)"
-            ),
-            "intro": (
-                f"Since {date_token(opened_at)} alerts opened faster than one message each"
-                f" could be read, so queuebot lists them here and keeps this message up to"
-                f" date. *{len(firing)} firing* · {len(resolved)} resolved."
-            ),
-            "chunks": [c for c in chunks if c],
-        }
-        return self._render("digest.json.j2", context)
+    def digest(self, opened_at: datetime, members: list[Incident]) -> list[Message]:
+        """The storm digest: the message (a summary and the first incidents), then thread
+        replies continuing the list. Incidents keep their place (joining order), so a change
+        edits one page."""
+        firing = sum(i.status is IncidentStatus.FIRING for i in members)
+        resolved = len(members) - firing
+        lines = [_digest_line(i) for i in members]
+        first, *rest = _pages(lines, DIGEST_FIRST_PAGE) or [[]]
+        pages = [
+            self._render(
+                "digest.json.j2",
+                {
+                    "title": f":rotating_light: Alert storm: {len(members)} incidents",
+                    "fallback": (
+                        f"Alert storm: {len(members)} incidents ({firing} firing,"
+                        f" {resolved} resolved)"
+                    ),
+                    "intro": (
+                        f"Since {date_token(opened_at)} alerts opened faster than one message"
+                        " each could be read, so queuebot lists them here and keeps the list up"
+                        f" to date. *{firing} firing* · {resolved} resolved."
+                        + (" The list continues in the thread." if rest else "")
+                    ),
+                    "chunks": _chunks(first),
+                },
+            )
+        ]
+        low = len(first) + 1
+        for page in rest:
+            span = f"incidents {low}–{low + len(page) - 1}"
+            pages.append(
+                self._render(
+                    "digest.json.j2",
+                    {
+                        "title": f"Alert storm, {span}",
+                        "fallback": f"Alert storm, {span}",
+                        "intro": f"{len(page)} incidents of the storm, in the order they opened.",
+                        "chunks": _chunks(page),
+                    },
+                )
+            )
+            low += len(page)
+        return pages
 
     def notice(self, text: str) -> Message:
         """A one-paragraph ephemeral answer (text is ours, already mrkdwn)."""
@@ -392,6 +410,34 @@ def _silence_lines(event: ThreadEvent) -> list[str]:
     if event.note:
         return [f":bell: *Silence {escape_mrkdwn(event.note)}*; notifications resume."]
     return [f":bell: *Silence ended* as planned ({until}); notifications resume."]
+
+
+def _pages(lines: list[str], first_size: int) -> list[list[str]]:
+    """Lines in pages: the first of at most `first_size` lines, then DIGEST_PAGE each, every
+    page within DIGEST_PAGE_CHARS so it stays under Slack's total for a message."""
+    pages: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for line in lines:
+        limit = first_size if not pages else DIGEST_PAGE
+        if current and (len(current) >= limit or size + len(line) > DIGEST_PAGE_CHARS):
+            pages.append(current)
+            current, size = [], 0
+        current.append(line)
+        size += len(line) + 1
+    if current:
+        pages.append(current)
+    return pages
+
+
+def _chunks(lines: list[str]) -> list[list[str]]:
+    """Lines in sections of at most Slack's section length."""
+    chunks: list[list[str]] = [[]]
+    for line in lines:
+        if sum(len(x) + 1 for x in chunks[-1]) + len(line) > ids.MAX_SECTION_TEXT - 10:
+            chunks.append([])
+        chunks[-1].append(line)
+    return [c for c in chunks if c]
 
 
 def _digest_line(incident: Incident) -> str:

@@ -83,3 +83,28 @@ async def test_a_new_incident_after_the_storm_has_its_own_message(tmp_path: Path
             if m is not _digest(stack)
         )
         assert "storm=99`" not in stack.text(_digest(stack))  # type: ignore[arg-type]
+
+
+async def test_a_big_storm_continues_its_list_in_the_thread(tmp_path: Path) -> None:
+    """More incidents than one message holds: the list goes on in the digest's thread, and a
+    change to an incident listed there edits that page."""
+    async with running_stack(tmp_path) as stack:
+        bodies = [_incident(n) for n in range(50)]
+        for body in bodies:
+            await stack.webhook(body)
+        digest = await stack.sandbox.wait_for(lambda: _digest(stack), timeout=20)
+        await stack.settled(timeout=40)
+        pages = stack.sandbox.replies(None, digest.ts)
+        listed = stack.text(digest) + "".join(stack.text(p) for p in pages)
+        assert "Alert storm: 40 incidents" in stack.text(digest)
+        assert all(re.search(rf"storm={n}\b", listed) for n in range(10, 50))
+        assert len(pages) >= 1 and "continues in the thread" in stack.text(digest)
+        await stack.webhook(_resolved(bodies[49]))
+        await stack.sandbox.wait_for(
+            lambda: any(
+                re.search(r"storm=49\b[^\\]*Resolved after", stack.text(p))
+                for p in stack.sandbox.replies(None, digest.ts)
+            ),
+            timeout=20,
+        )
+        assert len(stack.sandbox.replies(None, digest.ts)) == len(pages)

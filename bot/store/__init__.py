@@ -68,6 +68,8 @@ class Digest:
     last_joined_at: datetime
     version: int
     shown_version: int
+    #: The ts of the thread replies that continue the list, page 2 onwards.
+    pages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -199,6 +201,8 @@ class Store(Protocol):
     ) -> None: ...
 
     async def set_digest_shown(self, digest_id: int, version: int) -> None: ...
+
+    async def add_digest_page(self, digest_id: int, ts: str) -> None: ...
 
     async def close(self) -> None: ...
 

@@ -63,7 +63,8 @@ MIGRATIONS: tuple[str, ...] = (
         opened_at TEXT NOT NULL,
         last_joined_at TEXT NOT NULL,
         version INTEGER NOT NULL DEFAULT 1,
-        shown_version INTEGER NOT NULL DEFAULT 0
+        shown_version INTEGER NOT NULL DEFAULT 0,
+        pages_json TEXT NOT NULL DEFAULT '[]'
     );
     ALTER TABLE incidents ADD COLUMN digest_id INTEGER REFERENCES digests(id);
     CREATE INDEX notifications_content ON notifications (group_key, content_key);

@@ -9,6 +9,7 @@ interleaving too.
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -72,10 +73,13 @@ def _digest(row: sqlite3.Row) -> Digest:
         last_joined_at=datetime.fromisoformat(row["last_joined_at"]),
         version=row["version"],
         shown_version=row["shown_version"],
+        pages=tuple(json.loads(row["pages_json"])),
     )
 
 
-_DIGEST_COLUMNS = "id, channel, channel_id, ts, opened_at, last_joined_at, version, shown_version"
+_DIGEST_COLUMNS = (
+    "id, channel, channel_id, ts, opened_at, last_joined_at, version, shown_version, pages_json"
+)
 
 
 class _SQLiteTransaction:
@@ -467,6 +471,24 @@ class SQLiteStore:
             "UPDATE digests SET shown_version = MAX(shown_version, ?) WHERE id = ?",
             (version, digest_id),
         )
+
+    async def add_digest_page(self, digest_id: int, ts: str) -> None:
+        async with self._lock:
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                async with self._db.execute(
+                    "SELECT pages_json FROM digests WHERE id = ?", (digest_id,)
+                ) as cursor:
+                    row = await cursor.fetchone()
+                pages = [*json.loads(row[0]), ts] if row else [ts]
+                await self._db.execute(
+                    "UPDATE digests SET pages_json = ? WHERE id = ?",
+                    (json.dumps(pages), digest_id),
+                )
+            except BaseException:
+                await self._db.execute("ROLLBACK")
+                raise
+            await self._db.execute("COMMIT")
 
     async def close(self) -> None:
         await self._db.close()
