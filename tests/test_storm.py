@@ -108,3 +108,19 @@ async def test_a_big_storm_continues_its_list_in_the_thread(tmp_path: Path) -> N
             timeout=20,
         )
         assert len(stack.sandbox.replies(None, digest.ts)) == len(pages)
+
+
+async def test_a_late_copy_from_another_grafana_replica_changes_nothing(tmp_path: Path) -> None:
+    """Grafana in HA: a lagging replica's copy of an older notification, after a newer one,
+    is absorbed instead of reported as a change back."""
+    async with running_stack(tmp_path) as stack:
+        first = reference()
+        await stack.webhook(first)
+        (parent,) = await stack.parents(1)
+        await stack.webhook(with_values(first, max_queue_time_mins=150))
+        await stack.replies(parent, 1)
+        late = await stack.webhook(first)
+        assert late.body["outcome"] == "duplicate of a notification already seen"
+        await stack.settled()
+        assert len(stack.sandbox.replies(None, parent.ts)) == 1
+        assert "150 min" in stack.text(stack.sandbox.messages()[0])
