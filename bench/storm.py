@@ -142,8 +142,7 @@ def final_states_shown(sandbox: SlackSandbox, final: dict[str, str]) -> int:
         elif kind == "queuebot_digest":
             # One line per incident, in the message and the thread replies continuing it.
             pages = [text] + [
-                json.dumps(r.blocks, ensure_ascii=False)
-                for r in sandbox.replies(None, message.ts)
+                json.dumps(r.blocks, ensure_ascii=False) for r in sandbox.replies(None, message.ts)
             ]
             for page in pages:
                 pieces.extend(page.split("\\n"))
