@@ -21,7 +21,6 @@ import os
 import random
 import re
 import signal
-import socket
 import statistics
 import sys
 import tempfile
@@ -34,15 +33,8 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.sandbox import SlackSandbox
-from tests.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET
+from tests.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, free_port, serve_process
 from tests.payloads import encoded, reference, with_values
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -98,38 +90,6 @@ def plan(incidents: int, total: int, seed: int) -> tuple[list[dict[str, Any]], d
     return ordered, final
 
 
-async def serve(sandbox: SlackSandbox, database: Path, port: int) -> asyncio.subprocess.Process:
-    env = {
-        "PATH": os.environ["PATH"],
-        "SLACK_BOT_TOKEN": BOT_TOKEN,
-        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-        "SLACK_API_URL": sandbox.api_url,
-        "QUEUEBOT_CHANNEL": f"#{CHANNEL_NAME}",
-        "QUEUEBOT_DATABASE": str(database),
-        "HOST": "127.0.0.1",
-        "PORT": str(port),
-    }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        "serve",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    async with aiohttp.ClientSession() as http:
-        for _ in range(200):
-            try:
-                async with http.get(f"http://127.0.0.1:{port}/healthz") as answer:
-                    if answer.status == 200:
-                        return process
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.05)
-    raise SystemExit("queuebot serve did not start")
-
-
 def final_states_shown(sandbox: SlackSandbox, final: dict[str, str]) -> int:
     """How many incidents show their final state now, in a message of their own or on their
     line in a storm digest."""
@@ -171,7 +131,7 @@ async def main() -> int:
         enforce_rate_limits=True,
     ) as sandbox:
         port = free_port()
-        bot = await serve(sandbox, scratch / "queuebot.db", port)
+        bot = await serve_process(sandbox, scratch / "queuebot.db", port)
         latencies: list[float] = []
         statuses: dict[int, int] = {}
         try:

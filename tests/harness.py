@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
+import socket
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -131,3 +134,48 @@ async def serve_bot(
         yield app, str(server.make_url("")).rstrip("/")
     finally:
         await server.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def serve_process(
+    sandbox: SlackSandbox, database: Path, port: int
+) -> asyncio.subprocess.Process:
+    """`queuebot serve` as a real process on `port`, against `sandbox`; returns once it
+    answers /healthz."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+        "SLACK_API_URL": sandbox.api_url,
+        "QUEUEBOT_CHANNEL": f"#{CHANNEL_NAME}",
+        "QUEUEBOT_DATABASE": str(database),
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        "serve",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    async with aiohttp.ClientSession() as http:
+        for _ in range(200):
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/healthz") as answer:
+                    if answer.status == 200:
+                        return process
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)
+    process.kill()
+    await process.wait()
+    raise AssertionError("queuebot serve did not start")

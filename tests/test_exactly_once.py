@@ -5,10 +5,7 @@ mid-storm and started again leaves one parent per incident and no repeated reply
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -16,7 +13,14 @@ import pytest
 
 from bot.incidents import STORM_THRESHOLD
 from bot.sandbox import Message, SlackSandbox
-from tests.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, running_stack
+from tests.harness import (
+    BOT_TOKEN,
+    CHANNEL_NAME,
+    SIGNING_SECRET,
+    free_port,
+    running_stack,
+    serve_process,
+)
 from tests.payloads import encoded, reference, with_values
 
 
@@ -62,47 +66,6 @@ def _split(sandbox: SlackSandbox) -> tuple[list[Message], list[Message]]:
     return own, digests
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-async def _serve(sandbox: SlackSandbox, database: Path, port: int) -> asyncio.subprocess.Process:
-    env = {
-        "PATH": os.environ["PATH"],
-        "SLACK_BOT_TOKEN": BOT_TOKEN,
-        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-        "SLACK_API_URL": sandbox.api_url,
-        "QUEUEBOT_CHANNEL": f"#{CHANNEL_NAME}",
-        "QUEUEBOT_DATABASE": str(database),
-        "HOST": "127.0.0.1",
-        "PORT": str(port),
-    }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        "serve",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    async with aiohttp.ClientSession() as http:
-        for _ in range(200):
-            try:
-                async with http.get(f"http://127.0.0.1:{port}/healthz") as answer:
-                    if answer.status == 200:
-                        return process
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.05)
-    process.kill()
-    await process.wait()
-    raise AssertionError("queuebot serve did not start")
-
-
 @pytest.mark.integration
 async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) -> None:
     """SIGKILL while a storm is being delivered through a slow, rate-limited Slack; the
@@ -116,8 +79,8 @@ async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) 
         channel_name=CHANNEL_NAME,
         enforce_rate_limits=True,
     ) as sandbox:
-        database, port = tmp_path / "queuebot.db", _free_port()
-        bot = await _serve(sandbox, database, port)
+        database, port = tmp_path / "queuebot.db", free_port()
+        bot = await serve_process(sandbox, database, port)
         try:
             async with aiohttp.ClientSession() as http:
 
@@ -144,7 +107,7 @@ async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) 
             await bot.wait()
             delivered_before = len(sandbox.messages())
             assert delivered_before < OWN_MESSAGES
-            bot = await _serve(sandbox, database, port)
+            bot = await serve_process(sandbox, database, port)
 
             def done() -> bool:
                 own, digests = _split(sandbox)

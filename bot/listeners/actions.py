@@ -14,8 +14,8 @@ from slack_bolt.async_app import AsyncAck
 
 from bot.diagnostics.service import NOT_CONFIGURED as DIAGNOSTICS_NOT_CONFIGURED
 from bot.diagnostics.service import Diagnoser, Outcome
-from bot.listeners.answer import FOREIGN_BUTTON, tell
-from bot.listeners.payloads import BlockActions, clicked
+from bot.listeners.answer import incident_button, tell_clicker
+from bot.listeners.payloads import BlockActions
 from bot.render import Renderer
 from bot.slack import SlackGateway
 
@@ -32,13 +32,10 @@ class ActionHandlers:
 
     async def on_run_diagnostics(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        click = clicked(body)
+        click = await incident_button(self._slack, self._renderer, body)
         if click is None:
             return
         payload, incident_id = click
-        if incident_id is None:
-            await self._tell(payload, FOREIGN_BUTTON)
-            return
         try:
             outcome = await self._diagnoser.run(incident_id)
         except Exception:
@@ -59,15 +56,7 @@ class ActionHandlers:
             await self._tell(payload, answer)
 
     async def _tell(self, payload: BlockActions, text: str) -> None:
-        await tell(
-            self._slack,
-            self._renderer,
-            text,
-            user=payload.user.id,
-            response_url=payload.response_url,
-            channel=payload.channel.id if payload.channel else None,
-            thread_ts=payload.container.thread_ts,
-        )
+        await tell_clicker(self._slack, self._renderer, payload, text)
 
     async def on_link_opened(self, ack: AsyncAck) -> None:
         await ack()

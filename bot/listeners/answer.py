@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+from bot.listeners.payloads import BlockActions, clicked
 from bot.render import Renderer
 from bot.slack import SlackError, SlackGateway
 
@@ -39,3 +41,33 @@ async def tell(
         await slack.post_ephemeral(channel, user, message, thread_ts=thread_ts)
     except SlackError as exc:
         log.warning("could not answer %s: %s", user, exc)
+
+
+async def tell_clicker(
+    slack: SlackGateway, renderer: Renderer, payload: BlockActions, text: str
+) -> None:
+    """An ephemeral message to the person who clicked, where they clicked."""
+    await tell(
+        slack,
+        renderer,
+        text,
+        user=payload.user.id,
+        response_url=payload.response_url,
+        channel=payload.channel.id if payload.channel else None,
+        thread_ts=payload.container.thread_ts,
+    )
+
+
+async def incident_button(
+    slack: SlackGateway, renderer: Renderer, body: dict[str, Any]
+) -> tuple[BlockActions, int] | None:
+    """The click and the incident its button names; None (the clicker told, when possible)
+    for a payload or a button value queuebot did not make."""
+    click = clicked(body)
+    if click is None:
+        return None
+    payload, incident_id = click
+    if incident_id is None:
+        await tell_clicker(slack, renderer, payload, FOREIGN_BUTTON)
+        return None
+    return payload, incident_id

@@ -16,13 +16,12 @@ from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
 from bot.incidents import Clock, utcnow
-from bot.listeners.answer import FOREIGN_BUTTON, tell
+from bot.listeners.answer import incident_button, tell, tell_clicker
 from bot.listeners.payloads import (
     BlockActions,
     ModalContext,
     SilenceForm,
     ViewSubmission,
-    clicked,
 )
 from bot.render import Renderer, RenderError
 from bot.silences import BadSilenceInput, Person, silence_end
@@ -54,13 +53,10 @@ class SilenceHandlers:
 
     async def on_silence(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        click = clicked(body)
+        click = await incident_button(self._slack, self._renderer, body)
         if click is None:
             return
         payload, incident_id = click
-        if incident_id is None:
-            await self._tell_click(payload, FOREIGN_BUTTON)
-            return
         try:
             incident, sets = await self._silencer.prepare(incident_id, payload.user.id)
             context = ModalContext(
@@ -113,13 +109,10 @@ class SilenceHandlers:
 
     async def on_unsilence(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        click = clicked(body)
+        click = await incident_button(self._slack, self._renderer, body)
         if click is None:
             return
         payload, incident_id = click
-        if incident_id is None:
-            await self._tell_click(payload, FOREIGN_BUTTON)
-            return
         user = payload.user
         person = Person(id=user.id, name=await self._name(user.id, user.username or user.name))
         try:
@@ -138,15 +131,7 @@ class SilenceHandlers:
             return fallback or user_id
 
     async def _tell_click(self, payload: BlockActions, text: str) -> None:
-        await tell(
-            self._slack,
-            self._renderer,
-            text,
-            user=payload.user.id,
-            response_url=payload.response_url,
-            channel=payload.channel.id if payload.channel else None,
-            thread_ts=payload.container.thread_ts,
-        )
+        await tell_clicker(self._slack, self._renderer, payload, text)
 
     async def _tell(self, context: ModalContext, user_id: str, text: str) -> None:
         await tell(
