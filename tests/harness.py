@@ -6,7 +6,6 @@ import asyncio
 import io
 import json
 import os
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -134,13 +133,6 @@ async def serve_bot(
         yield app, str(server.make_url("")).rstrip("/")
     finally:
         await server.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def serve_process(

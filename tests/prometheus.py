@@ -12,47 +12,27 @@ Behaviour of 2.42 (Debian package 2.42.0+ds) the helpers rely on:
 - promtool drops out-of-order samples without failing; `backfill` compares the samples promtool
   reports with the samples in the file and fails when any went missing;
 - the server answers /-/ready once the blocks are open (measured: well under a second for
-  50 hours of 8 runner types); `READY_TIMEOUT` leaves room for a loaded CI runner.
+  50 hours of 8 runner types); `ready_timeout` leaves room for a loaded CI runner.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
-import contextlib
 import os
-import signal
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 import aiohttp
 
-from tests.alertmanager import free_port
+from tests.servers import LocalServer
 
 #: Scrape nothing: the backfilled history is the only data.
 CONFIG = "scrape_configs: []\n"
 RETENTION = "30d"
 BLOCK_SECONDS = 2 * 3600
-READY_TIMEOUT = 30.0
-STOP_TIMEOUT = 5.0
 BACKFILL_TIMEOUT = 300.0
-_POLL_INTERVAL = 0.05
-_POLL_TIMEOUT = 1.0
-_PORT_ATTEMPTS = 3
 _FLUSH_LINES = 20_000
-
-# Processes still running when the interpreter exits (a test run interrupted between start and
-# teardown) are killed here, so no Prometheus outlives the test run.
-_running: set[int] = set()
-
-
-@atexit.register
-def _kill_leftovers() -> None:
-    for pid in list(_running):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        _running.discard(pid)
 
 
 class PrometheusQueryError(Exception):
@@ -122,28 +102,27 @@ def stored_samples(report: str) -> int:
     return total
 
 
-class Prometheus:
+class Prometheus(LocalServer):
     """One Prometheus process over its own storage directory and port."""
 
+    name = "Prometheus"
+    ready_timeout = 30.0
+    poll_interval = 0.05
+
     def __init__(self, binary: str, promtool: str, workdir: Path) -> None:
-        self.binary = binary
+        super().__init__(binary, workdir)
         self.promtool = promtool
-        self.workdir = workdir
-        self.storage = workdir / "data"
-        self.config = workdir / "prometheus.yml"
-        self.log = workdir / "prometheus.log"
-        self.host = "127.0.0.1"
-        self.port = free_port(self.host)
-        self._process: asyncio.subprocess.Process | None = None
-        self._log_offset = 0
 
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+    def arguments(self) -> list[str]:
+        return [
+            f"--config.file={self.config}",
+            f"--storage.tsdb.path={self.storage}",
+            f"--storage.tsdb.retention.time={RETENTION}",
+            f"--web.listen-address={self.host}:{self.port}",
+        ]
 
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.returncode is None
+    def config_text(self) -> str:
+        return CONFIG
 
     # -- data ----------------------------------------------------------------------------------
 
@@ -197,95 +176,6 @@ class Prometheus:
             raise RuntimeError(f"promtool failed on {piece.name} ({process.returncode}):\n{report}")
         return stored_samples(report)
 
-    # -- process -------------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Serve the storage directory and wait until it is ready."""
-        await self.stop()
-        self.storage.mkdir(parents=True, exist_ok=True)
-        self.config.write_text(CONFIG)
-        for attempt in range(1, _PORT_ATTEMPTS + 1):
-            try:
-                await self._start_once()
-            except _PortTaken:
-                if attempt == _PORT_ATTEMPTS:
-                    raise
-                self.port = free_port(self.host)
-            else:
-                return
-
-    async def _start_once(self) -> None:
-        with self.log.open("ab") as log:
-            self._log_offset = log.tell()
-            self._process = await asyncio.create_subprocess_exec(
-                self.binary,
-                f"--config.file={self.config}",
-                f"--storage.tsdb.path={self.storage}",
-                f"--storage.tsdb.retention.time={RETENTION}",
-                f"--web.listen-address={self.host}:{self.port}",
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-            )
-        _running.add(self._process.pid)
-        try:
-            await self._wait_ready()
-        except BaseException:
-            await self.stop()
-            raise
-
-    async def _wait_ready(self) -> None:
-        process = self._process
-        assert process is not None
-        ready = f"{self.url}/-/ready"
-        try:
-            probe = aiohttp.ClientTimeout(total=_POLL_TIMEOUT)
-            async with asyncio.timeout(READY_TIMEOUT), aiohttp.ClientSession(timeout=probe) as http:
-                while True:
-                    if process.returncode is not None:
-                        log = self._log_since_start()
-                        if "address already in use" in log:
-                            raise _PortTaken(f"{self.host}:{self.port} is taken:\n{log}")
-                        raise RuntimeError(
-                            f"Prometheus exited with {process.returncode} while starting:\n{log}"
-                        )
-                    try:
-                        async with http.get(ready) as response:
-                            if response.status == 200:
-                                return
-                    except (aiohttp.ClientError, TimeoutError):
-                        pass
-                    await asyncio.sleep(_POLL_INTERVAL)
-        except TimeoutError:
-            log = self._log_since_start()
-            raise RuntimeError(f"Prometheus not ready after {READY_TIMEOUT}s:\n{log}") from None
-
-    def _log_since_start(self) -> str:
-        with self.log.open("rb") as log:
-            log.seek(self._log_offset)
-            return log.read().decode(errors="replace")
-
-    async def stop(self) -> None:
-        """Terminate and wait for the process; afterwards its port refuses connections."""
-        process, self._process = self._process, None
-        if process is None:
-            return
-        try:
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.terminate()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(STOP_TIMEOUT):
-                        await process.wait()
-        finally:
-            # Reached with the process alive when it ignored SIGTERM or the wait was cancelled
-            # (a test timing out): it is killed, never left behind.
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
-            _running.discard(process.pid)
-
     # -- API -----------------------------------------------------------------------------------
 
     async def query(self, promql: str, at: datetime) -> list[dict[str, Any]]:
@@ -300,7 +190,3 @@ class Prometheus:
             raise PrometheusQueryError(f"{promql!r} answered {response.status}: {body}")
         result: list[dict[str, Any]] = body["data"]["result"]
         return result
-
-
-class _PortTaken(RuntimeError):
-    pass

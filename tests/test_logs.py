@@ -14,7 +14,6 @@ import os
 import re
 import secrets
 import signal
-import socket
 import sys
 import warnings
 from collections.abc import Iterator
@@ -42,6 +41,7 @@ from bot.sandbox.grafana import GrafanaSandbox
 from bot.sandbox.models import ViewState
 from bot.webhook import SIGNATURE_HEADER
 from tests.payloads import encoded, reference
+from tests.servers import free_port
 
 REPO = Path(__file__).parent.parent
 RFC3339_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -289,13 +289,6 @@ class TestSettings:
 # -- a whole run ----------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 class ServeProcess:
     """`python -m bot serve` with its stdout and stderr read as they come."""
 
@@ -425,7 +418,7 @@ async def test_a_full_run_logs_no_secret(tmp_path: Path) -> None:
                 "QUEUEBOT_LOG_FORMAT": "json",
                 "QUEUEBOT_LOG_LEVEL": "DEBUG",
                 "HOST": "127.0.0.1",
-                "PORT": str(_free_port()),
+                "PORT": str(free_port()),
             }
         )
         try:

@@ -1,0 +1,173 @@
+"""`LocalServer`: a real server binary (Alertmanager, Prometheus) run as a subprocess for the
+integration tests, on a port and a working directory of its own.
+
+It starts the binary, waits until its readiness endpoint answers, and stops it — killing it if
+it ignores SIGTERM or the wait is cancelled (a test timing out). Processes still running when
+the interpreter exits (a run interrupted between start and teardown) are killed too, so no
+server outlives the test run. A port picked here may be taken by someone else before the
+process binds it; only then is another one tried, and only before the first successful start
+(a restart keeps its port).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import signal
+import socket
+from pathlib import Path
+
+import aiohttp
+
+STOP_TIMEOUT = 5.0
+_POLL_TIMEOUT = 1.0
+_PORT_ATTEMPTS = 3
+
+_running: set[int] = set()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for pid in list(_running):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        _running.discard(pid)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class PortTaken(RuntimeError):
+    pass
+
+
+class LocalServer:
+    """One server process; subclasses say what to run and where it reports ready."""
+
+    #: Shown in errors, and the stem of the config and log file names.
+    name = "server"
+    ready_path = "/-/ready"
+    ready_timeout = 15.0
+    poll_interval = 0.02
+
+    def __init__(self, binary: str, workdir: Path, port: int | None = None) -> None:
+        self.binary = binary
+        self.workdir = workdir
+        self.storage = workdir / "data"
+        self.config = workdir / f"{self.name.lower()}.yml"
+        self.log = workdir / f"{self.name.lower()}.log"
+        self.host = "127.0.0.1"
+        self._port_chosen = port is not None
+        self.port = port if port is not None else free_port(self.host)
+        self._process: asyncio.subprocess.Process | None = None
+        self._log_offset = 0
+
+    def arguments(self) -> list[str]:
+        """The binary's command-line arguments."""
+        raise NotImplementedError
+
+    def config_text(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.returncode is None
+
+    async def start(self) -> None:
+        """Start (or restart on the same port and storage) and wait until it is ready."""
+        await self.stop()
+        self.storage.mkdir(parents=True, exist_ok=True)
+        self.config.write_text(self.config_text())
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            try:
+                await self._start_once()
+            except PortTaken:
+                if self._port_chosen or attempt == _PORT_ATTEMPTS:
+                    raise
+                self.port = free_port(self.host)
+            else:
+                self._port_chosen = True
+                return
+
+    async def _start_once(self) -> None:
+        with self.log.open("ab") as log:
+            self._log_offset = log.tell()
+            self._process = await asyncio.create_subprocess_exec(
+                self.binary,
+                *self.arguments(),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+        _running.add(self._process.pid)
+        try:
+            await self._wait_ready()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _wait_ready(self) -> None:
+        process = self._process
+        assert process is not None
+        ready = f"{self.url}{self.ready_path}"
+        try:
+            # A port someone else holds may accept and never answer: each probe is bounded too.
+            probe = aiohttp.ClientTimeout(total=_POLL_TIMEOUT)
+            async with (
+                asyncio.timeout(self.ready_timeout),
+                aiohttp.ClientSession(timeout=probe) as http,
+            ):
+                while True:
+                    if process.returncode is not None:
+                        log = self.log_since_start()
+                        if "address already in use" in log:
+                            raise PortTaken(f"{self.host}:{self.port} is taken:\n{log}")
+                        raise RuntimeError(
+                            f"{self.name} exited with {process.returncode} while starting:\n{log}"
+                        )
+                    try:
+                        async with http.get(ready) as response:
+                            if response.status == 200:
+                                return
+                    except (aiohttp.ClientError, TimeoutError):
+                        pass
+                    await asyncio.sleep(self.poll_interval)
+        except TimeoutError:
+            log = self.log_since_start()
+            raise RuntimeError(
+                f"{self.name} not ready after {self.ready_timeout}s:\n{log}"
+            ) from None
+
+    def log_since_start(self) -> str:
+        with self.log.open("rb") as log:
+            log.seek(self._log_offset)
+            return log.read().decode(errors="replace")
+
+    async def stop(self) -> None:
+        """Terminate and wait for the process; afterwards its port refuses connections."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.terminate()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(STOP_TIMEOUT):
+                        await process.wait()
+        finally:
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+            _running.discard(process.pid)
