@@ -33,8 +33,9 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.sandbox import SlackSandbox
-from tests.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, free_port, serve_process
+from tests.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, serve_process
 from tests.payloads import encoded, reference, with_values
+from tests.servers import free_port
 
 
 def percentile(values: list[float], share: float) -> float:

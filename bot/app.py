@@ -27,11 +27,11 @@ from bot import ids, listeners
 from bot.config import ConfigError, Settings
 from bot.delivery import Deliverer
 from bot.diagnostics.service import Diagnoser
-from bot.grafana import GrafanaClient
+from bot.grafana import client_for as grafana_client_for
 from bot.incidents import Clock, IncidentService, utcnow
 from bot.listeners.actions import ActionHandlers
 from bot.listeners.silence import SilenceHandlers
-from bot.metrics.prometheus import PrometheusClient
+from bot.metrics.prometheus import client_for as prometheus_client_for
 from bot.openapi import serve_openapi
 from bot.permissions import Permissions
 from bot.render import Renderer
@@ -73,40 +73,6 @@ def slack_client_for(settings: Settings) -> AsyncWebClient:
     return AsyncWebClient(
         token=token, base_url=str(settings.slack_api_url), timeout=SLACK_TIMEOUT_SECONDS
     )
-
-
-def grafana_client_for(
-    settings: Settings, session: aiohttp.ClientSession | None
-) -> GrafanaClient | None:
-    """Grafana's client, when GRAFANA_URL and GRAFANA_TOKEN are both set (else silencing is
-    off, and the Silence… button says how to turn it on)."""
-    if session is None or settings.grafana_url is None or settings.grafana_token is None:
-        return None
-    return GrafanaClient(
-        session, str(settings.grafana_url), settings.grafana_token.get_secret_value()
-    )
-
-
-def prometheus_client_for(
-    settings: Settings, session: aiohttp.ClientSession | None
-) -> PrometheusClient | None:
-    """Prometheus directly (PROMETHEUS_URL), or through Grafana's datasource proxy."""
-    if session is None:
-        return None
-    if settings.prometheus_url is not None:
-        return PrometheusClient(session, str(settings.prometheus_url))
-    if (
-        settings.grafana_prometheus_datasource_uid
-        and settings.grafana_url is not None
-        and settings.grafana_token is not None
-    ):
-        return PrometheusClient.through_grafana(
-            session,
-            str(settings.grafana_url),
-            settings.grafana_prometheus_datasource_uid,
-            settings.grafana_token.get_secret_value(),
-        )
-    return None
 
 
 def create_app(

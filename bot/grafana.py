@@ -27,7 +27,9 @@ from urllib.parse import urlsplit
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bot.config import Settings
 from bot.silences import Matcher, MatcherSet
+from bot.text import host_of
 
 log = logging.getLogger(__name__)
 
@@ -121,13 +123,10 @@ class GrafanaClient:
     ) -> None:
         self._session = session
         self._timeout = timeout
-        parts = urlsplit(base_url.rstrip("/"))
-        host = parts.hostname or "?"
-        host = f"[{host}]" if ":" in host else host
-        netloc = f"{host}:{parts.port}" if parts.port else host
+        netloc = host_of(base_url)
         # Credentials in GRAFANA_URL are dropped: the token authenticates, and a URL that is
         # shown or logged must not carry a password.
-        self.base_url = parts._replace(netloc=netloc).geturl()
+        self.base_url = urlsplit(base_url.rstrip("/"))._replace(netloc=netloc).geturl()
         #: Where Grafana is, for messages people read.
         self.where = f"Grafana at {netloc}"
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
@@ -255,3 +254,13 @@ class GrafanaClient:
                 )
             )
         return found
+
+
+def client_for(settings: Settings, session: aiohttp.ClientSession | None) -> GrafanaClient | None:
+    """Grafana's client, when GRAFANA_URL and GRAFANA_TOKEN are both set (else silencing is
+    off, and the Silence… button says how to turn it on)."""
+    if session is None or settings.grafana_url is None or settings.grafana_token is None:
+        return None
+    return GrafanaClient(
+        session, str(settings.grafana_url), settings.grafana_token.get_secret_value()
+    )

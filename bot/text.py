@@ -55,6 +55,14 @@ def oneline(text: str) -> str:
     return " ".join(_CONTROL.sub(" ", text).split())
 
 
+def host_of(url: str) -> str:
+    """`host:port` of a URL, for messages people read: never its credentials or path."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{parts.port}" if parts.port else host
+
+
 def safe_url(url: str) -> str | None:
     """`url` if Slack will take it as a button or link target (http or https), else None."""
     url = url.strip()

@@ -17,11 +17,11 @@ from tests.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,
     SIGNING_SECRET,
-    free_port,
     running_stack,
     serve_process,
 )
 from tests.payloads import encoded, reference, with_values
+from tests.servers import free_port
 
 
 async def test_a_lost_answer_to_a_parent_post_posts_no_second_parent(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.pacing import Pacer
 
 
@@ -25,7 +27,14 @@ def test_a_burst_then_one_a_second_per_channel() -> None:
 
 
 async def test_waiting_lets_posts_through_in_order() -> None:
+    """Posts queued on one channel at once go out one after another, in the order they came."""
     pacer = Pacer(per_second=50.0, burst=1)
-    for _ in range(5):
+    through: list[int] = []
+
+    async def post(n: int) -> None:
         await pacer.wait("C1")
-    assert pacer.delay("C1") > 0
+        through.append(n)
+
+    await asyncio.gather(*(post(n) for n in range(5)))
+    assert through == [0, 1, 2, 3, 4]
+    assert pacer.delay("C1") > 0  # each took a token: the bucket is empty

@@ -14,7 +14,7 @@ from bot.diagnostics.checks import diagnose
 from bot.diagnostics.present import text_report
 from bot.diagnostics.service import no_fleet
 from bot.diagnostics.signals import collect
-from bot.metrics.prometheus import PrometheusClient, PrometheusError
+from bot.metrics.prometheus import PrometheusError, client_for
 
 _DURATION = re.compile(r"^[0-9]+[smh]$")
 
@@ -41,13 +41,11 @@ def parse_window(text: str) -> str:
 async def run_diagnose(
     settings: Settings, *, at: datetime | None, window: str | None, output: str
 ) -> int:
-    from bot.app import prometheus_client_for
-
     pack = settings.file.queries
     if window:
         pack = pack.model_copy(update={"window": window})
     async with aiohttp.ClientSession() as session:
-        client: PrometheusClient | None = prometheus_client_for(settings, session)
+        client = client_for(settings, session)
         if client is None:
             raise ConfigError(
                 "no metrics source: set PROMETHEUS_URL, or GRAFANA_PROMETHEUS_DATASOURCE_UID"

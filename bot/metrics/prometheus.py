@@ -18,9 +18,11 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
+
+from bot.config import Settings
+from bot.text import host_of
 
 #: Per query; diagnostics run many at once and must answer within seconds.
 TIMEOUT_SECONDS = 5.0
@@ -82,10 +84,8 @@ class PrometheusClient:
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
         self._timeout = timeout
-        parts = urlsplit(self.base_url)
-        host = parts.hostname or "?"
         #: Where the metrics come from, for messages people read (never credentials).
-        self.where = f"{host}:{parts.port}" if parts.port else host
+        self.where = host_of(self.base_url)
 
     @classmethod
     def through_grafana(
@@ -172,3 +172,25 @@ class PrometheusClient:
             points = tuple((_when(t), _number(v)) for t, v in item.get("values") or ())
             series.append(RangeSeries({str(k): str(v) for k, v in metric.items()}, points))
         return series
+
+
+def client_for(
+    settings: Settings, session: aiohttp.ClientSession | None
+) -> PrometheusClient | None:
+    """Prometheus directly (PROMETHEUS_URL), or through Grafana's datasource proxy."""
+    if session is None:
+        return None
+    if settings.prometheus_url is not None:
+        return PrometheusClient(session, str(settings.prometheus_url))
+    if (
+        settings.grafana_prometheus_datasource_uid
+        and settings.grafana_url is not None
+        and settings.grafana_token is not None
+    ):
+        return PrometheusClient.through_grafana(
+            session,
+            str(settings.grafana_url),
+            settings.grafana_prometheus_datasource_uid,
+            settings.grafana_token.get_secret_value(),
+        )
+    return None
