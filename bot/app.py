@@ -27,10 +27,12 @@ from bot import ids, listeners
 from bot.config import ConfigError, Settings
 from bot.delivery import Deliverer
 from bot.diagnostics.service import Diagnoser
+from bot.fleet_status import StatusReader
 from bot.grafana import client_for as grafana_client_for
 from bot.incidents import Clock, IncidentService, utcnow
 from bot.listeners.actions import ActionHandlers
 from bot.listeners.silence import SilenceHandlers
+from bot.listeners.status import StatusHandlers
 from bot.metrics.prometheus import client_for as prometheus_client_for
 from bot.openapi import serve_openapi
 from bot.permissions import Permissions
@@ -112,9 +114,10 @@ def create_app(
         outbound = (
             aiohttp.ClientSession() if settings.grafana_url or settings.prometheus_url else None
         )
+        prometheus = prometheus_client_for(settings, outbound)
         diagnoser = Diagnoser(
             store,
-            prometheus_client_for(settings, outbound),
+            prometheus,
             settings.file.queries,
             slack,
             renderer,
@@ -158,10 +161,12 @@ def create_app(
             resolve_after=timedelta(seconds=RESOLVE_AFTER_CHECKS * interval),
             clock=clock,
         )
+        reader = StatusReader(store, prometheus, settings.file.queries, slack, clock=clock)
         listeners.register(
             bolt,
             ActionHandlers(slack, renderer, diagnoser),
             SilenceHandlers(silencer, slack, renderer, clock),
+            StatusHandlers(reader, slack, renderer),
         )
         verifier = (
             SignatureVerifier(settings.slack_signing_secret.get_secret_value())

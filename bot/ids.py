@@ -16,6 +16,7 @@ class ActionId(StrEnum):
     OPEN_RUNBOOK = "queuebot_open_runbook"
     VIEW_ALERT = "queuebot_view_alert"
     OPEN_DASHBOARD = "queuebot_open_dashboard"
+    SHARE_STATUS = "queuebot_share_status"
 
 
 class CallbackId(StrEnum):

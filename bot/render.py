@@ -10,14 +10,15 @@ Slack's limits before anyone sends it.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from bot import blockkit, ids
+from bot import blockkit, ids, status_lines
 from bot.diagnostics import present
 from bot.diagnostics.model import Report
 from bot.ids import ActionId
@@ -41,6 +42,9 @@ from bot.text import (
     with_unit,
 )
 
+if TYPE_CHECKING:  # the reader imports this module's Message type, so only for annotations
+    from bot.fleet_status import QueueStatus
+
 #: Alerts listed one per line in a message; the rest are counted.
 MAX_LISTED_ALERTS = 10
 #: Budgets that keep a message far below Slack's ~12,000-character total.
@@ -55,6 +59,19 @@ DIGEST_PAGE = 20
 DIGEST_PAGE_CHARS = 7000
 #: URL buttons longer than this are left out when a message would otherwise be too long.
 MAX_COMPACT_URL = 500
+
+
+#: A Slack user id as it may appear in a mention.
+_SLACK_USER = re.compile(r"[UW][A-Z0-9]{2,20}")
+
+
+@dataclass(frozen=True)
+class ChartFile:
+    """An image uploaded to Slack, shown in a message through its file id."""
+
+    id: str
+    title: str
+    alt: str
 
 
 class RenderError(Exception):
@@ -240,6 +257,56 @@ class Renderer:
             )
             low += len(page)
         return pages
+
+    def queue_status(
+        self,
+        status: QueueStatus,
+        *,
+        shared_by: str | None = None,
+        chart: ChartFile | None = None,
+        note: str | None = None,
+    ) -> Message:
+        """The answer to /queue-status: ephemeral with a Share in channel button, or (with
+        `shared_by`, the Slack id of whoever shared it) for everyone in the channel. `note`
+        (plain text) is added to the context line."""
+        if status.query is None:
+            title = ":bar_chart: CI queue now"
+            lead = status_lines.fleet_line(status.fleet)
+            sections: list[str | None] = [lead]
+            sections += _chunks_text(status_lines.waiting_lines(status.fleet))
+            sections.append(None)
+            sections += _chunks_text(status_lines.incident_lines(status))
+            sections += _chunks_text(status_lines.silence_lines(status))
+        else:
+            title = f":bar_chart: CI queue: {oneline(status.query)}"
+            lead = status_lines.detail_intro(status)
+            sections = [lead, *(status_lines.detail_text(d) for d in status.details)]
+            if status.silenced or status.firing_total:
+                sections.append(
+                    f"{status.firing_total} open incidents, {len(status.silenced)} silenced:"
+                    f" `{ids.QUEUE_STATUS_COMMAND}` lists them."
+                )
+        share = None
+        if shared_by is None and (status.query is None or status.details):
+            share = {"action_id": ActionId.SHARE_STATUS.value, "value": status.query or ""}
+        person = shared_by if shared_by and _SLACK_USER.fullmatch(shared_by) else None
+        context = {
+            "title": title,
+            "fallback": f"Queue status: {oneline(lead.replace('*', ''))}"[:300],
+            "sections": sections,
+            "image": chart,
+            "context_parts": [status_lines.read_line(status, person)]
+            + ([clip(escape_mrkdwn(oneline(note)), 300)] if note else []),
+            "share": share,
+        }
+        return self._render("queue_status.json.j2", context)
+
+    def queue_status_usage(self, problem: str | None = None) -> Message:
+        """How to use /queue-status, after what was not understood (if anything)."""
+        text = status_lines.USAGE
+        if problem:
+            text = f":grey_question: {problem}\n\n{text}"
+        return self.notice(text)
 
     def notice(self, text: str) -> Message:
         """A one-paragraph ephemeral answer (text is ours, already mrkdwn)."""
@@ -428,6 +495,10 @@ def _pages(lines: list[str], first_size: int) -> list[list[str]]:
     if current:
         pages.append(current)
     return pages
+
+
+def _chunks_text(lines: list[str]) -> list[str | None]:
+    return ["\n".join(chunk) for chunk in _chunks(lines)]
 
 
 def _chunks(lines: list[str]) -> list[list[str]]:

@@ -28,6 +28,8 @@ from bot.render import Message
 from bot.telemetry import Metrics
 
 #: Codes Slack documents as passing trouble on its side (chat.postMessage "errors").
+#: A response_url that has not answered by then is Slack in trouble.
+SLACK_RESPONSE_TIMEOUT_SECONDS = 15
 _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 _CHANNEL = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
 _AUTH = {
@@ -189,19 +191,26 @@ class SlackGateway:
             params["thread_ts"] = thread_ts
         await self._call("chat.postEphemeral", **params)
 
-    async def respond(self, response_url: str, message: Message) -> None:
-        """Answer an interaction privately through its response_url.
+    async def respond(
+        self, response_url: str, message: Message | None, *, public: bool = False
+    ) -> None:
+        """Answer an interaction through its response_url: privately, or for everyone in the
+        channel when `public`; `message` None deletes the message the interaction came from.
 
         Works in any channel the click came from, whether or not the bot is a member
         (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses).
         """
         try:
-            response = await AsyncWebhookClient(response_url).send(
-                text=message.text,
-                blocks=message.blocks,
-                response_type="ephemeral",
-                replace_original=False,
-            )
+            webhook = AsyncWebhookClient(response_url, timeout=SLACK_RESPONSE_TIMEOUT_SECONDS)
+            if message is None:
+                response = await webhook.send_dict({"delete_original": True})
+            else:
+                response = await webhook.send(
+                    text=message.text,
+                    blocks=message.blocks,
+                    response_type="in_channel" if public else "ephemeral",
+                    replace_original=False,
+                )
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise SlackUnavailable("response_url", f"{type(exc).__name__}: {exc}") from exc
         if response.status_code == 429:
@@ -248,18 +257,20 @@ class SlackGateway:
 
     async def upload_file(
         self,
-        channel_id: str,
+        channel_id: str | None,
         content: bytes,
         *,
         filename: str,
         title: str,
         alt_text: str,
         thread_ts: str | None = None,
-    ) -> None:
-        """Share a file in a channel or thread (files_upload_v2: getUploadURLExternal, upload,
-        completeUploadExternal; https://docs.slack.dev/messaging/working-with-files)."""
+    ) -> str:
+        """Share a file in a channel or thread, or with `channel_id` None keep it private to
+        the app (for an image block's `slack_file`); returns the file's id (files_upload_v2:
+        getUploadURLExternal, upload, completeUploadExternal;
+        https://docs.slack.dev/messaging/working-with-files)."""
         try:
-            await self.client.files_upload_v2(
+            response = await self.client.files_upload_v2(
                 channel=channel_id,
                 thread_ts=thread_ts,
                 content=content,
@@ -272,6 +283,8 @@ class SlackGateway:
             raise _error_for("files.upload_v2", exc) from exc
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise SlackUnavailable("files.upload_v2", f"{type(exc).__name__}: {exc}") from exc
+        uploaded = response.get("file")
+        return str(uploaded.get("id", "")) if isinstance(uploaded, dict) else ""
 
     async def open_view(self, trigger_id: str, view: dict[str, Any]) -> str:
         """Open a modal (within 3 s of the click that issued `trigger_id`); returns its id."""

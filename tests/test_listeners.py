@@ -99,12 +99,3 @@ class TestButtons:
             ) as response:
                 assert response.status == 200
             assert (await stack.webhook(reference())).status == 202
-
-
-class TestQueueStatus:
-    async def test_command_answers_privately(self, tmp_path: Path) -> None:
-        """/queue-status answers the person who typed it, within Slack's 3 seconds."""
-        async with running_stack(tmp_path) as stack:
-            result = await stack.sandbox.slash_command("/queue-status")
-            assert result.status == 200 and result.acked_in_time
-            assert "not available yet" in result.body

@@ -38,8 +38,6 @@ QUEUED_AFFECTED = 5.0
 #: "Well above the baseline".
 RATIO_LIKELY = 1.5
 MIN_EXTRA_STARTS_PER_MINUTE = 0.5
-#: At the autoscaler's maximum.
-AT_MAX_SHARE = 0.95
 #: Runners failing to register: desired exceeds registered by this share, now and earlier.
 GAP_SHARE = 0.3
 GAP_MIN = 3.0
@@ -71,7 +69,9 @@ def _ratio(now: float | None, base: float | None, floor: float) -> float | None:
     return now / max(base, floor)
 
 
-def _state(fleet: FleetSignals, name: str) -> RunnerTypeState:
+def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
+    """One runner type as the fleet's signals describe it now."""
+
     def get(signal: Signal) -> float | None:
         return fleet.value(signal, name)
 
@@ -162,13 +162,11 @@ def _idle_while_waiting(state: RunnerTypeState) -> bool:
 def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     if state.max is None or (state.desired is None and state.registered is None):
         return Verdict.NO_DATA, ()
-    top = max(state.desired or 0.0, state.registered or 0.0)
-    at_max = state.max > 0 and top >= AT_MAX_SHARE * state.max
     evidence = (
         Evidence(runner_type=state.name, measure="desired runners", now=state.desired, unit=""),
         Evidence(runner_type=state.name, measure="maximum runners", now=state.max, unit=""),
     )
-    if at_max and not _idle_while_waiting(state):
+    if state.at_max and not _idle_while_waiting(state):
         return Verdict.LIKELY, evidence
     return Verdict.RULED_OUT, evidence
 
@@ -257,7 +255,7 @@ def _scope(affected: int, total: int) -> Scope:
 def diagnose(fleet: FleetSignals) -> Report:
     """Turn the fleet's signals into a ranked report."""
     states = sorted(
-        (_state(fleet, name) for name in fleet.runner_types()), key=_severity, reverse=True
+        (runner_state(fleet, name) for name in fleet.runner_types()), key=_severity, reverse=True
     )
     affected = [s for s in states if s.affected]
     verdicts: dict[Cause, dict[str, Check]] = {cause: {} for cause in Cause}

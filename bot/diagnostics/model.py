@@ -99,6 +99,10 @@ class Finding(BaseModel):
         return self.cause.next_step
 
 
+#: Desired or registered runners at this share of the maximum count as "at the maximum".
+AT_MAX_SHARE = 0.95
+
+
 class RunnerTypeState(BaseModel):
     """One runner type now."""
 
@@ -113,6 +117,13 @@ class RunnerTypeState(BaseModel):
     desired: float | None = None
     max: float | None = None
     affected: bool = False
+
+    @property
+    def at_max(self) -> bool:
+        """The autoscaler wants, or has, (nearly) its configured maximum of runners."""
+        if self.max is None or self.max <= 0:
+            return False
+        return max(self.desired or 0.0, self.registered or 0.0) >= AT_MAX_SHARE * self.max
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -66,8 +66,7 @@ def type_text(state: RunnerTypeState, *, markup: bool = True) -> str:
     if state.busy is not None and state.registered is not None:
         parts.append(f"{amount(state.busy, '')}/{amount(state.registered, '')} runners busy")
     if state.max is not None:
-        at_max = max(state.desired or 0, state.registered or 0) >= 0.95 * state.max > 0
-        parts.append(f"max {amount(state.max, '')}" + (" (at max)" if at_max else ""))
+        parts.append(f"max {amount(state.max, '')}" + (" (at max)" if state.at_max else ""))
     return f"{name}: " + ", ".join(parts)
 
 

@@ -41,6 +41,7 @@ READ_TIMEOUT_SECONDS = 30.0
 CHART_SPAN = timedelta(hours=6)
 CHART_STEP = timedelta(minutes=2)
 MAX_CHARTED = 8
+CHART_TITLE = "Jobs queueing by runner type, last 6 h"
 
 NOT_CONFIGURED = (
     ":information_source: Diagnostics need a metrics source: set `PROMETHEUS_URL` (the"
@@ -114,38 +115,8 @@ class Diagnoser:
         """A PNG of queued jobs and longest wait for the queueing runner types, or None."""
         if self._prometheus is None or not report.affected:
             return None
-        names = {t.name for t in report.affected[:MAX_CHARTED]}
-        end, start = report.at, report.at - CHART_SPAN
-        queued, waits = await asyncio.gather(
-            self._prometheus.range(self._pack.query(Signal.QUEUED), start, end, CHART_STEP),
-            self._prometheus.range(self._pack.query(Signal.MAX_WAIT), start, end, CHART_STEP),
-        )
-        order = [t.name for t in report.affected[:MAX_CHARTED]]
-
-        def series(found: list[RangeSeries], scale: float) -> tuple[Series, ...]:
-            by_name = {s.labels.get("name"): s for s in found if s.labels.get("name") in names}
-            return tuple(
-                Series(
-                    runner_type=name,
-                    points=tuple(
-                        (when, value / scale if math.isfinite(value) else math.nan)
-                        for when, value in by_name[name].points
-                    ),
-                )
-                for name in order
-                if name in by_name
-            )
-
-        data = ChartData(
-            title="Jobs queueing by runner type, last 6 h",
-            queued=series(queued, 1.0),
-            wait_minutes=series(waits, 60.0),
-            start=start,
-            end=end,
-            marker=fired_at if fired_at and start <= fired_at <= end else None,
-            marker_label="alert",
-        )
-        return await asyncio.to_thread(render_chart, data)
+        names = [t.name for t in report.affected[:MAX_CHARTED]]
+        return await queue_chart(self._prometheus, self._pack, names, report.at, marker=fired_at)
 
     async def run(self, incident_id: int) -> Outcome:
         """Diagnose for the incident's thread: running note, report, chart."""
@@ -205,7 +176,7 @@ class Diagnoser:
                 channel,
                 png,
                 filename="queue.png",
-                title="Jobs queueing by runner type, last 6 h",
+                title=CHART_TITLE,
                 alt_text=f"Queued jobs and longest wait over the last 6 hours for {names}",
                 thread_ts=thread,
             )
@@ -240,3 +211,48 @@ class Diagnoser:
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+async def queue_chart(
+    prometheus: PrometheusClient,
+    pack: QueryPack,
+    names: list[str],
+    end: datetime,
+    *,
+    marker: datetime | None = None,
+) -> bytes | None:
+    """A PNG of queued jobs and longest wait over the 6 hours before `end` for the runner
+    types `names` (in that order), or None when Prometheus has no series for any of them.
+    `marker`, when within the span, is drawn as the alert's firing time."""
+    start = end - CHART_SPAN
+    queued, waits = await asyncio.gather(
+        prometheus.range(pack.query(Signal.QUEUED), start, end, CHART_STEP),
+        prometheus.range(pack.query(Signal.MAX_WAIT), start, end, CHART_STEP),
+    )
+
+    def series(found: list[RangeSeries], scale: float) -> tuple[Series, ...]:
+        by_name = {s.labels.get("name"): s for s in found if s.labels.get("name") in names}
+        return tuple(
+            Series(
+                runner_type=name,
+                points=tuple(
+                    (when, value / scale if math.isfinite(value) else math.nan)
+                    for when, value in by_name[name].points
+                ),
+            )
+            for name in names
+            if name in by_name
+        )
+
+    data = ChartData(
+        title=CHART_TITLE,
+        queued=series(queued, 1.0),
+        wait_minutes=series(waits, 60.0),
+        start=start,
+        end=end,
+        marker=marker if marker and start <= marker <= end else None,
+        marker_label="alert",
+    )
+    if not data.queued and not data.wait_minutes:
+        return None
+    return await asyncio.to_thread(render_chart, data)

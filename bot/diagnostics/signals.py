@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -108,8 +109,15 @@ async def collect(
     at: datetime,
     *,
     baseline_days: int = BASELINE_DAYS,
+    signals: Iterable[Signal] = tuple(Signal),
+    with_baseline: Iterable[Signal] = WITH_BASELINE,
+    with_earlier: Iterable[Signal] = WITH_EARLIER,
 ) -> FleetSignals:
-    """Read every signal of `pack` at `at`, its baseline and its earlier values."""
+    """Read `signals` of `pack` (all, by default) at `at`, the baseline of those in
+    `with_baseline` and the earlier values of those in `with_earlier`."""
+    reading = tuple(signals)
+    baselined = tuple(s for s in with_baseline if s in reading)
+    earlier = tuple(s for s in with_earlier if s in reading)
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def read(signal: Signal, when: datetime) -> list[tuple[dict[str, str], float]]:
@@ -128,18 +136,18 @@ async def collect(
 
     jobs: dict[tuple[Signal, str, int], asyncio.Task[list[tuple[dict[str, str], float]]]] = {}
     async with asyncio.TaskGroup() as tasks:
-        for signal in Signal:
+        for signal in reading:
             jobs[(signal, "now", 0)] = tasks.create_task(guarded(signal, at))
-        for signal in WITH_BASELINE:
+        for signal in baselined:
             for day in range(1, baseline_days + 1):
                 when = at - timedelta(days=day)
                 jobs[(signal, "day", day)] = tasks.create_task(guarded(signal, when))
-        for signal in WITH_EARLIER:
+        for signal in earlier:
             for index, ago in enumerate(EARLIER):
                 jobs[(signal, "earlier", index)] = tasks.create_task(guarded(signal, at - ago))
 
     fleet = FleetSignals(at=at, window=pack.window)
-    for signal in Signal:
+    for signal in reading:
         if (signal, at) in failures:
             fleet.missing[signal] = failures[(signal, at)]
         samples = jobs[(signal, "now", 0)].result()
@@ -147,13 +155,13 @@ async def collect(
             fleet.workflows[signal] = _by_workflow(samples)
         else:
             fleet.now[signal] = _by_type(samples)
-    for signal in WITH_BASELINE:
+    for signal in baselined:
         days = [jobs[(signal, "day", d)].result() for d in range(1, baseline_days + 1)]
         if signal in BY_WORKFLOW:
             fleet.workflow_baseline[signal] = _median_workflows([_by_workflow(d) for d in days])
         else:
             fleet.baseline[signal] = _median([_by_type(d) for d in days])
-    for signal in WITH_EARLIER:
+    for signal in earlier:
         fleet.earlier[signal] = [
             _by_type(jobs[(signal, "earlier", i)].result()) for i in range(len(EARLIER))
         ]

@@ -7,9 +7,12 @@ from slack_bolt.async_app import AsyncApp
 from bot.ids import QUEUE_STATUS_COMMAND, ActionId, CallbackId
 from bot.listeners.actions import ActionHandlers
 from bot.listeners.silence import SilenceHandlers
+from bot.listeners.status import StatusHandlers
 
 
-def register(app: AsyncApp, actions: ActionHandlers, silence: SilenceHandlers) -> None:
+def register(
+    app: AsyncApp, actions: ActionHandlers, silence: SilenceHandlers, status: StatusHandlers
+) -> None:
     """Wire every interactive element queuebot renders to its handler."""
     app.action(ActionId.RUN_DIAGNOSTICS.value)(actions.on_run_diagnostics)
     app.action(ActionId.SILENCE.value)(silence.on_silence)
@@ -18,5 +21,6 @@ def register(app: AsyncApp, actions: ActionHandlers, silence: SilenceHandlers) -
     for url_button in (ActionId.OPEN_RUNBOOK, ActionId.VIEW_ALERT, ActionId.OPEN_DASHBOARD):
         # Slack sends block_actions for URL buttons too and expects the usual ack.
         app.action(url_button.value)(actions.on_link_opened)
-    app.command(QUEUE_STATUS_COMMAND)(actions.on_queue_status)
+    app.command(QUEUE_STATUS_COMMAND)(status.on_command)
+    app.action(ActionId.SHARE_STATUS.value)(status.on_share)
     app.error(actions.on_error)

@@ -1,8 +1,7 @@
-"""Handlers for Run diagnostics, the link buttons and the slash command.
+"""Handlers for Run diagnostics and the link buttons.
 
 Each acks first (Slack wants an answer within 3 s). Run diagnostics then works in the incident's
-thread; whatever stops it is told privately to the person who clicked. Features that later
-versions add answer "not available yet" rather than nothing.
+thread; whatever stops it is told privately to the person who clicked.
 """
 
 from __future__ import annotations
@@ -60,11 +59,6 @@ class ActionHandlers:
 
     async def on_link_opened(self, ack: AsyncAck) -> None:
         await ack()
-
-    async def on_queue_status(self, ack: AsyncAck) -> None:
-        await ack(
-            text=":hourglass: `/queue-status` is not available yet in this version of queuebot."
-        )
 
     async def on_error(self, error: Exception, body: dict[str, Any]) -> None:
         """The one place unexpected listener failures land: logged with their traceback."""

@@ -93,6 +93,7 @@ class Call:
         problems = validate_message(text, blocks)
         if error := slack_error(problems):
             raise blocks_error(error, problems)
+        self.workspace.check_slack_files(blocks)
         return text, list(blocks or [])
 
 

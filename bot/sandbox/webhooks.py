@@ -66,6 +66,11 @@ class Webhooks:
             refusal = blocks_error(error, problems)
             refusal.status = 400
             raise refusal
+        try:
+            ws.check_slack_files(blocks)
+        except SlackError as refusal:
+            refusal.status = 400
+            raise
         blocks = list(blocks or [])
         # A slash command's response_url has no message of its own to replace: Slack posts a
         # new one (slackapi/bolt-js#2287, slackapi/bolt-python#1268).

@@ -168,6 +168,26 @@ class Workspace:
 
     # -- messages ------------------------------------------------------------------------------
 
+    def check_slack_files(self, blocks: list[JSON] | None) -> None:
+        """Image blocks may show an uploaded image by `slack_file` id or URL: it must be a
+        png, jpg or gif upload that finished (Slack refuses the message otherwise,
+        https://docs.slack.dev/reference/block-kit/composition-objects/slack-file-object)."""
+        for block in blocks or []:
+            file_ref = block.get("slack_file") if block.get("type") == "image" else None
+            if not isinstance(file_ref, dict):
+                continue
+            if ("id" in file_ref) == ("url" in file_ref):
+                raise SlackError("invalid_blocks", errors=["slack_file needs one of id or url"])
+            wanted = str(file_ref.get("id") or file_ref.get("url") or "")
+            # A url is url_private or a permalink; both name the file id after the team id.
+            found = next(
+                (f for f in self.files.values() if wanted == f.id or f"-{f.id}/" in wanted), None
+            )
+            if found is None or not found.completed:
+                raise SlackError("invalid_blocks", errors=[f"invalid slack file: {wanted}"])
+            if not found.filename.lower().endswith((".png", ".jpg", ".jpeg", ".gif")):
+                raise SlackError("invalid_blocks", errors=[f"slack file is no image: {wanted}"])
+
     def find(self, channel_id: str, ts: str) -> Message | None:
         message = self.messages.get(channel_id, {}).get(ts)
         return None if message is None or message.deleted else message

@@ -138,6 +138,11 @@ class Store(Protocol):
         """Firing incidents with a silence queuebot made, oldest first."""
         ...
 
+    async def firing_incidents(self, limit: int) -> tuple[list[Incident], int]:
+        """The `limit` most recently started firing incidents, silenced ones included, and how
+        many are firing in all."""
+        ...
+
     async def claim(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
         """Reserve the incident for `purpose` (silencing, diagnostics) to `owner` until `until`;
         False if another holds it. Two people silencing at once (on any replica) make one

@@ -320,6 +320,14 @@ class SQLiteStore:
         )
         return [_incident(row) for row in rows]
 
+    async def firing_incidents(self, limit: int) -> tuple[list[Incident], int]:
+        rows = await self._fetch(
+            f"SELECT {_INCIDENT_COLUMNS}, COUNT(*) OVER () AS total FROM incidents"  # noqa: S608
+            " WHERE status = 'firing' ORDER BY started_at DESC, id DESC LIMIT ?",
+            (limit,),
+        )
+        return [_incident(row) for row in rows], (int(rows[0]["total"]) if rows else 0)
+
     async def claim(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
         # One statement, atomic under SQLite's write lock: a free or lapsed claim is taken,
         # a live one is left alone (rowcount 0).

@@ -1,0 +1,197 @@
+"""`/queue-status` and the Share in channel button of its answer.
+
+The command is acked at once (Slack wants an answer within 3 s; help and anything not
+understood are answered in the ack itself), then the fleet is read and the answer goes through
+the command's response_url: privately, or for the channel with `post`. Share in channel reads
+the fleet again, posts the fresh answer for everyone and removes the private one.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from slack_bolt.async_app import AsyncAck
+
+from bot.fleet_status import RUNNER_TYPE_PATTERN, QueueStatus, StatusReader
+from bot.ids import QUEUE_STATUS_COMMAND
+from bot.listeners.answer import tell
+from bot.listeners.payloads import BlockActions
+from bot.metrics.prometheus import PrometheusError
+from bot.render import ChartFile, Message, Renderer
+from bot.slack import SlackError, SlackGateway, SlackRejected
+from bot.text import clip, escape_mrkdwn, oneline
+
+log = logging.getLogger(__name__)
+
+HELP_WORDS = {"help", "-h", "--help", "?", "usage"}
+POST_WORD = "post"
+FAILED = (
+    f":warning: `{QUEUE_STATUS_COMMAND}` failed because of an error on queuebot's side (logged)."
+)
+
+
+@dataclass(frozen=True)
+class StatusRequest:
+    #: A runner type or prefix to show in detail; None for the summary.
+    query: str | None = None
+    #: For everyone in the channel rather than only for the asker.
+    public: bool = False
+
+
+@dataclass(frozen=True)
+class NotUnderstood:
+    """Help was asked for (`problem` None) or the text made no sense (`problem` says why)."""
+
+    problem: str | None = None
+
+
+def parse_request(text: str) -> StatusRequest | NotUnderstood:
+    """`""`, `post`, `<prefix>`, `post <prefix>`; `help` or anything else asks for the usage."""
+    words = text.split()
+    if not words:
+        return StatusRequest()
+    if len(words) == 1 and words[0].casefold() in HELP_WORDS:
+        return NotUnderstood()
+    public = words[0].casefold() == POST_WORD
+    rest = words[1:] if public else words
+    if not rest:
+        return StatusRequest(public=public)
+    if len(rest) == 1 and RUNNER_TYPE_PATTERN.fullmatch(rest[0]):
+        return StatusRequest(query=rest[0], public=public)
+    shown = clip(escape_mrkdwn(oneline(text)), 100).replace("`", "'")
+    return NotUnderstood(f"`{QUEUE_STATUS_COMMAND} {shown}` is not something I understand.")
+
+
+class StatusHandlers:
+    def __init__(self, reader: StatusReader, slack: SlackGateway, renderer: Renderer) -> None:
+        self._reader = reader
+        self._slack = slack
+        self._renderer = renderer
+
+    async def on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
+        request = parse_request(str(command.get("text") or ""))
+        if isinstance(request, NotUnderstood):
+            usage = self._renderer.queue_status_usage(request.problem)
+            await ack(text=usage.text, blocks=usage.blocks, response_type="ephemeral")
+            return
+        await ack()
+        await self._answer(
+            request,
+            user=str(command.get("user_id") or ""),
+            channel=command.get("channel_id"),
+            response_url=command.get("response_url"),
+        )
+
+    async def on_share(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        try:
+            payload = BlockActions.model_validate(body)
+        except ValidationError:
+            log.warning("a Share in channel click without a usable payload")
+            return
+        request = parse_request(payload.actions[0].value or "")
+        if not isinstance(request, StatusRequest):
+            request = StatusRequest()
+        shared = await self._answer(
+            StatusRequest(query=request.query, public=True),
+            user=payload.user.id,
+            channel=payload.channel.id if payload.channel else None,
+            response_url=payload.response_url,
+        )
+        if shared and payload.response_url:
+            try:
+                await self._slack.respond(payload.response_url, None)
+            except SlackError as exc:
+                log.info("the private answer stays: %s", exc)
+
+    async def _answer(
+        self,
+        request: StatusRequest,
+        *,
+        user: str,
+        channel: str | None,
+        response_url: str | None,
+    ) -> bool:
+        """Read, render and send; True when the answer reached Slack."""
+        try:
+            status = await self._reader.read(request.query)
+            chart, note = await self._chart(status)
+            message = self._renderer.queue_status(
+                status, shared_by=user if request.public else None, chart=chart, note=note
+            )
+        except Exception:
+            log.exception("queue status failed (user=%s)", user)
+            await self._tell(FAILED, user, channel, response_url)
+            return False
+        try:
+            await self._send(message, request.public, user, channel, response_url)
+        except SlackRejected as exc:
+            if chart is None:
+                log.warning("Slack refused the queue status: %s", exc)
+                await self._tell(FAILED, user, channel, response_url)
+                return False
+            # The chart is the one part that can be refused for reasons of its own (a file
+            # Slack has not finished processing); the words are sent without it.
+            log.warning("Slack refused the queue status with its chart: %s", exc)
+            note = "The chart could not be shown."
+            message = self._renderer.queue_status(
+                status, shared_by=user if request.public else None, note=note
+            )
+            try:
+                await self._send(message, request.public, user, channel, response_url)
+            except SlackError as again:
+                log.warning("Slack refused the queue status: %s", again)
+                return False
+        except SlackError as exc:
+            log.warning("the queue status did not reach %s: %s", user, exc)
+            return False
+        return True
+
+    async def _chart(self, status: QueueStatus) -> tuple[ChartFile | None, str | None]:
+        """The detail's chart, uploaded privately for an image block; or why there is none."""
+        if not status.details:
+            return None, None
+        try:
+            png = await self._reader.chart(status)
+        except PrometheusError as exc:
+            return None, f"No chart: {exc.detail}"
+        if png is None:
+            return None, None
+        names = ", ".join(d.state.name for d in status.details)
+        title = "Jobs queueing and longest wait, last 6 h"
+        alt = f"Queued jobs and longest wait over the last 6 hours for {names}"
+        try:
+            file_id = await self._slack.upload_file(
+                None, png, filename="queue-status.png", title=title, alt_text=alt
+            )
+        except SlackError as exc:
+            log.warning("queue status chart not uploaded: %s", exc)
+            return None, "The chart could not be uploaded to Slack."
+        return (ChartFile(file_id, title, alt), None) if file_id else (None, None)
+
+    async def _send(
+        self,
+        message: Message,
+        public: bool,
+        user: str,
+        channel: str | None,
+        response_url: str | None,
+    ) -> None:
+        if response_url:
+            await self._slack.respond(response_url, message, public=public)
+        elif channel and public:
+            await self._slack.post_message(channel, message)
+        elif channel:
+            await self._slack.post_ephemeral(channel, user, message)
+        else:
+            raise SlackRejected("queue status", "the request named no response_url and no channel")
+
+    async def _tell(
+        self, text: str, user: str, channel: str | None, response_url: str | None
+    ) -> None:
+        await tell(
+            self._slack, self._renderer, text, user=user, response_url=response_url, channel=channel
+        )
