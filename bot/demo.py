@@ -3,8 +3,9 @@
 Nothing outside this machine is needed: the local Slack-compatible workspace (bot/sandbox/) plays
 Slack, a local Grafana-compatible silence API plays Grafana, the bot is the same application
 `queuebot serve` runs, and the reference alert is posted to the bot's webhook over HTTP exactly as
-Grafana would post it. Then the on-call, alice, silences it for an hour through the modal and
-lifts the silence again, with the same signed requests Slack would send. The channel is printed
+Grafana would post it. Then the on-call, alice, silences it for an hour through the modal, asks
+`/queue-status` and lifts the silence again, with the same signed requests Slack would send;
+`/queue-status` typed into the terminal is sent as hers. The channel is printed
 to the terminal as messages arrive; the demo keeps running so more payloads can be posted to it.
 """
 
@@ -16,6 +17,7 @@ import secrets
 import signal
 import sys
 import tempfile
+import threading
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -58,8 +60,10 @@ async def _print_channel(sandbox: SlackSandbox, out: TextIO) -> None:
             if event.kind not in _SHOWN or event.ts is None:
                 continue
             if event.kind is EventKind.EPHEMERAL_POSTED:
-                _rule(out, f"only visible to {event.user}")
-                out.write(str(event.detail.get("text", "")) + "\n")
+                person = sandbox.workspace.users.get(event.user or "")
+                _rule(out, f"only visible to {person.name if person else event.user}")
+                shown = event.detail.get("message") or {"text": event.detail.get("text", "")}
+                out.write(render_message(shown, now=datetime.now(UTC)) + "\n")
                 out.flush()
                 continue
             message = sandbox.message(event.channel, event.ts)
@@ -127,10 +131,47 @@ async def _silence_story(sandbox: SlackSandbox, out: TextIO) -> None:
     )
     await sandbox.wait_for(lambda: ActionId.UNSILENCE.value in _buttons(parent), timeout=10)
     await asyncio.sleep(STORY_PAUSE_SECONDS)
+    _rule(out, f"alice types {ids.QUEUE_STATUS_COMMAND}")
+    out.flush()
+    answered = len(sandbox.ephemerals(ONCALL_USER))
+    await sandbox.slash_command(ids.QUEUE_STATUS_COMMAND, "", user_id=ONCALL_USER)
+    await sandbox.wait_for(lambda: len(sandbox.ephemerals(ONCALL_USER)) > answered, timeout=15)
+    await asyncio.sleep(STORY_PAUSE_SECONDS)
     _rule(out, "alice clicks Unsilence")
     out.flush()
     await sandbox.click(sandbox.channel_id, parent.ts, ActionId.UNSILENCE.value, ONCALL_USER)
     await sandbox.wait_for(lambda: ActionId.SILENCE.value in _buttons(parent), timeout=10)
+
+
+async def _commands(sandbox: SlackSandbox, out: TextIO) -> None:
+    """Slash commands typed into the terminal, sent as alice (`/queue-status linux`)."""
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[str] = asyncio.Queue()
+
+    def read() -> None:
+        # A daemon thread: a pending read must not keep the demo from exiting on Ctrl-C.
+        try:
+            for line in sys.stdin:
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+            loop.call_soon_threadsafe(lines.put_nowait, "")
+        except RuntimeError:
+            return  # the demo has stopped
+
+    threading.Thread(target=read, name="demo-stdin", daemon=True).start()
+    while True:
+        line = await lines.get()
+        if not line:
+            return  # no terminal, or it closed
+        command, _, text = line.strip().partition(" ")
+        if not command:
+            continue
+        if command != ids.QUEUE_STATUS_COMMAND:
+            out.write(f"the demo knows one command: {ids.QUEUE_STATUS_COMMAND} [text]\n")
+            out.flush()
+            continue
+        _rule(out, f"alice types {command} {text}".rstrip())
+        out.flush()
+        await sandbox.slash_command(command, text.strip(), user_id=ONCALL_USER)
 
 
 async def run_demo(
@@ -184,6 +225,7 @@ async def run_demo(
             f"  local Grafana:   {grafana.url} (silences)\n"
             f"Post your own Grafana or Alertmanager payloads:\n"
             f"  curl -X POST {webhook} -H 'Content-Type: application/json' --data @payload.json\n"
+            f"Type {ids.QUEUE_STATUS_COMMAND} [help | post | runner type] here to ask as alice.\n"
             f"Press Ctrl-C to stop.\n"
         )
         out.flush()
@@ -204,10 +246,12 @@ async def run_demo(
                     _rule(out, f"Grafana → queuebot: reference alert ({answer.status})")
                     out.flush()
             story = asyncio.create_task(_silence_story(sandbox, out))
+            typed = asyncio.create_task(_commands(sandbox, out))
             await stop.wait()
-            story.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await story
+            for task in (story, typed):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         finally:
             printer.cancel()
             with contextlib.suppress(asyncio.CancelledError):

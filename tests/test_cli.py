@@ -18,16 +18,23 @@ from tests.harness import BOT_TOKEN
 from tests.payloads import FIXTURES
 
 
-def _run_until(command: list[str], marker: str, timeout: float = 30.0) -> tuple[str, int]:
-    """Start `command`, read its stdout until `marker` shows, then stop it with Ctrl-C."""
+def _run_until(
+    command: list[str], marker: str, timeout: float = 30.0, typed: str = ""
+) -> tuple[str, int]:
+    """Start `command` with `typed` as its input, read its stdout until `marker` shows, then
+    stop it with Ctrl-C."""
     process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
         command,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         bufsize=0,
         env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")},
     )
-    assert process.stdout is not None
+    assert process.stdout is not None and process.stdin is not None
+    process.stdin.write(typed.encode())
+    process.stdin.close()
+    process.stdin = None  # all typed: communicate() below must not flush it again
     seen = b""
     selector = selectors.DefaultSelector()
     selector.register(process.stdout, selectors.EVENT_READ)
@@ -71,6 +78,22 @@ def test_demo_silences_and_unsilences_its_alert() -> None:
     assert "*Silenced* by @alice until" in output and "“Looking at the queue”" in output
     assert "*Silenced until " in output and "[Unsilence]" in output
     assert "*Unsilenced* by @alice" in output
+    assert code == 0
+
+
+def test_demo_answers_queue_status() -> None:
+    """alice asks /queue-status while the alert is silenced; what is typed is sent as hers."""
+    output, code = _run_until(
+        [sys.executable, "-m", "bot", "demo", "--port", "0"],
+        "*Unsilenced* by @alice",
+        typed="/queue-status help\n/queue-status linux.g5\n",
+    )
+    assert "alice types /queue-status help" in output and "/queue-status post" in output
+    assert "alice types /queue-status linux.g5" in output
+    assert "── alice types /queue-status ─" in output and "CI queue now" in output
+    assert "Open incidents (1):" in output and "Active silences (1):" in output
+    assert "by @alice · “Looking at the queue”" in output
+    assert "No metrics source is configured" in output
     assert code == 0
 
 

@@ -15,8 +15,13 @@ from typing import Any
 
 import pytest
 
+from bot import blockkit
+from bot.diagnostics.model import RunnerTypeState
+from bot.fleet_status import FleetView, QueueStatus, matching
 from bot.ids import ActionId, SilenceInput
+from bot.listeners.status import NotUnderstood, StatusRequest, parse_request
 from bot.metrics.simulate import Scenario, SimulationSpec, Truth, runner_type_names
+from bot.render import Renderer
 from bot.sandbox import ONCALL_USER, SECOND_USER, Message
 from bot.sandbox.models import Ephemeral
 from tests.alertmanager import Alertmanager
@@ -50,6 +55,16 @@ def _other_alert() -> dict[str, Any]:
     }
     body["alerts"][0]["fingerprint"] = "fp-other"
     return body
+
+
+def _mrkdwn(node: Any) -> list[str]:
+    """Every mrkdwn text in `node` (blocks and everything in them)."""
+    if isinstance(node, list):
+        return [t for item in node for t in _mrkdwn(item)]
+    if not isinstance(node, dict):
+        return []
+    own = [node["text"]] if node.get("type") == "mrkdwn" else []
+    return own + [t for value in node.values() for t in _mrkdwn(value)]
 
 
 def _blocks_text(blocks: list[dict[str, Any]]) -> str:
@@ -293,3 +308,59 @@ async def test_help_and_anything_else_get_the_usage_in_the_ack(
             assert problem in shown.text
         assert "<!channel>" not in _blocks_text(shown.blocks)
         assert stack.sandbox.response_posts == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", StatusRequest()),
+        ("  ", StatusRequest()),
+        ("post", StatusRequest(public=True)),
+        ("POST linux.g5", StatusRequest(query="linux.g5", public=True)),
+        ("linux-g5-4xlarge-nvidia-gpu", StatusRequest(query="linux-g5-4xlarge-nvidia-gpu")),
+        ("help", NotUnderstood()),
+        ("?", NotUnderstood()),
+        ("post a b", NotUnderstood("`/queue-status post a b` is not something I understand.")),
+        ("`x`", NotUnderstood("`/queue-status 'x'` is not something I understand.")),
+    ],
+)
+def test_what_the_command_text_asks_for(text: str, expected: StatusRequest | NotUnderstood) -> None:
+    assert parse_request(text) == expected
+
+
+def test_prefixes_ignore_case_and_separators() -> None:
+    names = ["linux-g5-4xlarge-nvidia-gpu", "linux-g5-48xlarge", "linux-2xlarge", "windows-g5"]
+    assert matching(names, "linux.g5") == ["linux-g5-48xlarge", "linux-g5-4xlarge-nvidia-gpu"]
+    assert matching(names, "LINUX_2XLARGE") == ["linux-2xlarge"]
+    contained = ["linux-g5-48xlarge", "linux-g5-4xlarge-nvidia-gpu", "windows-g5"]
+    assert matching(names, "g5") == contained
+    assert matching(names, "macos") == []
+
+
+def test_metric_labels_and_alert_text_stay_inert() -> None:
+    """A runner type named by a metric label cannot ping the channel or plant a link either."""
+    hostile = "<!channel>`<https://evil.example|x>"
+    state = RunnerTypeState(
+        name=hostile, queued=3, max_wait_seconds=600, busy=4, registered=4, desired=4, max=4
+    )
+    at = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
+    status = QueueStatus(
+        at=at,
+        fleet=FleetView(types=(state,), window="10m"),
+        incidents=(),
+        firing_total=0,
+        silenced=(),
+    )
+    renderer = Renderer()
+    for shown in (
+        renderer.queue_status(status),
+        renderer.queue_status(status, shared_by="U0ONCALL"),
+        renderer.queue_status(
+            QueueStatus(at, status.fleet, (), 0, (), query=hostile, matched=0, details=())
+        ),
+    ):
+        # Slack reads mentions and links in mrkdwn and in the fallback text, not plain_text.
+        text = "\n".join([*_mrkdwn(shown.blocks), shown.text])
+        assert "<!channel>" not in text and "<https://evil" not in text
+        assert "&lt;!channel&gt;" in text
+        assert blockkit.validate_message(shown.text, shown.blocks) == []
