@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import shutil
 import sys
 import tempfile
@@ -56,9 +57,12 @@ async def run(stack: Stack, text: str, runs: int) -> tuple[list[float], list[flo
         acks.append(result.elapsed)
         await stack.sandbox.wait_for(lambda n=before: _answers(stack) > n, timeout=60)
         answers.append(time.monotonic() - began)
-        outcome = stack.sandbox.response_posts[-1].outcome
-        if outcome not in ("ephemeral", "in_channel"):
-            raise SystemExit(f"/queue-status {text}: Slack refused the answer ({outcome})")
+        posted = stack.sandbox.response_posts[-1]
+        if posted.outcome not in ("ephemeral", "in_channel"):
+            raise SystemExit(f"/queue-status {text}: Slack refused the answer ({posted.outcome})")
+        shown = json.dumps(posted.body)
+        if "could not be read" in shown or "runner type" not in shown:
+            raise SystemExit(f"/queue-status {text} did not read the fleet: {shown[:500]}")
     return acks, answers
 
 

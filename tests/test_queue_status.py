@@ -215,6 +215,18 @@ class TestWithTheFleet:
         assert "No runner type is named or starts with `windows.arm64`" in unknown
         assert f"`{affected}`" in unknown and ActionId.SHARE_STATUS.value not in unknown
 
+    async def test_what_slack_refuses_is_left_out_and_said(self, stack: Stack) -> None:
+        """No thread links and no chart upload: the answer comes anyway, and says so."""
+        queue, _ = await _incidents(stack)
+        stack.sandbox.faults.add("chat.getPermalink", status=200, error="internal_error", count=2)
+        summary = _blocks_text((await _command(stack)).blocks)
+        assert summary.count("no thread link") == 2 and "Open incidents (2)" in summary
+        assert _permalink(stack, queue) not in summary
+        stack.sandbox.faults.add("files.getUploadURLExternal", status=200, error="invalid_auth")
+        detail = await _command(stack, "linux")
+        assert [b for b in detail.blocks if b["type"] == "image"] == []
+        assert "The chart could not be uploaded to Slack." in _blocks_text(detail.blocks)
+
     async def test_post_and_share_put_it_in_the_channel(self, stack: Stack) -> None:
         await _incidents(stack)
         result = await stack.sandbox.slash_command(COMMAND, "post")
