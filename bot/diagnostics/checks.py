@@ -18,6 +18,7 @@ that a surge or the autoscaler's maximum would otherwise be blamed for. No signa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from bot.diagnostics.model import (
@@ -38,6 +39,9 @@ QUEUED_AFFECTED = 5.0
 #: "Well above the baseline".
 RATIO_LIKELY = 1.5
 MIN_EXTRA_STARTS_PER_MINUTE = 0.5
+#: A rise in job starts counts as a surge when it is this many standard deviations of the
+#: counts above the usual number (see _significant_rise).
+SURGE_Z = 3.0
 #: Runners failing to register: desired exceeds registered by this share, now and earlier.
 GAP_SHARE = 0.3
 GAP_MIN = 3.0
@@ -117,7 +121,11 @@ def _workload(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     if now is None or base is None:
         return Verdict.NO_DATA, ()
     ratio = _ratio(now, base, 0.1) or 0.0
-    likely = ratio >= RATIO_LIKELY and now - base >= MIN_EXTRA_STARTS_PER_MINUTE
+    likely = (
+        ratio >= RATIO_LIKELY
+        and now - base >= MIN_EXTRA_STARTS_PER_MINUTE
+        and _significant_rise(now, base, _minutes(fleet.window))
+    )
     workflows = _top_workflows(fleet, Signal.STARTED_BY_WORKFLOW, name, 0.05) if likely else ()
     evidence = Evidence(
         runner_type=name,
@@ -127,6 +135,23 @@ def _workload(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         workflows=workflows,
     )
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), (evidence,)
+
+
+def _minutes(window: str) -> float:
+    """`10m`, `90s`, `1h` in minutes (the query pack's rate window)."""
+    unit = {"s": 1 / 60, "m": 1.0, "h": 60.0}.get(window[-1:], 1.0)
+    try:
+        return float(window[:-1]) * unit
+    except ValueError:
+        return 10.0
+
+
+def _significant_rise(now: float, base: float, minutes: float) -> bool:
+    """More jobs started in the window than chance explains: job starts are a Poisson count,
+    so at a few a minute, 21 starts where 12 are usual is noise (z 1.6), 50 is a surge (z 4.8).
+    Without this, a quiet runner type at night reads as a surge now and then."""
+    started, usual = now * minutes, base * minutes
+    return (started - usual) / math.sqrt(started + usual + 1.0) >= SURGE_Z
 
 
 def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
