@@ -83,7 +83,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from bot.demo import run_demo
 
     _setup_logging(args.verbose, load_settings())
-    return asyncio.run(run_demo(host=args.host, port=args.port, slack_port=args.slack_port))
+    return asyncio.run(
+        run_demo(
+            host=args.host,
+            port=args.port,
+            slack_port=args.slack_port,
+            story=not args.no_story,
+            open_browser=args.open,
+        )
+    )
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -136,8 +144,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--host", default="127.0.0.1", help="where the bot listens")
     demo.add_argument("--port", type=int, default=3000, help="the bot's port (0: any free one)")
     demo.add_argument(
-        "--slack-port", type=int, default=0, help="the local Slack workspace's port (0: any)"
+        "--slack-port",
+        type=int,
+        default=0,
+        help="the local Slack workspace's port, where its web page is (0: any)",
     )
+    demo.add_argument(
+        "--no-story",
+        action="store_true",
+        help="only play the reference alert; alice does nothing by herself",
+    )
+    demo.add_argument("--open", action="store_true", help="open the workspace's page in a browser")
     demo.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
     demo.set_defaults(func=cmd_demo)
 

@@ -93,7 +93,23 @@ def test_demo_answers_queue_status() -> None:
     assert "── alice types /queue-status ─" in output and "CI queue now" in output
     assert "Open incidents (1):" in output and "Active silences (1):" in output
     assert "by @alice · “Looking at the queue”" in output
-    assert "No metrics source is configured" in output
+    # The simulated fleet answers: runner types with jobs waiting, and the detail asked for.
+    assert "jobs waiting* on" in output and "at the autoscaler maximum" in output
+    assert "1 runner type matches `linux.g5`" in output and "*Job duration:* p50" in output
+    assert code == 0
+
+
+def test_demo_runs_diagnostics_on_its_simulated_fleet() -> None:
+    """alice's first click: the report and the chart in the thread, with no Prometheus."""
+    output, code = _run_until(
+        [sys.executable, "-m", "bot", "demo", "--port", "0"], "alice picks 1 hour"
+    )
+    assert "── alice clicks Run diagnostics ─" in output
+    # The simulated fleet stages a surge on one runner type and the autoscaler's limit on
+    # another; which comes first depends on which queues worse at the moment.
+    assert "*Increased workload*: likely" in output
+    assert "*Autoscaling configuration limits*: likely" in output
+    assert "[image: Jobs queueing by runner type, last 6 h]" in output
     assert code == 0
 
 

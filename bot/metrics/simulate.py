@@ -802,12 +802,20 @@ def _validate(spec: SimulationSpec) -> None:
         raise ValueError(f"too few runner types for {spec.scenario}: {spec.runner_types}")
 
 
-def _run(spec: SimulationSpec, out: TextIO) -> _Result:
+@dataclass(frozen=True)
+class _Simulated:
+    profiles: list[_Profile]
+    histories: list[_History]
+    truth: Truth
+    end_ms: int
+    samples: int
+
+
+def _simulated(spec: SimulationSpec) -> _Simulated:
     _validate(spec)
     scenario = Scenario(spec.scenario)
     end_ms = round(spec.end.timestamp() * 1000)
     samples = int(spec.hours * 3600 // spec.step_seconds) + 1
-    stamps = [_stamp(end_ms - (samples - 1 - i) * spec.step_seconds * 1000) for i in range(samples)]
     end = end_ms / 1000.0
     first = end - (samples - 1) * spec.step_seconds
     names = runner_type_names(spec.runner_types)
@@ -817,7 +825,6 @@ def _run(spec: SimulationSpec, out: TextIO) -> _Result:
         _simulate_type(p, problems.get(p.name), spec.seed, first, samples, spec.step_seconds)
         for p in profiles
     ]
-    writer = _write(out, profiles, histories, stamps)
     affected = {name: CAUSES[problem.kind] for name, problem in problems.items()}
     primary = CAUSES[scenario] if scenario is not Scenario.MIX else "none"
     if scenario is Scenario.MIX:
@@ -831,7 +838,78 @@ def _run(spec: SimulationSpec, out: TextIO) -> _Result:
         affected=affected,
         problem_start=None if start is None else datetime.fromtimestamp(start, UTC),
     )
-    return _Result(truth, writer.series, writer.samples)
+    return _Simulated(profiles, histories, truth, end_ms, samples)
+
+
+def _run(spec: SimulationSpec, out: TextIO) -> _Result:
+    run = _simulated(spec)
+    step_ms = spec.step_seconds * 1000
+    stamps = [_stamp(run.end_ms - (run.samples - 1 - i) * step_ms) for i in range(run.samples)]
+    writer = _write(out, run.profiles, run.histories, stamps)
+    return _Result(run.truth, writer.series, writer.samples)
+
+
+@dataclass(frozen=True)
+class RunnerTypeHistory:
+    """One runner type's samples, as the series `simulate` writes hold them: one value per
+    sample time in every column, counters and histogram buckets cumulative."""
+
+    name: str  # the label `name` (the scale set)
+    workflows: tuple[str, ...]  # the label `job_workflow_ref` of each per-workflow column
+    pods: tuple[str, ...]  # the label `pod` of each per-pod column
+    gauges: dict[str, array[int]]  # metric name -> values
+    started: tuple[array[int], ...]  # gha_started_jobs_total, per workflow
+    succeeded: tuple[array[int], ...]  # gha_completed_jobs_total{job_result="succeeded"}
+    failed: tuple[array[int], ...]  # gha_completed_jobs_total{job_result="failed"}
+    #: gha_job_startup_duration_seconds: one column per bound of BUCKETS, then +Inf, sum, count.
+    startup: tuple[array[int], ...]
+    #: gha_job_execution_duration_seconds per workflow, its columns as `startup`'s.
+    execution: tuple[tuple[array[int], ...], ...]
+    cfs_periods: tuple[array[int], ...]  # container_cpu_cfs_periods_total, per pod
+    cfs_throttled: tuple[array[int], ...]  # container_cpu_cfs_throttled_periods_total, per pod
+    ooms: tuple[array[int], ...]  # container_oom_events_total, per pod
+
+
+@dataclass(frozen=True)
+class FleetHistory:
+    """A simulation kept in memory, for serving queries without writing text and backfilling
+    it: the very samples `simulate` writes for the same spec, at the same times."""
+
+    truth: Truth
+    first_ms: int  # the first sample's time, Unix milliseconds
+    step_ms: int
+    samples: int
+    runner_types: tuple[RunnerTypeHistory, ...]
+
+    @property
+    def end_ms(self) -> int:
+        """The last sample's time (the spec's `end`), Unix milliseconds."""
+        return self.first_ms + (self.samples - 1) * self.step_ms
+
+
+def simulate_history(spec: SimulationSpec) -> FleetHistory:
+    """Run the simulation `simulate` runs for `spec`, keeping its samples instead of writing."""
+    run = _simulated(spec)
+    step_ms = spec.step_seconds * 1000
+    types = tuple(
+        RunnerTypeHistory(
+            name=p.name,
+            workflows=tuple(ref for ref, _, _ in p.workflows),
+            pods=p.pods,
+            gauges=dict(h.gauges),
+            started=tuple(h.started),
+            succeeded=tuple(succeeded for succeeded, _ in h.completed),
+            failed=tuple(failed for _, failed in h.completed),
+            startup=tuple(h.startup),
+            execution=tuple(tuple(columns) for columns in h.execution),
+            cfs_periods=tuple(h.cfs_periods),
+            cfs_throttled=tuple(h.cfs_throttled),
+            ooms=tuple(h.ooms),
+        )
+        for p, h in zip(run.profiles, run.histories, strict=True)
+    )
+    first_ms = run.end_ms - (run.samples - 1) * step_ms
+    return FleetHistory(run.truth, first_ms, step_ms, run.samples, types)
 
 
 def simulate(spec: SimulationSpec, out: TextIO) -> Truth:

@@ -29,6 +29,7 @@ from bot.sandbox.models import (
 from bot.sandbox.people import People
 from bot.sandbox.socket_mode import SocketModeHub
 from bot.sandbox.text import render_thread
+from bot.sandbox.web import WebUi
 from bot.sandbox.webhooks import Webhooks
 from bot.sandbox.workspace import Identity, Workspace
 
@@ -95,6 +96,7 @@ class SlackSandbox:
         self.webhooks = Webhooks(self.workspace, self.hub)
         self.link = AppLink(self.workspace, self.hub, self.sockets, signing_secret, request_url)
         self.people = People(self.workspace, self.link, lambda: self.url)
+        self.ui = WebUi(self.workspace, self.hub, self.people)
         self.workspace.add_user(ONCALL_USER, "alice", "Alice Oncall")
         self.workspace.add_user(SECOND_USER, "bob", "Bob Second")
         self.default_channel = self.workspace.add_channel(
@@ -120,11 +122,13 @@ class SlackSandbox:
         app.router.add_get(r"/archives/{channel}/p{digits:\d{7,}}", self.webhooks.archive)
         app.router.add_get("/socket", self.sockets.websocket)
         app.router.add_routes(Control(self.workspace, self.faults).routes())
+        app.router.add_routes(self.ui.routes())
         app.on_shutdown.append(self._on_shutdown)
         app.on_cleanup.append(self._on_cleanup)
         return app
 
     async def _on_shutdown(self, app: web.Application) -> None:
+        await self.ui.close_streams()
         await self.sockets.close()
 
     async def _on_cleanup(self, app: web.Application) -> None:

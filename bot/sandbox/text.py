@@ -47,6 +47,10 @@ EMOJI: Mapping[str, str] = MappingProxyType(
         "hourglass": "⌛",
         "arrows_counterclockwise": "🔄",
         "chart_with_upwards_trend": "📈",
+        "bar_chart": "📊",
+        "no_entry": "⛔",
+        "information_source": "ℹ️",
+        "grey_question": "❔",
     }
 )
 SHORTCODE = re.compile(r":([a-z0-9_+-]+):")
