@@ -12,16 +12,20 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 import pytest
 
+from bot.diagnostics.checks import diagnose
+from bot.diagnostics.signals import collect
 from bot.ids import ActionId
+from bot.metrics.prometheus import PrometheusClient
+from bot.metrics.querypack import QueryPack
 from bot.metrics.simulate import Scenario, SimulationSpec, Truth
 from bot.sandbox import ONCALL_USER, SECOND_USER, Message
+from bot.sandbox.prometheus import FleetPrometheus
 from tests.harness import Stack, running_stack
 from tests.payloads import reference
 from tests.prometheus import Prometheus
-
-pytestmark = pytest.mark.integration
 
 Make = Callable[[SimulationSpec], Awaitable[tuple[Prometheus, Truth]]]
 
@@ -54,6 +58,7 @@ def _diagnose(
     return result.returncode, result.stdout, result.stderr
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("scenario", list(Scenario))
 async def test_each_scenario_names_its_cause_and_runner_types(
     prometheus_for: Make, scenario: Scenario
@@ -75,6 +80,7 @@ async def test_each_scenario_names_its_cause_and_runner_types(
     assert set(truth.affected) <= names and len(names) == 6
 
 
+@pytest.mark.integration
 async def test_text_report_bad_time_and_queries_from_the_yaml_file(
     prometheus_for: Make, tmp_path: Any
 ) -> None:
@@ -99,6 +105,7 @@ def _reply_with(stack: Stack, parent: Message, text: str) -> Message | None:
     return next((r for r in stack.sandbox.replies(None, parent.ts) if text in stack.text(r)), None)
 
 
+@pytest.mark.integration
 class TestInSlack:
     async def test_button_runs_diagnostics_into_the_thread_with_a_chart(
         self, tmp_path: Any, prometheus_for: Make
@@ -172,3 +179,39 @@ class TestInSlack:
                 lambda: _reply_with(stack, parent, "could not read the fleet"), timeout=30
             )
             assert "cannot reach Prometheus" in stack.text(failed)
+
+
+CAP = "autoscaling_limits"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "end", "cause"),
+    [
+        # A capped runner type at night: 21 job starts where 12 are usual is chance, not a surge.
+        (
+            Scenario.CAPACITY_CAP,
+            datetime(2026, 11, 24, 1, 37, 40, tzinfo=UTC),
+            "autoscaling_limits",
+        ),
+        # ...and its p90 of a few jobs a bucket above the usual one is not a slowdown.
+        (Scenario.CAPACITY_CAP, datetime(2026, 11, 23, 2, 7, 13, tzinfo=UTC), CAP),
+        # A real slowdown with few jobs: the median moved too.
+        (Scenario.SLOW_JOBS, datetime(2026, 11, 23, 8, 7, 13, tzinfo=UTC), "long_running_jobs"),
+    ],
+)
+async def test_quiet_hours_are_not_mistaken_for_a_cause(
+    scenario: Scenario, end: datetime, cause: str
+) -> None:
+    """Cases the simulated fleet once got wrong at quiet hours, read the way Prometheus would."""
+    spec = SimulationSpec(
+        scenario=scenario, hours=27, runner_types=6, seed=7, end=end, step_seconds=120
+    )
+    fleet = FleetPrometheus(spec)
+    await fleet.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            signals = await collect(PrometheusClient(session, fleet.url), QueryPack(), end)
+    finally:
+        await fleet.stop()
+    report = diagnose(signals)
+    assert report.primary_cause is not None and report.primary_cause.value == cause

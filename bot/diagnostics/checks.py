@@ -42,6 +42,10 @@ MIN_EXTRA_STARTS_PER_MINUTE = 0.5
 #: A rise in job starts counts as a surge when it is this many standard deviations of the
 #: counts above the usual number (see _significant_rise).
 SURGE_Z = 3.0
+#: Job times: with fewer jobs than this in the window, a p90 above RATIO_LIKELY counts as a
+#: slowdown only with the median above it too, or at this many times the usual p90.
+ENOUGH_JOBS = 50.0
+SLOWDOWN_FEW_JOBS = 2.0
 #: Runners failing to register: desired exceeds registered by this share, now and earlier.
 GAP_SHARE = 0.3
 GAP_MIN = 3.0
@@ -159,7 +163,15 @@ def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     p90, base90 = fleet.value(Signal.DURATION_P90, name), fleet.base(Signal.DURATION_P90, name)
     if p90 is None or base90 is None:
         return Verdict.NO_DATA, ()
-    likely = (_ratio(p90, base90, 1.0) or 0.0) >= RATIO_LIKELY
+    ratio = _ratio(p90, base90, 1.0) or 0.0
+    p50, base50 = fleet.value(Signal.DURATION_P50, name), fleet.base(Signal.DURATION_P50, name)
+    ratio50 = _ratio(p50, base50, 1.0) or 0.0
+    starts = (fleet.value(Signal.STARTED_PER_MINUTE, name) or 0.0) * _minutes(fleet.window)
+    # The p90 of a few jobs, read from coarse histogram buckets, moves by a bucket (x1.3-1.5)
+    # by chance. With few jobs a rise counts when the median moved too, or the p90 doubled.
+    likely = ratio >= RATIO_LIKELY and (
+        starts >= ENOUGH_JOBS or ratio50 >= RATIO_LIKELY or ratio >= SLOWDOWN_FEW_JOBS
+    )
     workflows = _top_workflows(fleet, Signal.DURATION_P90_BY_WORKFLOW, name, 1.0) if likely else ()
     evidence = [
         Evidence(
@@ -171,7 +183,6 @@ def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
             workflows=workflows,
         )
     ]
-    p50, base50 = fleet.value(Signal.DURATION_P50, name), fleet.base(Signal.DURATION_P50, name)
     if p50 is not None:
         evidence.append(
             Evidence(runner_type=name, measure="p50 job time", now=p50, baseline=base50, unit="s")
