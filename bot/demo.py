@@ -46,6 +46,7 @@ from bot.sandbox.grafana import PREFIX as GRAFANA_API
 from bot.sandbox.grafana import GrafanaSandbox
 from bot.sandbox.models import ViewState
 from bot.sandbox.prometheus import FleetPrometheus
+from bot.sandbox.serving import serve
 from bot.sandbox.web import UiControl
 
 DEMO_CHANNEL = "ci-infra-alerts"
@@ -186,11 +187,9 @@ class Demo:
             },
             for_serve=True,
         )
-        self._runner = web.AppRunner(create_app(settings), access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self.host, self.port).start()
-        bound_host, bound_port = self._runner.addresses[0][:2]
-        self.bot_url = f"http://{bound_host}:{bound_port}"
+        self._runner, self.bot_url = await serve(
+            create_app(settings), self.host, self.port, access_log=False
+        )
         self.sandbox.request_url = f"{self.bot_url}{ids.SLACK_EVENTS_PATH}"
         self._http = aiohttp.ClientSession()
         self._add_controls()

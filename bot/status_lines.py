@@ -59,8 +59,10 @@ def fleet_line(fleet: FleetView) -> str:
         return f":white_check_mark: *No jobs waiting* on any of {total} runner types."
     queued = round(sum(t.queued or 0.0 for t in waiting))
     jobs = "job" if queued == 1 else "jobs"
-    parts = [f":hourglass_flowing_sand: *{queued} {jobs} waiting* on {len(waiting)} of {total}"]
-    parts[0] += " runner types"
+    parts = [
+        f":hourglass_flowing_sand: *{queued} {jobs} waiting* on {len(waiting)} of {total}"
+        " runner types"
+    ]
     at_max = sum(t.at_max for t in waiting)
     if at_max:
         parts.append(f"{at_max} at the autoscaler maximum")

@@ -18,6 +18,8 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.sandbox.serving import serve
+
 PREFIX = "/api/alertmanager/grafana/api/v2"
 # prometheus/common model.LabelNameRE, which Alertmanager 0.25 checks label names against.
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -295,11 +297,7 @@ class GrafanaSandbox:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         """Serve on `host:port` (0 picks a free port); `url` says where."""
-        self._runner = web.AppRunner(self.create_app())
-        await self._runner.setup()
-        await web.TCPSite(self._runner, host, port).start()
-        bound_host, bound_port = self._runner.addresses[0][:2]
-        self._url = f"http://{bound_host}:{bound_port}"
+        self._runner, self._url = await serve(self.create_app(), host, port)
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -40,6 +40,7 @@ from bot.metrics.simulate import (
     Truth,
     simulate_history,
 )
+from bot.sandbox.serving import serve
 
 #: Prometheus' default lookback delta: how old a gauge's latest sample may be.
 LOOKBACK_MS = 5 * 60 * 1000
@@ -595,11 +596,7 @@ class FleetPrometheus:
             history = await asyncio.to_thread(simulate_history, self.spec)
             self._evaluator = _Evaluator(history, self._window_ms)
             self._history = history
-        self._runner = web.AppRunner(self.create_app())
-        await self._runner.setup()
-        await web.TCPSite(self._runner, host, port).start()
-        bound_host, bound_port = self._runner.addresses[0][:2]
-        self._url = f"http://{bound_host}:{bound_port}"
+        self._runner, self._url = await serve(self.create_app(), host, port)
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -27,6 +27,7 @@ from bot.sandbox.models import (
     UserGroup,
 )
 from bot.sandbox.people import People
+from bot.sandbox.serving import serve
 from bot.sandbox.socket_mode import SocketModeHub
 from bot.sandbox.text import render_thread
 from bot.sandbox.web import WebUi
@@ -136,12 +137,7 @@ class SlackSandbox:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         """Serve on `host:port` (0 picks a free port); `url` and `api_url` say where."""
-        self._runner = web.AppRunner(self.web_app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        bound_host, bound_port = self._runner.addresses[0][:2]
-        self._url = f"http://{bound_host}:{bound_port}"
+        self._runner, self._url = await serve(self.web_app, host, port)
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -51,10 +51,6 @@ class UiControl:
     hint: str = ""
 
 
-class BadRequest(Exception):
-    pass
-
-
 class WebUi:
     def __init__(self, workspace: Workspace, hub: EventHub, people: People) -> None:
         self.workspace = workspace
