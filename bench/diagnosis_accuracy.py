@@ -29,11 +29,11 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.model import Verdict
 from bot.diagnostics.signals import collect
-from bot.metrics.prometheus import PrometheusClient
-from bot.metrics.querypack import QueryPack
-from bot.metrics.simulate import Scenario, SimulationSpec, write_file
+from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.diagnostics.sources.querypack import QueryPack
+from bot.domain.diagnosis import Verdict
+from bot.simulator.simulate import Scenario, SimulationSpec, write_file
 from tests.prometheus import Prometheus
 
 CAUSES = [

@@ -30,10 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.diagnostics.checks import diagnose
 from bot.diagnostics.signals import collect
-from bot.ids import ActionId
-from bot.metrics.prometheus import PrometheusClient
-from bot.metrics.querypack import QueryPack
-from bot.metrics.simulate import Scenario, SimulationSpec, write_file
+from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.diagnostics.sources.querypack import QueryPack
+from bot.simulator.simulate import Scenario, SimulationSpec, write_file
+from bot.slack.contract import ActionId
 from tests.harness import running_stack
 from tests.payloads import reference
 from tests.prometheus import Prometheus

@@ -29,7 +29,7 @@ from typing import Any
 
 import aiohttp
 
-from bot.sandbox import SlackSandbox
+from bot.sandbox.slack import SlackSandbox
 
 BOT_TOKEN = "xoxb-bench-token"
 SIGNING_SECRET = "bench-signing-secret"
@@ -44,7 +44,7 @@ def free_port() -> int:
 
 
 def alert_body(run: int, index: int) -> bytes:
-    raw = resources.files("bot.reference").joinpath("seed_queueing_alert_firing.json")
+    raw = resources.files("bot.demo").joinpath("seed_queueing_alert_firing.json")
     body: dict[str, Any] = copy.deepcopy(json.loads(raw.read_bytes()))
     name = f"Bench alert {run}-{index}"
     body["groupKey"] = f'{{}}:{{alertname="{name}"}}'

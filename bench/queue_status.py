@@ -28,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.diagnostics_latency import percentile, prepare, summary
-from bot.sandbox import ONCALL_USER
+from bot.sandbox.slack import ONCALL_USER
 from tests.harness import Stack, running_stack
 from tests.payloads import reference
 

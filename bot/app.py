@@ -23,27 +23,28 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import ids, listeners
+from bot import listeners
 from bot.config import ConfigError, Settings
-from bot.delivery import Deliverer
+from bot.delivery.worker import Deliverer
 from bot.diagnostics.service import Diagnoser
-from bot.fleet_status import StatusReader
-from bot.grafana import client_for as grafana_client_for
-from bot.incidents import Clock, IncidentService, utcnow
+from bot.diagnostics.sources.prometheus import client_for as prometheus_client_for
+from bot.incidents.service import Clock, IncidentService, utcnow
 from bot.listeners.actions import ActionHandlers
 from bot.listeners.silence import SilenceHandlers
 from bot.listeners.status import StatusHandlers
-from bot.metrics.prometheus import client_for as prometheus_client_for
-from bot.openapi import serve_openapi
-from bot.permissions import Permissions
-from bot.render import Renderer
-from bot.silence_ledger import SilenceLedger
-from bot.silence_watch import SilenceWatcher
-from bot.silencing import Silencer
-from bot.slack import SlackGateway
+from bot.render.renderer import Renderer
+from bot.silencing.grafana import client_for as grafana_client_for
+from bot.silencing.ledger import SilenceLedger
+from bot.silencing.permissions import Permissions
+from bot.silencing.service import Silencer
+from bot.silencing.watcher import SilenceWatcher
+from bot.slack import contract as ids
+from bot.slack.gateway import SlackGateway
+from bot.status.reader import StatusReader
 from bot.store import Store, open_store
-from bot.telemetry import Metrics
-from bot.webhook import MAX_BODY_BYTES, WebhookAuth, WebhookHandler
+from bot.telemetry.metrics import Metrics
+from bot.web.grafana_webhook import MAX_BODY_BYTES, WebhookAuth, WebhookHandler
+from bot.web.openapi import serve_openapi
 
 log = logging.getLogger(__name__)
 

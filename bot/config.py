@@ -26,7 +26,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.metrics.querypack import QueryPack
+from bot.diagnostics.sources.querypack import QueryPack
 
 
 class ConfigError(Exception):

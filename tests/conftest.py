@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.metrics.simulate import SimulationSpec, Truth, write_file
+from bot.simulator.simulate import SimulationSpec, Truth, write_file
 from tests.alertmanager import Alertmanager
 from tests.integration import require_binary
 from tests.prometheus import Prometheus

@@ -20,8 +20,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import PARTS, create_app
 from bot.config import Settings, load_settings
-from bot.incidents import Clock, utcnow
-from bot.sandbox import Message, SlackSandbox
+from bot.incidents.service import Clock, utcnow
+from bot.sandbox.slack import Message, SlackSandbox
 
 BOT_TOKEN = "xoxb-test-bot-token"
 SIGNING_SECRET = "test-signing-secret"

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.model import Cause, Scope, Verdict
-from bot.diagnostics.present import text_report
 from bot.diagnostics.signals import FleetSignals
-from bot.metrics.querypack import Signal
-from bot.render import Renderer
+from bot.diagnostics.sources.querypack import Signal
+from bot.domain.diagnosis import Cause, Scope, Verdict
+from bot.render.diagnosis_text import text_report
+from bot.render.renderer import Renderer
 
 AT = datetime(2026, 11, 21, 15, 0, tzinfo=UTC)
 TYPES = ("linux-2xlarge", "linux-4xlarge", "linux-12xlarge", "windows-4xlarge")

@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from bot.sandbox import SlackSandbox
 from bot.sandbox.grafana import GrafanaSandbox
+from bot.sandbox.slack import SlackSandbox
 from tests.harness import BOT_TOKEN
 from tests.payloads import FIXTURES
 

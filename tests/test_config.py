@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, load_settings
-from bot.incidents import route_channel
-from bot.models import parse_webhook
+from bot.domain.alerts import parse_webhook
+from bot.incidents.service import route_channel
 from tests.payloads import encoded, reference
 
 SERVE_ENV = {

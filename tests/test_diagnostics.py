@@ -17,12 +17,12 @@ import pytest
 
 from bot.diagnostics.checks import diagnose
 from bot.diagnostics.signals import collect
-from bot.ids import ActionId
-from bot.metrics.prometheus import PrometheusClient
-from bot.metrics.querypack import QueryPack
-from bot.metrics.simulate import Scenario, SimulationSpec, Truth
-from bot.sandbox import ONCALL_USER, SECOND_USER, Message
+from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.diagnostics.sources.querypack import QueryPack
 from bot.sandbox.prometheus import FleetPrometheus
+from bot.sandbox.slack import ONCALL_USER, SECOND_USER, Message
+from bot.simulator.simulate import Scenario, SimulationSpec, Truth
+from bot.slack.contract import ActionId
 from tests.harness import Stack, running_stack
 from tests.payloads import reference
 from tests.prometheus import Prometheus

@@ -11,8 +11,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.incidents import STORM_THRESHOLD
-from bot.sandbox import Message, SlackSandbox
+from bot.incidents.service import STORM_THRESHOLD
+from bot.sandbox.slack import Message, SlackSandbox
 from tests.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,

@@ -17,15 +17,15 @@ import pytest
 
 from bot.diagnostics.checks import diagnose
 from bot.diagnostics.signals import collect
-from bot.metrics.prometheus import (
+from bot.diagnostics.sources.prometheus import (
     PrometheusClient,
     PrometheusRejected,
     RangeSeries,
     Sample,
 )
-from bot.metrics.querypack import DEFAULT_QUERIES, QueryPack, Signal
-from bot.metrics.simulate import Scenario, SimulationSpec, Truth, runner_type_names
+from bot.diagnostics.sources.querypack import DEFAULT_QUERIES, QueryPack, Signal
 from bot.sandbox.prometheus import FleetPrometheus, bucket_quantile
+from bot.simulator.simulate import Scenario, SimulationSpec, Truth, runner_type_names
 from tests.prometheus import Prometheus
 
 PACK = QueryPack()

@@ -40,10 +40,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.ids import ActionId
-from bot.sandbox import ONCALL_USER, payloads
 from bot.sandbox.grafana import GrafanaSandbox
-from bot.webhook import MAX_BODY_BYTES
+from bot.sandbox.slack import ONCALL_USER, payloads
+from bot.slack.contract import ActionId
+from bot.web.grafana_webhook import MAX_BODY_BYTES
 from tests.harness import SIGNING_SECRET, Stack, running_stack
 from tests.payloads import reference
 

@@ -15,7 +15,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bot.grafana import (
+from bot.domain.silences import Matcher
+from bot.sandbox.grafana import GrafanaSandbox
+from bot.silencing.grafana import (
     API_PREFIX,
     GrafanaClient,
     GrafanaDenied,
@@ -24,8 +26,6 @@ from bot.grafana import (
     GrafanaUnreachable,
     SilenceNotFound,
 )
-from bot.sandbox.grafana import GrafanaSandbox
-from bot.silences import Matcher
 from tests.alertmanager import Alertmanager
 
 MATCHERS = (Matcher(name="__alert_rule_uid__", value="dez2aomgvru2oe"),)

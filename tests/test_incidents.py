@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox import Message
+from bot.sandbox.slack import Message
 from tests.harness import running_stack
 from tests.payloads import WEBHOOK_FIXTURES, load, reference, refired, with_values
 

@@ -7,8 +7,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from bot.ids import ActionId
-from bot.sandbox import ONCALL_USER
+from bot.sandbox.slack import ONCALL_USER
+from bot.slack.contract import ActionId
 from bot.store.schema import MIGRATIONS
 from bot.store.sqlite import SQLiteStore
 from tests.harness import running_stack, serve_bot

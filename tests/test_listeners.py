@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from bot.ids import ActionId
-from bot.sandbox import ONCALL_USER
+from bot.sandbox.slack import ONCALL_USER
+from bot.slack.contract import ActionId
 from tests.harness import SIGNING_SECRET, Stack, running_stack
 from tests.payloads import reference
 

@@ -23,10 +23,15 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot import ids
 from bot.config import ConfigError, load_settings
-from bot.ids import ActionId, SilenceInput
-from bot.logs import (
+from bot.domain.alerts import parse_webhook
+from bot.sandbox.grafana import PREFIX as GRAFANA_API
+from bot.sandbox.grafana import GrafanaSandbox
+from bot.sandbox.slack import ONCALL_USER, SlackSandbox
+from bot.sandbox.slack.models import ViewState
+from bot.slack import contract as ids
+from bot.slack.contract import ActionId, SilenceInput
+from bot.telemetry.logs import (
     QUIETED,
     REDACTED,
     JsonFormatter,
@@ -34,12 +39,7 @@ from bot.logs import (
     known_secrets,
     setup_logging,
 )
-from bot.models import parse_webhook
-from bot.sandbox import ONCALL_USER, SlackSandbox
-from bot.sandbox.grafana import PREFIX as GRAFANA_API
-from bot.sandbox.grafana import GrafanaSandbox
-from bot.sandbox.models import ViewState
-from bot.webhook import SIGNATURE_HEADER
+from bot.web.grafana_webhook import SIGNATURE_HEADER
 from tests.payloads import encoded, reference
 from tests.servers import free_port
 

@@ -27,9 +27,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from bot import ids
-from bot.models import parse_webhook
-from bot.openapi import document
+from bot.domain.alerts import parse_webhook
+from bot.slack import contract as ids
+from bot.web.openapi import document
 from tests.payloads import WEBHOOK_FIXTURES, encoded, load
 from tests.test_fuzz import Live, live_stack
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.pacing import Pacer
+from bot.delivery.pacing import Pacer
 
 
 class FakeClock:

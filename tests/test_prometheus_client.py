@@ -13,7 +13,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bot.metrics.prometheus import PrometheusClient, PrometheusRejected, PrometheusUnavailable
+from bot.diagnostics.sources.prometheus import (
+    PrometheusClient,
+    PrometheusRejected,
+    PrometheusUnavailable,
+)
 
 AT = datetime(2026, 11, 21, 15, 0, tzinfo=UTC)
 Handler = Callable[[web.Request], Awaitable[web.Response]]

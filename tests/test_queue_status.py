@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from bot import blockkit
-from bot.diagnostics.model import RunnerTypeState
-from bot.fleet_status import FleetView, QueueStatus, matching
-from bot.ids import ActionId, SilenceInput
+from bot.domain.diagnosis import RunnerTypeState
 from bot.listeners.status import NotUnderstood, StatusRequest, parse_request
-from bot.metrics.simulate import Scenario, SimulationSpec, Truth, runner_type_names
-from bot.render import Renderer
-from bot.sandbox import ONCALL_USER, SECOND_USER, Message
-from bot.sandbox.models import Ephemeral
+from bot.render.renderer import Renderer
+from bot.sandbox.slack import ONCALL_USER, SECOND_USER, Message
+from bot.sandbox.slack.models import Ephemeral
+from bot.simulator.simulate import Scenario, SimulationSpec, Truth, runner_type_names
+from bot.slack import blockkit
+from bot.slack.contract import ActionId, SilenceInput
+from bot.status.reader import FleetView, QueueStatus, matching
 from tests.alertmanager import Alertmanager
 from tests.harness import Stack, running_stack
 from tests.payloads import reference

@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot import blockkit
-from bot.models import parse_webhook
-from bot.render import Renderer
-from bot.state import Incident, IncidentStatus
-from bot.text import clip, escape_mrkdwn, format_duration, safe_url
+from bot.domain.alerts import parse_webhook
+from bot.incidents.lifecycle import Incident, IncidentStatus
+from bot.render.mrkdwn import clip, escape_mrkdwn, format_duration, safe_url
+from bot.render.renderer import Renderer
+from bot.slack import blockkit
 from tests.payloads import WEBHOOK_FIXTURES, encoded, load, reference
 
 MENTION_OR_LINK = re.compile(r"<[!@#]|<https?:|<mailto:")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.ids import ActionId
+from bot.slack.contract import ActionId
 from tests.harness import BOT_TOKEN, SIGNING_SECRET, running_stack
 from tests.payloads import reference
 

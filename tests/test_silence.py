@@ -14,10 +14,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bot.ids import ActionId, SilenceInput
-from bot.sandbox import ONCALL_USER, SECOND_USER, Message
 from bot.sandbox.grafana import GrafanaSandbox
-from bot.sandbox.models import OpenView, ViewState
+from bot.sandbox.slack import ONCALL_USER, SECOND_USER, Message
+from bot.sandbox.slack.models import OpenView, ViewState
+from bot.slack.contract import ActionId, SilenceInput
 from tests.alertmanager import Alertmanager
 from tests.harness import Stack, running_stack
 from tests.payloads import reference, refired

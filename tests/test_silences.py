@@ -10,13 +10,8 @@ from typing import Any
 
 import pytest
 
-from bot import blockkit
-from bot.grafana import GrafanaDenied, GrafanaRejected, GrafanaUnavailable
-from bot.ids import ActionId, SilenceInput
-from bot.listeners.payloads import SilenceForm, ViewSubmission
-from bot.models import AlertGroup, parse_webhook
-from bot.render import Renderer
-from bot.silences import (
+from bot.domain.alerts import AlertGroup, parse_webhook
+from bot.domain.silences import (
     BadSilenceInput,
     Duration,
     Matcher,
@@ -25,8 +20,13 @@ from bot.silences import (
     silence_end,
     silence_matchers,
 )
-from bot.silencing import explain
-from bot.state import EventKind, Incident, IncidentStatus, ThreadEvent
+from bot.incidents.lifecycle import EventKind, Incident, IncidentStatus, ThreadEvent
+from bot.listeners.payloads import SilenceForm, ViewSubmission
+from bot.render.renderer import Renderer
+from bot.silencing.grafana import GrafanaDenied, GrafanaRejected, GrafanaUnavailable
+from bot.silencing.service import explain
+from bot.slack import blockkit
+from bot.slack.contract import ActionId, SilenceInput
 from tests.payloads import encoded, load, reference
 
 NOW = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from bot.metrics.querypack import DEFAULT_QUERIES, QueryPack, Signal
-from bot.metrics.simulate import (
+from bot.diagnostics.sources.querypack import DEFAULT_QUERIES, QueryPack, Signal
+from bot.simulator.simulate import (
     CAUSES,
     MAX_HOURS,
     Scenario,

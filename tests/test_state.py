@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime, timedelta
 
-from bot.models import parse_webhook
-from bot.state import Action, EventKind, Incident, IncidentStatus, decide
+from bot.domain.alerts import parse_webhook
+from bot.incidents.lifecycle import Action, EventKind, Incident, IncidentStatus, decide
 from tests.payloads import encoded, reference, refired, with_values
 
 NOW = datetime(2024, 12, 1, 3, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bot.sandbox import Message
+from bot.sandbox.slack import Message
 from tests.harness import Stack, running_stack
 from tests.payloads import reference, with_values
 

@@ -1,1 +1,3 @@
-"""Diagnostics: fleet signals become findings on the runbook's five causes."""
+"""Diagnostics: read the fleet's signals from its sources, judge them against the runbook's causes,
+report.
+"""

@@ -21,17 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from bot.diagnostics.model import (
-    Cause,
-    Evidence,
-    Finding,
-    Report,
-    RunnerTypeState,
-    Scope,
-    Verdict,
-)
 from bot.diagnostics.signals import FleetSignals
-from bot.metrics.querypack import Signal
+from bot.diagnostics.sources.querypack import Signal
+from bot.domain.diagnosis import Cause, Evidence, Finding, Report, RunnerTypeState, Scope, Verdict
 
 #: A runner type is queueing when a job waited this long, or this many jobs wait.
 WAIT_AFFECTED_SECONDS = 600.0

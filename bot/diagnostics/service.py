@@ -19,17 +19,17 @@ from enum import StrEnum
 
 from bot.diagnostics.chart import ChartData, Series, render_chart
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.model import Report
 from bot.diagnostics.signals import FleetSignals, collect
-from bot.incidents import Clock, utcnow
-from bot.metrics.prometheus import PrometheusClient, PrometheusError, RangeSeries
-from bot.metrics.querypack import QueryPack, Signal
-from bot.render import Message, Renderer
-from bot.slack import SlackError, SlackGateway
-from bot.state import Incident, IncidentStatus
+from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError, RangeSeries
+from bot.diagnostics.sources.querypack import QueryPack, Signal
+from bot.domain.diagnosis import Report
+from bot.incidents.lifecycle import Incident, IncidentStatus
+from bot.incidents.service import Clock, utcnow
+from bot.render.mrkdwn import escape_mrkdwn, oneline
+from bot.render.renderer import Message, Renderer
+from bot.slack.gateway import SlackError, SlackGateway
 from bot.store import Store
-from bot.telemetry import Metrics
-from bot.text import escape_mrkdwn, oneline
+from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

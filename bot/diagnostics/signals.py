@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.metrics.prometheus import PrometheusClient, PrometheusError
-from bot.metrics.querypack import QueryPack, Signal
+from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
+from bot.diagnostics.sources.querypack import QueryPack, Signal
 
 #: The baseline: the same time of day on this many previous days.
 BASELINE_DAYS = 7

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.ids import QUEUE_STATUS_COMMAND, ActionId, CallbackId
 from bot.listeners.actions import ActionHandlers
 from bot.listeners.silence import SilenceHandlers
 from bot.listeners.status import StatusHandlers
+from bot.slack.contract import QUEUE_STATUS_COMMAND, ActionId, CallbackId
 
 
 def register(

@@ -15,8 +15,8 @@ from bot.diagnostics.service import NOT_CONFIGURED as DIAGNOSTICS_NOT_CONFIGURED
 from bot.diagnostics.service import Diagnoser, Outcome
 from bot.listeners.answer import incident_button, tell_clicker
 from bot.listeners.payloads import BlockActions
-from bot.render import Renderer
-from bot.slack import SlackGateway
+from bot.render.renderer import Renderer
+from bot.slack.gateway import SlackGateway
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ import logging
 from typing import Any
 
 from bot.listeners.payloads import BlockActions, clicked
-from bot.render import Renderer
-from bot.slack import SlackError, SlackGateway
+from bot.render.renderer import Renderer
+from bot.slack.gateway import SlackError, SlackGateway
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.ids import SilenceInput
-from bot.models import ButtonValue
-from bot.silences import BadSilenceInput, Duration
+from bot.domain.alerts import ButtonValue
+from bot.domain.silences import BadSilenceInput, Duration
+from bot.slack.contract import SilenceInput
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
-from bot.incidents import Clock, utcnow
+from bot.domain.silences import BadSilenceInput, Person, silence_end
+from bot.incidents.service import Clock, utcnow
 from bot.listeners.answer import incident_button, tell, tell_clicker
 from bot.listeners.payloads import (
     BlockActions,
@@ -23,10 +24,9 @@ from bot.listeners.payloads import (
     SilenceForm,
     ViewSubmission,
 )
-from bot.render import Renderer, RenderError
-from bot.silences import BadSilenceInput, Person, silence_end
-from bot.silencing import Silencer, SilenceRefused
-from bot.slack import SlackError, SlackGateway
+from bot.render.renderer import Renderer, RenderError
+from bot.silencing.service import Silencer, SilenceRefused
+from bot.slack.gateway import SlackError, SlackGateway
 
 log = logging.getLogger(__name__)
 

@@ -15,14 +15,14 @@ from typing import Any
 from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
-from bot.fleet_status import RUNNER_TYPE_PATTERN, QueueStatus, StatusReader
-from bot.ids import QUEUE_STATUS_COMMAND
+from bot.diagnostics.sources.prometheus import PrometheusError
 from bot.listeners.answer import tell
 from bot.listeners.payloads import BlockActions
-from bot.metrics.prometheus import PrometheusError
-from bot.render import ChartFile, Message, Renderer
-from bot.slack import SlackError, SlackGateway, SlackRejected
-from bot.text import clip, escape_mrkdwn, oneline
+from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
+from bot.render.renderer import ChartFile, Message, Renderer
+from bot.slack.contract import QUEUE_STATUS_COMMAND
+from bot.slack.gateway import SlackError, SlackGateway, SlackRejected
+from bot.status.reader import RUNNER_TYPE_PATTERN, QueueStatus, StatusReader
 
 log = logging.getLogger(__name__)
 

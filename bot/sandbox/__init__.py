@@ -1,45 +1,8 @@
-"""The local Slack-compatible workspace used by the tests and `queuebot demo`.
+"""Local stand-ins for the systems queuebot talks to, for the tests and `queuebot demo`.
 
-`SlackSandbox` serves Slack's Web API, response URLs, file uploads and Socket Mode on a local
-port, keeps the workspace's state, refuses what Slack refuses with Slack's error names, and
-sends clicks, slash commands and modal submissions to the app as Slack does.
+- `bot.sandbox.slack`: a Slack-compatible workspace (Web API, response URLs, files, Socket Mode,
+  interactivity and a web page that renders the channel);
+- `bot.sandbox.grafana`: Grafana's Alertmanager-compatible silence and alert API;
+- `bot.sandbox.prometheus`: a Prometheus-compatible query API over a simulated fleet;
+- `bot.sandbox.serving`: one way to serve any of them on a real port.
 """
-
-from bot.sandbox.events import EventKind, SandboxEvent
-from bot.sandbox.faults import Fault, Faults
-from bot.sandbox.interactions import InteractionResult
-from bot.sandbox.models import (
-    CallRecord,
-    Ephemeral,
-    Message,
-    OpenView,
-    ResponsePost,
-    SandboxFile,
-    UserGroup,
-    ViewState,
-)
-from bot.sandbox.server import ONCALL_USER, SECOND_USER, SlackSandbox
-from bot.sandbox.text import render_message, render_thread
-from bot.sandbox.workspace import SlackError
-
-__all__ = [
-    "ONCALL_USER",
-    "SECOND_USER",
-    "CallRecord",
-    "Ephemeral",
-    "EventKind",
-    "Fault",
-    "Faults",
-    "InteractionResult",
-    "Message",
-    "OpenView",
-    "ResponsePost",
-    "SandboxEvent",
-    "SandboxFile",
-    "SlackError",
-    "SlackSandbox",
-    "UserGroup",
-    "ViewState",
-    "render_message",
-    "render_thread",
-]

@@ -31,8 +31,9 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.metrics.querypack import DEFAULT_QUERIES, QueryPack, Signal
-from bot.metrics.simulate import (
+from bot.diagnostics.sources.querypack import DEFAULT_QUERIES, QueryPack, Signal
+from bot.sandbox.serving import serve
+from bot.simulator.simulate import (
     BUCKETS,
     FleetHistory,
     RunnerTypeHistory,
@@ -40,7 +41,6 @@ from bot.metrics.simulate import (
     Truth,
     simulate_history,
 )
-from bot.sandbox.serving import serve
 
 #: Prometheus' default lookback delta: how old a gauge's latest sample may be.
 LOOKBACK_MS = 5 * 60 * 1000

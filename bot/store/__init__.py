@@ -14,8 +14,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
-from bot.models import AlertGroup
-from bot.state import Incident, IncidentStatus
+from bot.domain.alerts import AlertGroup
+from bot.incidents.lifecycle import Incident, IncidentStatus
 
 
 class OutboxKind(StrEnum):

@@ -20,9 +20,9 @@ from typing import Any
 
 import aiosqlite
 
-from bot.models import AlertGroup
-from bot.silences import Silence
-from bot.state import Incident, IncidentStatus
+from bot.domain.alerts import AlertGroup
+from bot.domain.silences import Silence
+from bot.incidents.lifecycle import Incident, IncidentStatus
 from bot.store import (
     Digest,
     Due,

@@ -7,8 +7,8 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox import SlackSandbox
-from bot.sandbox.server import SANDBOX_BOT_TOKEN
+from bot.sandbox.slack import SlackSandbox
+from bot.sandbox.slack.server import SANDBOX_BOT_TOKEN
 
 #: A small modal as an app would open it for a silence.
 SILENCE_MODAL: dict[str, Any] = {

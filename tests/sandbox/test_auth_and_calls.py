@@ -2,7 +2,7 @@
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox import SlackSandbox
+from bot.sandbox.slack import SlackSandbox
 from tests.sandbox.conftest import refusal
 
 

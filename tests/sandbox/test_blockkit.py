@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from bot.blockkit import (
+from bot.slack.blockkit import (
     blocks_char_count,
     slack_error,
     slack_error_for,

@@ -4,7 +4,7 @@ from typing import Any
 
 import aiohttp
 
-from bot.sandbox import ONCALL_USER, SECOND_USER, SlackSandbox
+from bot.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox
 
 
 def alert(sandbox: SlackSandbox) -> str:

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox import ONCALL_USER, EventKind, SlackSandbox
+from bot.sandbox.slack import ONCALL_USER, EventKind, SlackSandbox
 
 
 async def test_wait_for_wakes_when_a_message_arrives(

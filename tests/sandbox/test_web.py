@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox import ONCALL_USER, SECOND_USER, SlackSandbox
-from bot.sandbox.web import UiControl
+from bot.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox
+from bot.sandbox.slack.web import UiControl
 from tests.sandbox import test_interactions as interactions
 from tests.sandbox.conftest import SILENCE_MODAL
 from tests.sandbox.test_interactions import Receiver, post_alert

@@ -1,0 +1,3 @@
+"""The domain: parse-at-the-edge models of alerts, incidents, silences and diagnoses. Pure data, no
+I/O.
+"""

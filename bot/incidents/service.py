@@ -1,0 +1,183 @@
+"""The incident lifecycle: the one place that combines the store, the rules and delivery.
+
+`IncidentService.accept` applies a notification inside one store transaction: it finds the group
+key's incident, asks `state.decide` what the notification does, writes the new state and the
+Slack deliveries it owes into the outbox, and commits. Only then does the webhook answer 2xx;
+`delivery.Deliverer` takes it from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import deque
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+
+from bot.config import Route
+from bot.domain.alerts import AlertGroup
+from bot.incidents.lifecycle import Action, Decision, EventKind, Incident, decide
+from bot.store import NewIncident, OutboxKind, Store
+from bot.telemetry.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+#: An alert storm: more than this many incidents opening in one channel within the window.
+#: Past it, new incidents are listed in one digest message, updated in place, instead of a
+#: message each (Slack takes about one message a second per channel).
+STORM_THRESHOLD = 10
+STORM_WINDOW = timedelta(seconds=60)
+#: Grafana's default group interval: it sends a group's news at most this often.
+DUPLICATE_WINDOW = timedelta(minutes=5)
+
+
+def content_key(group: AlertGroup) -> str:
+    """What a notification says, without how it was sent: status, and each alert's identity,
+    state, times and values."""
+    alerts = sorted(
+        (
+            a.fingerprint,
+            a.status.value,
+            a.starts_at.isoformat(),
+            a.ends_at.isoformat() if a.ends_at else "",
+            sorted(a.values.items()),
+        )
+        for a in group.alerts
+    )
+    text = json.dumps([group.status.value, alerts], default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def route_channel(group: AlertGroup, routes: Sequence[Route], default: str) -> str:
+    """The channel for `group`: the first matching route's, else the default."""
+    fields = group.routing_fields()
+    for route in routes:
+        if route.matches(fields):
+            return route.channel
+    return default
+
+
+class IncidentService:
+    """Turns accepted notifications into incident state and owed Slack deliveries."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        default_channel: str,
+        routes: Sequence[Route] = (),
+        metrics: Metrics,
+        on_enqueued: Callable[[], None] = lambda: None,
+        clock: Clock = utcnow,
+    ) -> None:
+        self._metrics = metrics
+        self._store = store
+        self._default_channel = default_channel
+        self._routes = tuple(routes)
+        self._on_enqueued = on_enqueued
+        self._clock = clock
+        self._opened: dict[str, deque[datetime]] = {}
+
+    def _storming(self, channel: str, now: datetime) -> bool:
+        """Count an incident opening in `channel`; True past the storm threshold."""
+        opened = self._opened.setdefault(channel, deque())
+        opened.append(now)
+        while opened and opened[0] < now - STORM_WINDOW:
+            opened.popleft()
+        return len(opened) > STORM_THRESHOLD
+
+    async def accept(self, group: AlertGroup, body: str) -> tuple[Decision, int | None]:
+        """Store the notification and its consequences; returns the decision and incident id."""
+        now = self._clock()
+        content = content_key(group)
+        async with self._store.transaction() as tx:
+            current = await tx.current_incident(group.group_key)
+            decision = decide(current, group, now)
+            if (
+                decision.action is not Action.IGNORE
+                and current is not None
+                and await tx.seen_since(group.group_key, content, now - DUPLICATE_WINDOW)
+            ):
+                # Grafana in HA sends each notification from every replica, and a lagging
+                # replica's copy can come after a newer one: the same content again within a
+                # group interval is that copy, never news (it would undo a change).
+                decision = Decision(Action.IGNORE, "duplicate of a notification already seen")
+            incident_id = current.id if current else None
+            if decision.action is Action.OPEN:
+                assert decision.group is not None
+                channel = route_channel(group, self._routes, self._default_channel)
+                digest_id = None
+                digest = await tx.open_digest(channel, now - STORM_WINDOW)
+                if digest is None and self._storming(channel, now):
+                    digest = await tx.create_digest(channel, now)
+                    log.warning("alert storm in %s: new incidents go to one digest", channel)
+                if digest is not None:
+                    digest_id = digest.id
+                    await tx.touch_digest(digest.id, now)
+                incident = await tx.insert_incident(
+                    NewIncident(
+                        group_key=group.group_key,
+                        generation=current.generation + 1 if current else 1,
+                        channel=channel,
+                        status=decision.status,
+                        group=decision.group,
+                        started_at=decision.group.started_at,
+                        resolved_at=decision.resolved_at,
+                        previous_id=current.id if current else None,
+                        digest_id=digest_id,
+                    )
+                )
+                incident_id = incident.id
+                kind = OutboxKind.UPDATE_DIGEST if digest_id else OutboxKind.POST_PARENT
+                await tx.enqueue(incident.id, kind)
+            elif decision.action is Action.UPDATE:
+                assert current is not None and decision.group is not None
+                await tx.save_incident(_updated(current, decision))
+                if current.digest_id is not None:
+                    # A storm's incident changes its line in the digest, not a thread.
+                    await tx.touch_digest(current.digest_id, None)
+                    await tx.enqueue(current.id, OutboxKind.UPDATE_DIGEST)
+                else:
+                    if decision.event is not None:
+                        await tx.enqueue(
+                            current.id, OutboxKind.POST_REPLY, decision.event.model_dump_json()
+                        )
+                    await tx.enqueue(current.id, OutboxKind.UPDATE_PARENT)
+            await tx.add_notification(
+                group.group_key, now, body, decision.reason, incident_id, content
+            )
+        log.info(
+            "notification accepted: %s (incident=%s group_key=%r alerts=%d)",
+            decision.reason,
+            incident_id,
+            group.group_key,
+            len(group.alerts),
+        )
+        self._metrics.inc("queuebot_notifications_total", action=decision.action.value)
+        if decision.action is not Action.IGNORE:
+            self._on_enqueued()
+        return decision, incident_id
+
+
+def _updated(current: Incident, decision: Decision) -> Incident:
+    assert decision.group is not None
+    refired = decision.event is not None and decision.event.kind is EventKind.FIRED_AGAIN
+    return current.model_copy(
+        update={
+            # Grafana only notifies a firing again once no silence holds it back.
+            "silence": None if refired else current.silence,
+            "status": decision.status,
+            "group": decision.group,
+            "resolved_at": decision.resolved_at,
+            "fired_count": decision.fired_count,
+            "version": current.version + 1,
+        }
+    )

@@ -1,1 +1,0 @@
-"""Fleet metrics: the Prometheus client, the query pack and the fleet simulator."""

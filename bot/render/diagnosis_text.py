@@ -1,0 +1,127 @@
+"""Diagnostics in words: the lines of a report, for Slack (mrkdwn, escaped) and the terminal.
+
+Pure functions. Every name that comes from the metrics (runner types, workflows) is escaped
+before it reaches mrkdwn: a metric label must not be able to ping anyone either.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+from bot.domain.diagnosis import Evidence, Finding, Report, RunnerTypeState, Scope, Verdict
+from bot.render.mrkdwn import clip, escape_mrkdwn, format_duration, format_number, oneline
+
+VERDICT_ICONS = {
+    Verdict.LIKELY: ":red_circle:",
+    Verdict.RULED_OUT: ":white_check_mark:",
+    Verdict.NO_DATA: ":grey_question:",
+}
+VERDICT_WORDS = {
+    Verdict.LIKELY: "likely",
+    Verdict.RULED_OUT: "ruled out",
+    Verdict.NO_DATA: "no data",
+}
+MAX_TYPES_LISTED = 8
+
+
+def _plain(text: str, limit: int = 80) -> str:
+    return escape_mrkdwn(clip(oneline(text), limit))
+
+
+def workflow_name(ref: str) -> str:
+    """`pytorch/pytorch/.github/workflows/pull.yml@refs/heads/main` → `pull.yml`."""
+    path = ref.split("@", 1)[0]
+    return path.rsplit("/", 1)[-1] or ref
+
+
+def amount(value: float | None, unit: str) -> str:
+    if value is None or not math.isfinite(value):
+        return "no data"
+    if unit == "s":
+        return format_duration(timedelta(seconds=round(value)))
+    if unit == "%":
+        return f"{value * 100:.0f}%"
+    if abs(value) >= 10 or value == int(value):
+        return format_number(round(value))
+    return format_number(round(value, 1))
+
+
+def evidence_text(evidence: Evidence, *, markup: bool = True) -> str:
+    name = _plain(evidence.runner_type) if markup else evidence.runner_type
+    text = f"{name}: {evidence.measure} {amount(evidence.now, evidence.unit)}"
+    if evidence.baseline is not None:
+        text += f" (usual {amount(evidence.baseline, evidence.unit)})"
+    if evidence.workflows:
+        names = ", ".join(workflow_name(w) for w in evidence.workflows)
+        text += f", mostly {_plain(names, 120) if markup else names}"
+    return text
+
+
+def type_text(state: RunnerTypeState, *, markup: bool = True) -> str:
+    name = f"*{_plain(state.name)}*" if markup else state.name
+    parts = [f"{amount(state.queued, '')} queued"]
+    if state.max_wait_seconds is not None:
+        parts.append(f"longest wait {amount(state.max_wait_seconds, 's')}")
+    if state.busy is not None and state.registered is not None:
+        parts.append(f"{amount(state.busy, '')}/{amount(state.registered, '')} runners busy")
+    if state.max is not None:
+        parts.append(f"max {amount(state.max, '')}" + (" (at max)" if state.at_max else ""))
+    return f"{name}: " + ", ".join(parts)
+
+
+def headline(report: Report) -> str:
+    affected = report.affected
+    if not affected:
+        return "No runner type has jobs waiting long right now."
+    if report.primary_cause is None:
+        return "Jobs are waiting, but no cause stands out from the data."
+    return f"Most likely: {report.primary_cause.label}"
+
+
+def scope_text(report: Report, *, markup: bool = True) -> str:
+    affected, total = report.affected, len(report.runner_types)
+    if report.scope is Scope.NONE:
+        return f"Scope: none of {total} runner types is queueing."
+    names = ", ".join(_plain(t.name) if markup else t.name for t in affected[:MAX_TYPES_LISTED])
+    more = (
+        f" and {len(affected) - MAX_TYPES_LISTED} more" if len(affected) > MAX_TYPES_LISTED else ""
+    )
+    kind = "isolated" if report.scope is Scope.ISOLATED else "widespread"
+    return f"Scope: {kind}, {len(affected)} of {total} runner types queueing ({names}{more})."
+
+
+def finding_lines(finding: Finding, *, markup: bool = True) -> list[str]:
+    cause = finding.cause.label
+    verdict = VERDICT_WORDS[finding.verdict]
+    if markup:
+        head = f"{VERDICT_ICONS[finding.verdict]} *{cause}*: {verdict}"
+    else:
+        head = f"[{verdict}] {cause}"
+    lines = [head]
+    shown = finding.evidence[:4] if finding.verdict is Verdict.LIKELY else finding.evidence[:1]
+    lines += [f"    {evidence_text(e, markup=markup)}" for e in shown]
+    if finding.verdict is Verdict.LIKELY:
+        lines.append(("    _Next:_ " if markup else "    Next: ") + finding.next_step)
+    return lines
+
+
+def text_report(report: Report) -> str:
+    """The report for a terminal."""
+    lines = [
+        f"Diagnostics at {report.at.isoformat()} (window {report.window})",
+        headline(report),
+        scope_text(report, markup=False),
+        "",
+    ]
+    for finding in report.findings:
+        lines += finding_lines(finding, markup=False)
+    lines.append("")
+    lines.append("Runner types, worst first:")
+    for state in report.runner_types[:20]:
+        lines.append("  " + type_text(state, markup=False))
+    for note in report.notes:
+        lines.append(f"Note: {note}")
+    for missing in report.missing:
+        lines.append(f"No data: {missing}")
+    return "\n".join(lines)

@@ -1,0 +1,204 @@
+"""`/queue-status` in words: the lines of the summary and of the detail, as escaped mrkdwn.
+
+Pure functions. Runner types come from metric labels and titles from alerts, so both are
+escaped before they reach mrkdwn; people are named as plain text, never mentioned.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bot.domain.diagnosis import RunnerTypeState
+from bot.incidents.lifecycle import Incident
+from bot.render.diagnosis_text import amount
+from bot.render.mrkdwn import clip, date_token, escape_mrkdwn, headline, link, oneline
+from bot.slack.contract import QUEUE_STATUS_COMMAND
+
+if TYPE_CHECKING:  # the reader imports the renderer's Message type, so only for annotations
+    from bot.status.reader import Compared, FleetView, OpenIncident, QueueStatus, TypeDetail
+
+#: Runner types with jobs waiting listed in the summary; the rest are counted.
+MAX_WAITING_LISTED = 15
+#: Runner types named when a prefix matches none.
+MAX_NAMES_SUGGESTED = 20
+
+USAGE = (
+    f"*{QUEUE_STATUS_COMMAND}* shows the CI runner fleet now, only to you:\n"
+    f"• `{QUEUE_STATUS_COMMAND}`: runner types with jobs waiting, open incidents and silences\n"
+    f"• `{QUEUE_STATUS_COMMAND} linux.g5`: the runner types starting with `linux.g5` in detail,"
+    " with a chart of the last 6 hours\n"
+    f"• `{QUEUE_STATUS_COMMAND} post` (or `post linux.g5`): the same, for everyone in the channel\n"
+    f"• `{QUEUE_STATUS_COMMAND} help`: this text"
+)
+
+NO_METRICS = (
+    ":information_source: No metrics source is configured, so only incidents and silences are"
+    " shown: set `PROMETHEUS_URL` (or `GRAFANA_PROMETHEUS_DATASOURCE_UID` with `GRAFANA_URL`)"
+    " to see the queue per runner type."
+)
+
+
+def code(name: str, limit: int = 80) -> str:
+    """A runner type as inline code, escaped and shortened."""
+    return "`" + escape_mrkdwn(clip(oneline(name), limit)).replace("`", "'") + "`"
+
+
+def fleet_line(fleet: FleetView) -> str:
+    """The one-line fleet summary, or why there is none."""
+    if not fleet.configured:
+        return NO_METRICS
+    if fleet.error is not None:
+        return (
+            ":warning: *The fleet's metrics could not be read:* "
+            + clip(escape_mrkdwn(oneline(fleet.error)), 400)
+            + ". Incidents and silences below are current."
+        )
+    waiting = fleet.waiting
+    total = len(fleet.types)
+    if not waiting:
+        return f":white_check_mark: *No jobs waiting* on any of {total} runner types."
+    queued = round(sum(t.queued or 0.0 for t in waiting))
+    jobs = "job" if queued == 1 else "jobs"
+    parts = [
+        f":hourglass_flowing_sand: *{queued} {jobs} waiting* on {len(waiting)} of {total}"
+        " runner types"
+    ]
+    at_max = sum(t.at_max for t in waiting)
+    if at_max:
+        parts.append(f"{at_max} at the autoscaler maximum")
+    return " · ".join(parts)
+
+
+def waiting_line(state: RunnerTypeState) -> str:
+    parts = [f"{amount(state.queued, '')} queued"]
+    if state.max_wait_seconds is not None:
+        parts.append(f"longest wait {amount(state.max_wait_seconds, 's')}")
+    if state.busy is not None and state.registered is not None:
+        parts.append(f"{amount(state.busy, '')}/{amount(state.registered, '')} busy")
+    if state.at_max:
+        parts.append(f":no_entry: at max ({amount(state.max, '')})")
+    return f"{code(state.name)} " + " · ".join(parts)
+
+
+def waiting_lines(fleet: FleetView) -> list[str]:
+    waiting = fleet.waiting
+    lines = [waiting_line(t) for t in waiting[:MAX_WAITING_LISTED]]
+    if len(waiting) > MAX_WAITING_LISTED:
+        more = len(waiting) - MAX_WAITING_LISTED
+        lines.append(
+            f"…and {more} more runner types with jobs waiting"
+            f" (`{QUEUE_STATUS_COMMAND} <prefix>` shows any of them)"
+        )
+    return lines
+
+
+def _title(incident: Incident, url: str | None, limit: int = 150) -> str:
+    text = clip(oneline(headline(incident.group)), limit)
+    return link(url, text) if url else escape_mrkdwn(text)
+
+
+def incident_line(entry: OpenIncident) -> str:
+    incident = entry.incident
+    parts = [_title(incident, entry.link)]
+    silence = incident.silence
+    if silence is not None:
+        parts.append(f":mute: silenced until {date_token(silence.ends_at)}")
+    parts.append(f"firing since {date_token(incident.group.started_at)}")
+    if incident.fired_count > 1:
+        parts.append(f"fired {incident.fired_count} times")
+    alerts = len(incident.group.alerts)
+    if alerts > 1:
+        parts.append(f"{alerts} alerts")
+    if entry.link is None:
+        parts.append("no thread link")
+    return ":red_circle: " + " · ".join(parts)
+
+
+def incident_lines(status: QueueStatus) -> list[str]:
+    if not status.incidents:
+        return ["*Open incidents:* none."]
+    lines = [f"*Open incidents ({status.firing_total}):*"]
+    lines += [incident_line(entry) for entry in status.incidents]
+    if status.firing_total > len(status.incidents):
+        lines.append(f"…and {status.firing_total - len(status.incidents)} more")
+    return lines
+
+
+def silence_line(entry: OpenIncident) -> str:
+    silence = entry.incident.silence
+    assert silence is not None
+    who = "@" + escape_mrkdwn(clip(oneline(silence.by.name), 80))
+    line = (
+        f":mute: {_title(entry.incident, entry.link, 120)} · until {date_token(silence.ends_at)}"
+        f" · by {who}"
+    )
+    if silence.comment.strip():
+        line += f" · “{clip(escape_mrkdwn(oneline(silence.comment)), 160)}”"
+    return line
+
+
+def silence_lines(status: QueueStatus) -> list[str]:
+    if not status.silenced:
+        return ["*Active silences:* none set through queuebot."]
+    lines = [f"*Active silences ({len(status.silenced)}):*"]
+    return lines + [silence_line(entry) for entry in status.silenced]
+
+
+def _compared(value: Compared, unit: str, per: str = "") -> str:
+    text = amount(value.now, unit) + per
+    if value.now is not None and value.usual is not None:
+        text += f" (usual {amount(value.usual, unit)}{per})"
+    return text
+
+
+def detail_text(detail: TypeDetail) -> str:
+    state = detail.state
+    head = f"*{code(state.name, 120)}*"
+    if state.at_max:
+        head += " :no_entry: at the autoscaler maximum"
+    queue = f"*Queue:* {amount(state.queued, '')} waiting · longest wait"
+    queue += " " + _compared(detail.wait, "s")
+    runners = f"*Runners:* {amount(state.busy, '')}/{amount(state.registered, '')} busy"
+    if detail.utilisation is not None:
+        runners += f" ({detail.utilisation * 100:.0f}% utilised)"
+    runners += f" · {amount(state.idle, '')} idle · autoscaler wants {amount(state.desired, '')}"
+    runners += f" of max {amount(state.max, '')}"
+    arrivals = "*Arrivals:* " + _compared(detail.arrivals, "", " jobs/min")
+    durations = (
+        f"*Job duration:* p50 {_compared(detail.duration_p50, 's')}"
+        f" · p90 {_compared(detail.duration_p90, 's')}"
+    )
+    return "\n".join((head, queue, runners, arrivals, durations))
+
+
+def detail_intro(status: QueueStatus) -> str:
+    asked = code(status.query or "", 100)
+    if status.fleet.error is not None or not status.fleet.configured:
+        return fleet_line(status.fleet)
+    if not status.details:
+        names = sorted(t.name for t in status.fleet.types)
+        shown = ", ".join(code(n, 60) for n in names[:MAX_NAMES_SUGGESTED])
+        if len(names) > MAX_NAMES_SUGGESTED:
+            shown += f" and {len(names) - MAX_NAMES_SUGGESTED} more"
+        return (
+            f":grey_question: No runner type is named or starts with {asked}."
+            f" Runner types with data: {shown}."
+        )
+    if status.matched > len(status.details):
+        return (
+            f"{status.matched} runner types match {asked}; the first {len(status.details)} are"
+            " shown. A longer prefix narrows it down."
+        )
+    shown = "runner type matches" if status.matched == 1 else "runner types match"
+    return f"{status.matched} {shown} {asked}."
+
+
+def read_line(status: QueueStatus, shared_by: str | None) -> str:
+    text = f"Read {date_token(status.at)}"
+    if status.fleet.window and status.fleet.configured and status.fleet.error is None:
+        text += f" · rates and waits over the last {escape_mrkdwn(status.fleet.window)}"
+    if status.fleet.missing:
+        text += " · no data for " + escape_mrkdwn(", ".join(status.fleet.missing))
+    if shared_by:
+        text += f" · shared by <@{shared_by}> with `{QUEUE_STATUS_COMMAND}`"
+    return text

@@ -1,0 +1,45 @@
+"""The local Slack-compatible workspace used by the tests and `queuebot demo`.
+
+`SlackSandbox` serves Slack's Web API, response URLs, file uploads and Socket Mode on a local
+port, keeps the workspace's state, refuses what Slack refuses with Slack's error names, and
+sends clicks, slash commands and modal submissions to the app as Slack does.
+"""
+
+from bot.sandbox.slack.events import EventKind, SandboxEvent
+from bot.sandbox.slack.faults import Fault, Faults
+from bot.sandbox.slack.interactions import InteractionResult
+from bot.sandbox.slack.models import (
+    CallRecord,
+    Ephemeral,
+    Message,
+    OpenView,
+    ResponsePost,
+    SandboxFile,
+    UserGroup,
+    ViewState,
+)
+from bot.sandbox.slack.server import ONCALL_USER, SECOND_USER, SlackSandbox
+from bot.sandbox.slack.text import render_message, render_thread
+from bot.sandbox.slack.workspace import SlackError
+
+__all__ = [
+    "ONCALL_USER",
+    "SECOND_USER",
+    "CallRecord",
+    "Ephemeral",
+    "EventKind",
+    "Fault",
+    "Faults",
+    "InteractionResult",
+    "Message",
+    "OpenView",
+    "ResponsePost",
+    "SandboxEvent",
+    "SandboxFile",
+    "SlackError",
+    "SlackSandbox",
+    "UserGroup",
+    "ViewState",
+    "render_message",
+    "render_thread",
+]

@@ -1,0 +1,94 @@
+"""Who may silence and unsilence: everyone, or the users and user groups the YAML file lists.
+
+User groups are read with usergroups.users.list (scope `usergroups:read`), all at once and within
+a budget, because the check runs before the Silence… modal opens and Slack's trigger id lives
+three seconds. A group that cannot be read grants nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from bot.config import SilencePolicy
+from bot.slack.gateway import SlackError, SlackGateway
+
+log = logging.getLogger(__name__)
+
+#: How long a user group's member list is trusted.
+GROUP_CACHE_SECONDS = 60.0
+#: How long the check may wait for Slack, leaving the rest of the 3 s for views.open.
+LOOKUP_BUDGET_SECONDS = 1.5
+
+
+class NotAllowed(Exception):
+    """The user may not silence; the message says whom to ask (mrkdwn, shown to them only)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def who_may(policy: SilencePolicy) -> str:
+    """The people and groups to ask, as Slack mentions (only ever shown to one person)."""
+    names = [f"<!subteam^{g}>" for g in policy.allowed_groups]
+    names += [f"<@{u}>" for u in policy.allowed_users]
+    return " or ".join(names)
+
+
+class Permissions:
+    def __init__(
+        self,
+        policy: SilencePolicy,
+        slack: SlackGateway,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._policy = policy
+        self._slack = slack
+        self._monotonic = monotonic
+        self._groups: dict[str, tuple[float, set[str]]] = {}
+
+    async def check(self, user_id: str) -> None:
+        """Raises NotAllowed unless `user_id` may silence."""
+        policy = self._policy
+        if not policy.restricted or user_id in policy.allowed_users:
+            return
+        groups = policy.allowed_groups
+        results: list[set[str] | None] = [None] * len(groups)
+
+        async def read(index: int, group: str) -> None:
+            results[index] = await self._members(group)
+
+        try:
+            async with asyncio.timeout(LOOKUP_BUDGET_SECONDS), asyncio.TaskGroup() as tasks:
+                for index, group in enumerate(groups):
+                    tasks.create_task(read(index, group))
+        except TimeoutError:
+            log.warning("user groups not read within %.1fs", LOOKUP_BUDGET_SECONDS)
+        if any(members is not None and user_id in members for members in results):
+            return
+        text = f":no_entry: You are not allowed to silence this; ask {who_may(policy)}."
+        unread = [g for g, members in zip(groups, results, strict=True) if members is None]
+        if unread:
+            text += (
+                " (queuebot could not read the members of "
+                + ", ".join(f"<!subteam^{g}>" for g in unread)
+                + "; its Slack app needs the `usergroups:read` scope.)"
+            )
+        log.info("silencing refused to %s: not in the allowed users or groups", user_id)
+        raise NotAllowed(text)
+
+    async def _members(self, group: str) -> set[str] | None:
+        cached = self._groups.get(group)
+        now = self._monotonic()
+        if cached is not None and now - cached[0] < GROUP_CACHE_SECONDS:
+            return cached[1]
+        try:
+            members = await self._slack.usergroup_members(group)
+        except SlackError as exc:
+            log.warning("cannot read the members of user group %s: %s", group, exc)
+            return None
+        self._groups[group] = (now, members)
+        return members

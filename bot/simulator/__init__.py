@@ -1,0 +1,1 @@
+"""A simulated CI runner fleet: history for tests, the demo and benchmarks."""

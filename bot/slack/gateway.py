@@ -1,0 +1,310 @@
+"""Everything queuebot says to Slack's Web API, and what Slack's answers mean.
+
+Errors, by what the caller should do about them:
+
+    SlackError
+    ├── SlackUnavailable      try again later: network trouble, timeouts, 5xx, internal_error
+    │   └── SlackRateLimited  429: try again after `retry_after` seconds (Retry-After)
+    └── SlackRejected         Slack said no (`error` holds its code); retrying will not help
+        ├── SlackChannelError the channel is wrong or the bot is not allowed in it
+        ├── SlackAuthError    the token is wrong, revoked or lacks a scope
+        └── SlackMessageGone  the message to edit or reply to no longer exists
+
+Messages go out with `link_names` off and unfurling off: nothing queuebot posts can notify
+anyone or pull in a preview of a URL an alert carried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.render.renderer import Message
+from bot.telemetry.metrics import Metrics
+
+#: Codes Slack documents as passing trouble on its side (chat.postMessage "errors").
+#: A response_url that has not answered by then is Slack in trouble.
+SLACK_RESPONSE_TIMEOUT_SECONDS = 15
+_TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+_CHANNEL = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
+_AUTH = {
+    "not_authed",
+    "invalid_auth",
+    "account_inactive",
+    "token_revoked",
+    "token_expired",
+    "missing_scope",
+    "not_allowed_token_type",
+}
+_GONE = {"message_not_found", "thread_not_found", "cant_update_message"}
+
+
+class SlackError(Exception):
+    """Slack did not do what was asked."""
+
+    def __init__(self, method: str, detail: str) -> None:
+        super().__init__(f"{method}: {detail}")
+        self.method = method
+        self.detail = detail
+
+
+class SlackUnavailable(SlackError):
+    retry_after: float | None = None
+
+
+class SlackRateLimited(SlackUnavailable):
+    def __init__(self, method: str, retry_after: float) -> None:
+        super().__init__(method, f"rate limited, retry after {retry_after:g}s")
+        self.retry_after = retry_after
+
+
+class SlackRejected(SlackError):
+    def __init__(self, method: str, error: str) -> None:
+        super().__init__(method, error)
+        self.error = error
+
+
+class SlackChannelError(SlackRejected):
+    pass
+
+
+class SlackAuthError(SlackRejected):
+    pass
+
+
+class SlackMessageGone(SlackRejected):
+    pass
+
+
+@dataclass(frozen=True)
+class Posted:
+    channel_id: str
+    ts: str
+
+
+def _retry_after(headers: Any) -> float:
+    try:
+        return max(float(headers.get("Retry-After", "1")), 0.0)
+    except (TypeError, ValueError):
+        return 1.0
+
+
+def _error_for(method: str, exc: SlackApiError) -> SlackError:
+    status = exc.response.status_code
+    data = exc.response.data if isinstance(exc.response.data, dict) else {}
+    code = str(data.get("error") or f"http_{status}")
+    if status == 429 or code == "ratelimited":
+        return SlackRateLimited(method, _retry_after(exc.response.headers))
+    if status >= 500 or code in _TRANSIENT:
+        return SlackUnavailable(method, code)
+    for codes, kind in ((_CHANNEL, SlackChannelError), (_AUTH, SlackAuthError)):
+        if code in codes:
+            return kind(method, code)
+    if code in _GONE:
+        return SlackMessageGone(method, code)
+    return SlackRejected(method, code)
+
+
+class SlackGateway:
+    """The bot's calls to Slack, on an injected `AsyncWebClient`."""
+
+    def __init__(self, client: AsyncWebClient, metrics: Metrics | None = None) -> None:
+        self.client = client
+        self._metrics = metrics
+
+    def _count(self, method: str, outcome: str) -> None:
+        if self._metrics is not None:
+            self._metrics.inc("queuebot_slack_calls_total", method=method, outcome=outcome)
+            if outcome == "ratelimited":
+                self._metrics.inc("queuebot_slack_rate_limited_total", method=method)
+
+    async def _call(self, method: str, *, read: bool = False, **params: Any) -> dict[str, Any]:
+        try:
+            if read:
+                response = await self.client.api_call(method, http_verb="GET", params=params)
+            else:
+                response = await self.client.api_call(method, json=params)
+        except SlackApiError as exc:
+            error = _error_for(method, exc)
+            self._count(
+                method,
+                "ratelimited"
+                if isinstance(error, SlackRateLimited)
+                else (error.error if isinstance(error, SlackRejected) else error.detail),
+            )
+            raise error from exc
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            self._count(method, "unreachable")
+            raise SlackUnavailable(method, f"{type(exc).__name__}: {exc}") from exc
+        self._count(method, "ok")
+        data = response.data
+        return data if isinstance(data, dict) else {}
+
+    async def post_message(
+        self,
+        channel: str,
+        message: Message,
+        *,
+        thread_ts: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Posted:
+        params: dict[str, Any] = {
+            "channel": channel,
+            "text": message.text,
+            "blocks": message.blocks,
+            "link_names": False,
+            "unfurl_links": False,
+            "unfurl_media": False,
+        }
+        if thread_ts:
+            params["thread_ts"] = thread_ts
+        if metadata:
+            params["metadata"] = metadata
+        data = await self._call("chat.postMessage", **params)
+        return Posted(channel_id=str(data.get("channel", channel)), ts=str(data["ts"]))
+
+    async def update_message(self, channel_id: str, ts: str, message: Message) -> None:
+        await self._call(
+            "chat.update",
+            channel=channel_id,
+            ts=ts,
+            text=message.text,
+            blocks=message.blocks,
+            link_names=False,
+        )
+
+    async def post_ephemeral(
+        self, channel: str, user: str, message: Message, *, thread_ts: str | None = None
+    ) -> None:
+        params: dict[str, Any] = {
+            "channel": channel,
+            "user": user,
+            "text": message.text,
+            "blocks": message.blocks,
+        }
+        if thread_ts:
+            params["thread_ts"] = thread_ts
+        await self._call("chat.postEphemeral", **params)
+
+    async def respond(
+        self, response_url: str, message: Message | None, *, public: bool = False
+    ) -> None:
+        """Answer an interaction through its response_url: privately, or for everyone in the
+        channel when `public`; `message` None deletes the message the interaction came from.
+
+        Works in any channel the click came from, whether or not the bot is a member
+        (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses).
+        """
+        try:
+            webhook = AsyncWebhookClient(response_url, timeout=SLACK_RESPONSE_TIMEOUT_SECONDS)
+            if message is None:
+                response = await webhook.send_dict({"delete_original": True})
+            else:
+                response = await webhook.send(
+                    text=message.text,
+                    blocks=message.blocks,
+                    response_type="in_channel" if public else "ephemeral",
+                    replace_original=False,
+                )
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise SlackUnavailable("response_url", f"{type(exc).__name__}: {exc}") from exc
+        if response.status_code == 429:
+            raise SlackRateLimited("response_url", _retry_after(response.headers))
+        if response.status_code >= 500:
+            raise SlackUnavailable("response_url", f"http_{response.status_code}")
+        if response.status_code != 200:
+            raise SlackRejected("response_url", response.body or f"http_{response.status_code}")
+
+    async def find_posted(
+        self,
+        channel_id: str,
+        event_type: str,
+        outbox_id: int,
+        *,
+        oldest: float,
+        thread_ts: str | None = None,
+    ) -> str | None:
+        """The ts of the bot's message carrying `outbox_id` in its metadata, posted since
+        `oldest`, in the channel or in a thread; None if Slack has no such message."""
+        params: dict[str, Any] = {
+            "channel": channel_id,
+            "oldest": f"{oldest:.6f}",
+            "include_all_metadata": True,
+            "limit": 200,
+        }
+        if thread_ts:
+            params["ts"] = thread_ts
+        method = "conversations.replies" if thread_ts else "conversations.history"
+        data = await self._call(method, read=True, **params)
+        for message in data.get("messages") or []:
+            metadata = message.get("metadata") or {}
+            payload = metadata.get("event_payload") or {}
+            if metadata.get("event_type") == event_type and payload.get("outbox") == outbox_id:
+                return str(message.get("ts"))
+        return None
+
+    async def permalink(self, channel_id: str, ts: str) -> str:
+        data = await self._call("chat.getPermalink", read=True, channel=channel_id, message_ts=ts)
+        return str(data["permalink"])
+
+    async def auth_test(self) -> dict[str, Any]:
+        return await self._call("auth.test")
+
+    async def upload_file(
+        self,
+        channel_id: str | None,
+        content: bytes,
+        *,
+        filename: str,
+        title: str,
+        alt_text: str,
+        thread_ts: str | None = None,
+    ) -> str:
+        """Share a file in a channel or thread, or with `channel_id` None keep it private to
+        the app (for an image block's `slack_file`); returns the file's id (files_upload_v2:
+        getUploadURLExternal, upload, completeUploadExternal;
+        https://docs.slack.dev/messaging/working-with-files)."""
+        try:
+            response = await self.client.files_upload_v2(
+                channel=channel_id,
+                thread_ts=thread_ts,
+                content=content,
+                filename=filename,
+                title=title,
+                alt_txt=alt_text,
+                request_file_info=False,
+            )
+        except SlackApiError as exc:
+            raise _error_for("files.upload_v2", exc) from exc
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise SlackUnavailable("files.upload_v2", f"{type(exc).__name__}: {exc}") from exc
+        uploaded = response.get("file")
+        return str(uploaded.get("id", "")) if isinstance(uploaded, dict) else ""
+
+    async def open_view(self, trigger_id: str, view: dict[str, Any]) -> str:
+        """Open a modal (within 3 s of the click that issued `trigger_id`); returns its id."""
+        data = await self._call("views.open", trigger_id=trigger_id, view=view)
+        opened = data.get("view")
+        return str(opened.get("id", "")) if isinstance(opened, dict) else ""
+
+    async def display_name(self, user_id: str) -> str:
+        """What people call `user_id` in Slack: display name, else real name, else handle."""
+        data = await self._call("users.info", read=True, user=user_id)
+        raw_user = data.get("user")
+        user: dict[str, Any] = raw_user if isinstance(raw_user, dict) else {}
+        raw_profile = user.get("profile")
+        profile: dict[str, Any] = raw_profile if isinstance(raw_profile, dict) else {}
+        for name in (profile.get("display_name"), profile.get("real_name"), user.get("name")):
+            if isinstance(name, str) and name.strip():
+                return name.strip()
+        return user_id
+
+    async def usergroup_members(self, usergroup_id: str) -> set[str]:
+        data = await self._call("usergroups.users.list", read=True, usergroup=usergroup_id)
+        users = data.get("users")
+        return {str(u) for u in users} if isinstance(users, list) else set()

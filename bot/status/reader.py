@@ -1,0 +1,302 @@
+"""What `/queue-status` shows: the fleet's queue now, the open incidents and their silences.
+
+The fleet is read from a handful of the query pack's signals (not the whole diagnostics set)
+within READ_TIMEOUT_SECONDS; open incidents and silences come from the store, and each
+incident's thread link from chat.getPermalink. A part that cannot be read is reported in one
+line and the others are still shown: the on-call asking "is CI slow right now?" gets what
+queuebot has, never nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.diagnostics.checks import runner_state
+from bot.diagnostics.service import MAX_CHARTED, no_fleet, queue_chart
+from bot.diagnostics.signals import FleetSignals, collect
+from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
+from bot.diagnostics.sources.querypack import QueryPack, Signal
+from bot.domain.diagnosis import RunnerTypeState
+from bot.incidents.lifecycle import Incident
+from bot.incidents.service import Clock, utcnow
+from bot.slack.gateway import SlackError, SlackGateway
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+#: Prometheus slower than this is reported as slow, and the answer goes out without it.
+READ_TIMEOUT_SECONDS = 5.0
+#: Links to incident threads are best effort within this budget.
+LINK_TIMEOUT_SECONDS = 5.0
+#: Open incidents listed; the rest are counted.
+MAX_INCIDENTS = 10
+#: Runner types shown in detail (and charted) for one `/queue-status <prefix>`.
+MAX_DETAILED = MAX_CHARTED
+
+SUMMARY_SIGNALS = (
+    Signal.QUEUED,
+    Signal.MAX_WAIT,
+    Signal.BUSY,
+    Signal.REGISTERED,
+    Signal.IDLE,
+    Signal.DESIRED,
+    Signal.MAX_RUNNERS,
+)
+DETAIL_SIGNALS = (
+    *SUMMARY_SIGNALS,
+    Signal.RUNNING,
+    Signal.STARTED_PER_MINUTE,
+    Signal.DURATION_P50,
+    Signal.DURATION_P90,
+)
+DETAIL_BASELINE = (
+    Signal.MAX_WAIT,
+    Signal.STARTED_PER_MINUTE,
+    Signal.DURATION_P50,
+    Signal.DURATION_P90,
+)
+
+#: What a runner type (or the start of one) may look like: `linux.g5.4xlarge.nvidia.gpu`.
+RUNNER_TYPE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
+_SEPARATORS = re.compile(r"[._-]")
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A value now and its usual value (median of the same time on previous days)."""
+
+    now: float | None
+    usual: float | None
+
+
+@dataclass(frozen=True)
+class TypeDetail:
+    state: RunnerTypeState
+    running: float | None
+    wait: Compared
+    #: Jobs started per minute.
+    arrivals: Compared
+    duration_p50: Compared
+    duration_p90: Compared
+
+    @property
+    def utilisation(self) -> float | None:
+        busy, registered = self.state.busy, self.state.registered
+        if busy is None or not registered:
+            return None
+        return busy / registered
+
+
+@dataclass(frozen=True)
+class FleetView:
+    """Every runner type now, or why the fleet could not be read."""
+
+    types: tuple[RunnerTypeState, ...] = ()
+    #: Why the metrics are missing (Prometheus down, slow, or without runner types).
+    error: str | None = None
+    #: False when no metrics source is configured at all.
+    configured: bool = True
+    window: str = ""
+    #: Signals whose query failed although others answered.
+    missing: tuple[str, ...] = ()
+
+    @property
+    def waiting(self) -> list[RunnerTypeState]:
+        """Runner types with jobs waiting, the longest wait first."""
+        queued = [t for t in self.types if (t.queued or 0.0) > 0]
+        return sorted(
+            queued, key=lambda t: (-(t.max_wait_seconds or 0.0), -(t.queued or 0.0), t.name)
+        )
+
+
+@dataclass(frozen=True)
+class OpenIncident:
+    incident: Incident
+    #: The permalink of its thread (or of the storm digest listing it), when Slack gave one.
+    link: str | None
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    at: datetime
+    fleet: FleetView
+    #: The most recently started firing incidents, at most MAX_INCIDENTS.
+    incidents: tuple[OpenIncident, ...]
+    firing_total: int
+    #: Firing incidents under a silence that has not ended, the soonest to end first.
+    silenced: tuple[OpenIncident, ...]
+    #: The runner type or prefix asked about; None for the summary.
+    query: str | None = None
+    details: tuple[TypeDetail, ...] = ()
+    #: How many runner types matched `query` (more than are detailed, when many match).
+    matched: int = 0
+
+
+def _key(name: str) -> str:
+    return _SEPARATORS.sub("-", name.casefold())
+
+
+def matching(names: list[str], query: str) -> list[str]:
+    """Runner types named `query` or starting with it, the exact one first; if none does,
+    those containing it (by name). Case does not matter, nor which of `.`, `-` and `_`
+    separates the parts: `linux.g5` finds the scale set `linux-g5-4xlarge-nvidia-gpu`."""
+    wanted = _key(query)
+    exact = [n for n in names if _key(n) == wanted]
+    starting = [n for n in names if _key(n).startswith(wanted) and n not in exact]
+    if exact or starting:
+        return exact + sorted(starting)
+    return sorted(n for n in names if wanted in _key(n))
+
+
+class StatusReader:
+    def __init__(
+        self,
+        store: Store,
+        prometheus: PrometheusClient | None,
+        pack: QueryPack,
+        slack: SlackGateway,
+        *,
+        clock: Clock = utcnow,
+        read_timeout: float = READ_TIMEOUT_SECONDS,
+    ) -> None:
+        self._store = store
+        self._prometheus = prometheus
+        self._pack = pack
+        self._slack = slack
+        self._clock = clock
+        self._read_timeout = read_timeout
+
+    async def read(self, query: str | None = None) -> QueueStatus:
+        """The summary (`query` None), or the runner types matching `query` in detail."""
+        at = self._clock()
+        signals = SUMMARY_SIGNALS if query is None else DETAIL_SIGNALS
+        baseline = () if query is None else DETAIL_BASELINE
+        (fleet, signals_read), (incidents, total, silenced) = await asyncio.gather(
+            self._fleet(at, signals, baseline), self._incidents(at)
+        )
+        if query is None:
+            return QueueStatus(at, fleet, incidents, total, silenced)
+        names = matching([t.name for t in fleet.types], query)
+        exact = names[:1] if names and _key(names[0]) == _key(query) else []
+        # The asked-for type first, then where jobs wait longest, like the summary.
+        order = {t.name: i for i, t in enumerate(fleet.waiting)}
+        names = exact + sorted(names[len(exact) :], key=lambda n: (order.get(n, len(order)), n))
+        details = tuple(
+            _detail(signals_read, runner_state(signals_read, name))
+            for name in names[:MAX_DETAILED]
+            if signals_read is not None
+        )
+        return QueueStatus(
+            at, fleet, incidents, total, silenced, query=query, details=details, matched=len(names)
+        )
+
+    async def chart(self, status: QueueStatus) -> bytes | None:
+        """The last 6 hours of the detailed runner types as a PNG; None if there is nothing
+        to draw. Raises PrometheusError when Prometheus cannot give the history."""
+        if self._prometheus is None or not status.details:
+            return None
+        names = [d.state.name for d in status.details]
+        try:
+            async with asyncio.timeout(self._read_timeout):
+                return await queue_chart(self._prometheus, self._pack, names, status.at)
+        except TimeoutError:
+            raise PrometheusError(self._too_slow()) from None
+
+    def _too_slow(self) -> str:
+        where = self._prometheus.where if self._prometheus else "?"
+        return f"Prometheus at {where} did not answer within {self._read_timeout:g}s"
+
+    async def _fleet(
+        self, at: datetime, signals: tuple[Signal, ...], baseline: tuple[Signal, ...]
+    ) -> tuple[FleetView, FleetSignals | None]:
+        if self._prometheus is None:
+            return FleetView(configured=False, window=self._pack.window), None
+        try:
+            async with asyncio.timeout(self._read_timeout):
+                read = await collect(
+                    self._prometheus,
+                    self._pack,
+                    at,
+                    signals=signals,
+                    with_baseline=baseline,
+                    with_earlier=(),
+                )
+        except TimeoutError:
+            log.warning("queue status: %s", self._too_slow())
+            return FleetView(error=self._too_slow(), window=self._pack.window), None
+        names = read.runner_types()
+        if not names:
+            error = no_fleet(read, self._prometheus.where)
+            log.warning("queue status: %s", error)
+            return FleetView(error=error, window=self._pack.window), None
+        types = tuple(runner_state(read, name) for name in names)
+        missing = tuple(signal.value for signal in read.missing)
+        return FleetView(types=types, window=self._pack.window, missing=missing), read
+
+    async def _incidents(
+        self, at: datetime
+    ) -> tuple[tuple[OpenIncident, ...], int, tuple[OpenIncident, ...]]:
+        latest, total = await self._store.firing_incidents(MAX_INCIDENTS)
+        silenced = sorted(
+            (i for i in await self._store.silenced_incidents() if i.silence),
+            key=lambda i: i.silence.ends_at if i.silence else at,
+        )
+        silenced = [i for i in silenced if i.silence and i.silence.ends_at > at]
+        wanted = {i.id: i for i in [*latest, *silenced]}
+        links = await self._links(list(wanted.values()))
+        return (
+            tuple(OpenIncident(i, links.get(i.id)) for i in latest),
+            total,
+            tuple(OpenIncident(i, links.get(i.id)) for i in silenced),
+        )
+
+    async def _links(self, incidents: list[Incident]) -> dict[int, str]:
+        """Permalinks of the incidents' threads (or their storm digest), as far as Slack gives
+        them within LINK_TIMEOUT_SECONDS."""
+        links: dict[int, str] = {}
+
+        async def one(incident: Incident) -> None:
+            place = await self._place(incident)
+            if place is None:
+                return
+            try:
+                links[incident.id] = await self._slack.permalink(*place)
+            except SlackError as exc:
+                log.warning("no permalink for incident %s: %s", incident.id, exc)
+
+        try:
+            async with asyncio.timeout(LINK_TIMEOUT_SECONDS), asyncio.TaskGroup() as tasks:
+                for incident in incidents:
+                    tasks.create_task(one(incident))
+        except TimeoutError:
+            log.warning("Slack gave %d of %d thread links in time", len(links), len(incidents))
+        return links
+
+    async def _place(self, incident: Incident) -> tuple[str, str] | None:
+        if incident.channel_id and incident.parent_ts:
+            return incident.channel_id, incident.parent_ts
+        if incident.digest_id is not None:
+            digest = await self._store.get_digest(incident.digest_id)
+            if digest is not None and digest.channel_id and digest.ts:
+                return digest.channel_id, digest.ts
+        return None
+
+
+def _detail(fleet: FleetSignals, state: RunnerTypeState) -> TypeDetail:
+    name = state.name
+
+    def compared(signal: Signal) -> Compared:
+        return Compared(fleet.value(signal, name), fleet.base(signal, name))
+
+    return TypeDetail(
+        state=state,
+        running=fleet.value(Signal.RUNNING, name),
+        wait=compared(Signal.MAX_WAIT),
+        arrivals=compared(Signal.STARTED_PER_MINUTE),
+        duration_p50=compared(Signal.DURATION_P50),
+        duration_p90=compared(Signal.DURATION_P90),
+    )

@@ -1,0 +1,1 @@
+"""What queuebot tells its operators: logs (redacted) and its own Prometheus metrics."""

@@ -1,0 +1,1 @@
+"""HTTP edges: the Grafana/Alertmanager webhook, OpenAPI, health and metrics."""

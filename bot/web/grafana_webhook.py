@@ -1,0 +1,166 @@
+"""The Grafana / Alertmanager webhook receiver: authenticate, parse, hand over, answer fast.
+
+Answers: 202 once the notification is stored; 401 for missing or wrong credentials; 400 with a
+JSON reason for a body that is not a Grafana (version "1") or Alertmanager (version "4") webhook;
+413 above 1 MiB; 503 when the store cannot take it (Grafana sends it again at the next flush).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from pydantic import SecretStr, ValidationError
+
+from bot.domain.alerts import parse_webhook
+from bot.incidents.service import IncidentService
+from bot.store import StoreError
+from bot.telemetry.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1024 * 1024
+SIGNATURE_HEADER = "X-Grafana-Alerting-Signature"
+#: Grafana signs `<unix seconds>:<body>` when a timestamp header is configured; older ones are
+#: refused so a captured request cannot be replayed later.
+TIMESTAMP_WINDOW_SECONDS = 300
+
+
+class Unauthorized(Exception):
+    """The request did not prove it comes from the configured Grafana."""
+
+
+@dataclass(frozen=True)
+class WebhookAuth:
+    """What a webhook request must carry (QUEUEBOT_WEBHOOK_TOKEN, QUEUEBOT_WEBHOOK_HMAC_*)."""
+
+    token: SecretStr | None = None
+    hmac_secret: SecretStr | None = None
+    timestamp_header: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.token is not None or self.hmac_secret is not None
+
+    def check(self, headers: Any, body: bytes, now: float | None = None) -> None:
+        """Raises Unauthorized with a reason that names what is wrong, never a secret."""
+        if self.token is not None:
+            self._check_token(headers.get("Authorization", ""))
+        if self.hmac_secret is not None:
+            self._check_signature(headers, body, time.time() if now is None else now)
+
+    def _check_token(self, header: str) -> None:
+        assert self.token is not None
+        scheme, _, credentials = header.strip().partition(" ")
+        if not credentials:
+            raise Unauthorized(
+                "missing credentials: send Authorization: Bearer <token> or Basic auth"
+            )
+        if scheme.lower() == "bearer":
+            given = credentials.strip()
+        elif scheme.lower() == "basic":
+            try:
+                decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                raise Unauthorized("malformed Basic credentials") from None
+            given = decoded.partition(":")[2]
+        else:
+            # The scheme is not echoed: a token pasted into Grafana's scheme field would leak.
+            raise Unauthorized("unsupported Authorization scheme: use Bearer or Basic")
+        expected = self.token.get_secret_value()
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            raise Unauthorized("wrong credentials")
+
+    def _check_signature(self, headers: Any, body: bytes, now: float) -> None:
+        assert self.hmac_secret is not None
+        signature = headers.get(SIGNATURE_HEADER, "").strip().lower()
+        if not signature:
+            raise Unauthorized(f"missing {SIGNATURE_HEADER} header")
+        signed = body
+        if self.timestamp_header:
+            stamp = headers.get(self.timestamp_header, "").strip()
+            if not stamp:
+                raise Unauthorized(f"missing {self.timestamp_header} header")
+            # Unix seconds have at most a dozen digits; longer is garbage (and would overflow).
+            if not stamp.isdigit() or len(stamp) > 12:
+                raise Unauthorized(f"{self.timestamp_header} is not unix seconds")
+            seconds = int(stamp)
+            if abs(now - seconds) > TIMESTAMP_WINDOW_SECONDS:
+                raise Unauthorized(f"{self.timestamp_header} is outside the 5-minute window")
+            signed = stamp.encode() + b":" + body
+        key = self.hmac_secret.get_secret_value().encode()
+        expected = hmac.new(key, signed, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(signature.encode(), expected.encode()):
+            raise Unauthorized("signature does not match the body")
+
+
+_REJECTIONS = {401: "unauthorized", 400: "malformed", 413: "too_large", 503: "store_unavailable"}
+
+
+def _error(status: int, reason: str, **extra: Any) -> web.Response:
+    return web.json_response({"error": reason, **extra}, status=status)
+
+
+class WebhookHandler:
+    """aiohttp handler for POST /webhooks/grafana."""
+
+    def __init__(self, service: IncidentService, auth: WebhookAuth, metrics: Metrics) -> None:
+        self._service = service
+        self._auth = auth
+        self._metrics = metrics
+
+    async def __call__(self, request: web.Request) -> web.Response:
+        response = await self._answer(request)
+        self._metrics.inc("queuebot_webhook_requests_total", code=str(response.status))
+        if response.status >= 400:
+            reason = _REJECTIONS.get(response.status, "other")
+            self._metrics.inc("queuebot_notifications_rejected_total", reason=reason)
+        return response
+
+    async def _answer(self, request: web.Request) -> web.Response:
+        if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+            return _error(413, f"body larger than {MAX_BODY_BYTES} bytes")
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, f"body larger than {MAX_BODY_BYTES} bytes")
+        try:
+            self._auth.check(request.headers, body)
+        except Unauthorized as exc:
+            log.warning("webhook refused from %s: %s", request.remote, exc)
+            return web.json_response(
+                {"error": f"unauthorized: {exc}"},
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer realm="queuebot"'},
+            )
+        try:
+            group = parse_webhook(body)
+        except ValidationError as exc:
+            details = [
+                {"field": ".".join(str(p) for p in err["loc"]), "problem": err["msg"]}
+                for err in exc.errors(include_url=False, include_input=False)[:10]
+            ]
+            return _error(
+                400,
+                "not a Grafana (version 1) or Alertmanager (version 4) webhook body",
+                details=details,
+            )
+        except (ValueError, OverflowError) as exc:
+            # A time pydantic accepts but that cannot be moved to UTC (year 1 at +01:00).
+            return _error(400, f"a time in the body is out of range: {exc}")
+        try:
+            decision, incident_id = await self._service.accept(group, body.decode("utf-8"))
+        except StoreError as exc:
+            log.error("webhook not stored: %s (group_key=%r)", exc, group.group_key)
+            return _error(503, "the incident store is unavailable; send again later")
+        return web.json_response(
+            {"status": "accepted", "incident": incident_id, "outcome": decision.reason},
+            status=202,
+        )

@@ -1,0 +1,284 @@
+"""The OpenAPI 3.1 description of queuebot's HTTP interface for Grafana and operators.
+
+It covers `POST /webhooks/grafana`, `GET /healthz`, `GET /metrics` and `GET /openapi.json`
+(this document). The webhook's request body schema is generated from the pydantic models that
+parse it (`bot.models.WEBHOOK_ADAPTER`), so the document cannot drift from the parser; the
+answers listed are exactly those `bot.webhook.WebhookHandler` gives. `/slack/events` is Slack's
+to call and is described by Slack's own documentation, not here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from aiohttp import web
+
+import bot
+from bot.domain.alerts import WEBHOOK_ADAPTER
+from bot.slack import contract as ids
+from bot.web.grafana_webhook import MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_WINDOW_SECONDS
+
+_SCHEMAS = "#/components/schemas/"
+#: pydantic names components after the classes; the private base class deserves a public name.
+_RENAMED = {"_WebhookAlert": "AlertmanagerAlert"}
+
+_WEBHOOK_DESCRIPTION = f"""\
+Grafana's webhook contact point (body `version: "1"`) or Prometheus Alertmanager's
+`webhook_configs` receiver (body `version: "4"`). One notification is one alert group;
+queuebot keeps one incident per `groupKey`.
+
+Checked in this order:
+
+1. Size: a `Content-Length` above {MAX_BODY_BYTES} bytes, or a body that grows past it
+   while being read, is refused with 413 before anything else.
+2. Credentials, when configured: with `QUEUEBOT_WEBHOOK_TOKEN` the request must carry it as
+   `Authorization: Bearer <token>` or as the password of Basic auth (any user name); with
+   `QUEUEBOT_WEBHOOK_HMAC_SECRET` the `{SIGNATURE_HEADER}` header must hold the hex
+   HMAC-SHA256 of the body (of `<unix seconds>:<body>` when
+   `QUEUEBOT_WEBHOOK_HMAC_TIMESTAMP_HEADER` names a timestamp header, which must then be
+   within {TIMESTAMP_WINDOW_SECONDS // 60} minutes of the server's clock). With both set,
+   both are required; with neither, anyone who reaches the route may post (the server logs a
+   warning at start).
+3. Body: parsed as JSON whatever the `Content-Type` header says (it is not checked). Besides
+   the schema, a group's `status` must be `firing` exactly when one of its alerts is firing.
+4. Storage: 202 once the notification is stored; Slack is updated afterwards.
+"""
+
+
+def _renamed(node: Any) -> Any:
+    """`node` with every component reference following `_RENAMED`."""
+    if isinstance(node, dict):
+        return {key: _renamed(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_renamed(value) for value in node]
+    if isinstance(node, str) and node.startswith(_SCHEMAS):
+        name = node.removeprefix(_SCHEMAS)
+        return _SCHEMAS + _RENAMED.get(name, name)
+    return node
+
+
+def _webhook_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The body's schema (a reference) and the component schemas it uses."""
+    generated = WEBHOOK_ADAPTER.json_schema(mode="validation", ref_template=_SCHEMAS + "{model}")
+    defs = generated.pop("$defs", {})
+    components = {_RENAMED.get(name, name): _renamed(schema) for name, schema in defs.items()}
+    components["WebhookBody"] = {
+        "title": "WebhookBody",
+        "description": 'A Grafana (`version: "1"`) or Alertmanager (`version: "4"`) webhook body.',
+        **_renamed(generated),
+    }
+    return {"$ref": _SCHEMAS + "WebhookBody"}, components
+
+
+def _json(schema: dict[str, Any], description: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": schema}},
+        **extra,
+    }
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": _SCHEMAS + name}
+
+
+_ERROR = {
+    "type": "object",
+    "properties": {"error": {"type": "string", "description": "What is wrong, in words."}},
+    "required": ["error"],
+}
+
+_ACCEPTED = {
+    "type": "object",
+    "properties": {
+        "status": {"const": "accepted"},
+        "incident": {
+            "type": ["integer", "null"],
+            "description": "The incident the notification belongs to (null: it opened none).",
+        },
+        "outcome": {
+            "type": "string",
+            "description": "What the notification did, e.g. `first firing` or `resolved`.",
+        },
+    },
+    "required": ["status", "incident", "outcome"],
+}
+
+_REFUSED_BODY = {
+    "type": "object",
+    "properties": {
+        "error": {"type": "string"},
+        "details": {
+            "type": "array",
+            "maxItems": 10,
+            "description": "The first problems found (at most 10).",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "field": {
+                        "type": "string",
+                        "description": "Dotted path of the field, e.g. `alerts.0.startsAt`; "
+                        "empty when the body as a whole is at fault.",
+                    },
+                    "problem": {"type": "string"},
+                },
+                "required": ["field", "problem"],
+            },
+        },
+    },
+    "required": ["error", "details"],
+}
+
+_HEALTH = {
+    "type": "object",
+    "properties": {"status": {"const": "ok"}},
+    "required": ["status"],
+}
+
+
+def _build() -> dict[str, Any]:
+    body, webhook_schemas = _webhook_schemas()
+    return {
+        "openapi": "3.1.0",
+        "jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
+        "info": {
+            "title": "queuebot",
+            "version": bot.__version__,
+            "summary": "Grafana and Alertmanager alert webhooks in, Slack incidents out.",
+            "description": (
+                "The routes Grafana (or Alertmanager) and the bot's operators call. Slack's"
+                " requests go to `/slack/events`, which Slack's own documentation describes."
+            ),
+            "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
+        },
+        "paths": {
+            ids.GRAFANA_WEBHOOK_PATH: {
+                "post": {
+                    "operationId": "receiveWebhook",
+                    "summary": "Receive one Grafana or Alertmanager notification",
+                    "description": _WEBHOOK_DESCRIPTION,
+                    "tags": ["alerts"],
+                    # The empty requirement: credentials are only required when configured.
+                    "security": [{"bearer": []}, {"basic": []}, {}],
+                    "parameters": [
+                        {
+                            "name": SIGNATURE_HEADER,
+                            "in": "header",
+                            "required": False,
+                            "description": (
+                                "Hex HMAC-SHA256 of the body with QUEUEBOT_WEBHOOK_HMAC_SECRET;"
+                                " required only when that secret is set."
+                            ),
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "description": f"At most {MAX_BODY_BYTES} bytes.",
+                        "content": {"application/json": {"schema": body}},
+                    },
+                    "responses": {
+                        "202": _json(_ref("WebhookAccepted"), "Stored; Slack follows."),
+                        "400": _json(
+                            _ref("WebhookRefused"),
+                            "Not a Grafana (version 1) or Alertmanager (version 4) webhook body:"
+                            " not JSON, not UTF-8, or not what the schema and the status rule"
+                            " allow.",
+                        ),
+                        "401": _json(
+                            _ref("Error"),
+                            "Missing or wrong credentials or signature; the reason names what"
+                            " is wrong, never a secret.",
+                            headers={
+                                "WWW-Authenticate": {
+                                    "description": 'Always `Bearer realm="queuebot"`.',
+                                    "schema": {"type": "string"},
+                                }
+                            },
+                        ),
+                        "413": _json(_ref("Error"), f"The body is over {MAX_BODY_BYTES} bytes."),
+                        "503": _json(
+                            _ref("Error"),
+                            "The incident store cannot take the notification now; Grafana and"
+                            " Alertmanager send it again at their next flush.",
+                        ),
+                    },
+                }
+            },
+            ids.HEALTHZ_PATH: {
+                "get": {
+                    "operationId": "health",
+                    "summary": "Liveness",
+                    "tags": ["operations"],
+                    "responses": {"200": _json(_ref("Health"), "The process serves requests.")},
+                }
+            },
+            ids.METRICS_PATH: {
+                "get": {
+                    "operationId": "metrics",
+                    "summary": "The bot's own metrics in Prometheus' text exposition format",
+                    "tags": ["operations"],
+                    "responses": {
+                        "200": {
+                            "description": (
+                                "Counters since the process started, and"
+                                " `queuebot_incidents_awaiting_delivery` read from the store."
+                            ),
+                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                        }
+                    },
+                }
+            },
+            ids.OPENAPI_PATH: {
+                "get": {
+                    "operationId": "openapi",
+                    "summary": "This document",
+                    "tags": ["operations"],
+                    "responses": {"200": _json({"type": "object"}, "The OpenAPI 3.1 description.")},
+                }
+            },
+        },
+        "components": {
+            "schemas": {
+                **webhook_schemas,
+                "WebhookAccepted": _ACCEPTED,
+                "WebhookRefused": _REFUSED_BODY,
+                "Error": _ERROR,
+                "Health": _HEALTH,
+            },
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "QUEUEBOT_WEBHOOK_TOKEN as the bearer token.",
+                },
+                "basic": {
+                    "type": "http",
+                    "scheme": "basic",
+                    "description": "Any user name, QUEUEBOT_WEBHOOK_TOKEN as the password.",
+                },
+            },
+        },
+        "tags": [
+            {"name": "alerts", "description": "What Grafana or Alertmanager sends."},
+            {"name": "operations", "description": "What operators and scrapers read."},
+        ],
+    }
+
+
+@functools.cache
+def document() -> dict[str, Any]:
+    """The OpenAPI document (built once; callers must not change it)."""
+    return _build()
+
+
+@functools.cache
+def _encoded() -> bytes:
+    return json.dumps(document(), ensure_ascii=False).encode()
+
+
+async def serve_openapi(request: web.Request) -> web.Response:
+    """GET /openapi.json."""
+    return web.Response(body=_encoded(), content_type="application/json", charset="utf-8")
