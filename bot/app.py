@@ -27,22 +27,23 @@ from bot import listeners
 from bot.config import ConfigError, Settings
 from bot.delivery.worker import Deliverer
 from bot.diagnostics.service import Diagnoser
-from bot.diagnostics.sources.prometheus import client_for as prometheus_client_for
-from bot.incidents.service import Clock, IncidentService, utcnow
+from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.domain.clock import Clock, utcnow
+from bot.incidents.service import IncidentService
 from bot.listeners.actions import ActionHandlers
 from bot.listeners.silence import SilenceHandlers
 from bot.listeners.status import StatusHandlers
 from bot.render.renderer import Renderer
-from bot.silencing.grafana import client_for as grafana_client_for
+from bot.silencing.grafana import GrafanaClient
 from bot.silencing.ledger import SilenceLedger
 from bot.silencing.permissions import Permissions
 from bot.silencing.service import Silencer
 from bot.silencing.watcher import SilenceWatcher
-from bot.slack import contract as ids
 from bot.slack.gateway import SlackGateway
 from bot.status.reader import StatusReader
 from bot.store import Store, open_store
 from bot.telemetry.metrics import Metrics
+from bot.web import paths
 from bot.web.grafana_webhook import MAX_BODY_BYTES, WebhookAuth, WebhookHandler
 from bot.web.openapi import serve_openapi
 
@@ -78,6 +79,40 @@ def slack_client_for(settings: Settings) -> AsyncWebClient:
     )
 
 
+def grafana_client_for(
+    settings: Settings, session: aiohttp.ClientSession | None
+) -> GrafanaClient | None:
+    """Grafana's client, when GRAFANA_URL and GRAFANA_TOKEN are both set (else silencing is
+    off, and the Silence… button says how to turn it on)."""
+    if session is None or settings.grafana_url is None or settings.grafana_token is None:
+        return None
+    return GrafanaClient(
+        session, str(settings.grafana_url), settings.grafana_token.get_secret_value()
+    )
+
+
+def prometheus_client_for(
+    settings: Settings, session: aiohttp.ClientSession | None
+) -> PrometheusClient | None:
+    """Prometheus directly (PROMETHEUS_URL), or through Grafana's datasource proxy."""
+    if session is None:
+        return None
+    if settings.prometheus_url is not None:
+        return PrometheusClient(session, str(settings.prometheus_url))
+    if (
+        settings.grafana_prometheus_datasource_uid
+        and settings.grafana_url is not None
+        and settings.grafana_token is not None
+    ):
+        return PrometheusClient.through_grafana(
+            session,
+            str(settings.grafana_url),
+            settings.grafana_prometheus_datasource_uid,
+            settings.grafana_token.get_secret_value(),
+        )
+    return None
+
+
 def create_app(
     settings: Settings,
     *,
@@ -105,7 +140,7 @@ def create_app(
         log.warning(
             "QUEUEBOT_WEBHOOK_TOKEN and QUEUEBOT_WEBHOOK_HMAC_SECRET are unset: "
             "anyone who can reach %s can post alerts",
-            ids.GRAFANA_WEBHOOK_PATH,
+            paths.GRAFANA_WEBHOOK_PATH,
         )
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
@@ -201,11 +236,11 @@ def create_app(
     app.cleanup_ctx.append(lifetime)
     if settings.slack_signing_secret is not None:
         # Without a signing secret (Socket Mode only) nothing could verify an HTTP request.
-        app.router.add_post(ids.SLACK_EVENTS_PATH, _slack_events)
-    app.router.add_post(ids.GRAFANA_WEBHOOK_PATH, _grafana_webhook)
-    app.router.add_get(ids.HEALTHZ_PATH, _healthz)
-    app.router.add_get(ids.METRICS_PATH, _metrics)
-    app.router.add_get(ids.OPENAPI_PATH, serve_openapi)
+        app.router.add_post(paths.SLACK_EVENTS_PATH, _slack_events)
+    app.router.add_post(paths.GRAFANA_WEBHOOK_PATH, _grafana_webhook)
+    app.router.add_get(paths.HEALTHZ_PATH, _healthz)
+    app.router.add_get(paths.METRICS_PATH, _metrics)
+    app.router.add_get(paths.OPENAPI_PATH, serve_openapi)
     return app
 
 

@@ -7,7 +7,6 @@ after that. Secrets are `SecretStr`, so they never reach a log or a traceback by
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -20,71 +19,18 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
-    StringConstraints,
     ValidationError,
     field_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.diagnostics.sources.querypack import QueryPack
+from bot.incidents.routing import Route
+from bot.silencing.permissions import SilencePolicy
 
 
 class ConfigError(Exception):
     """A setting is missing or malformed; the message is one line that names it."""
-
-
-class Route(BaseModel):
-    """Send alerts whose labels or annotations match to another channel.
-
-    `match` compares exact values, `match_re` full regular expressions; keys are compared without
-    regard to case (Grafana users write `Team`, `TEAM` and `team`). Every condition must hold.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    channel: str = Field(min_length=1)
-    match: dict[str, str] = Field(default_factory=dict)
-    match_re: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("match_re")
-    @classmethod
-    def _compiles(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, pattern in value.items():
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"match_re.{key}: {exc}") from exc
-        return value
-
-    def matches(self, fields: Mapping[str, str]) -> bool:
-        """True when every condition holds for `fields` (keys already lower-cased)."""
-        for key, expected in self.match.items():
-            if fields.get(key.lower()) != expected:
-                return False
-        for key, pattern in self.match_re.items():
-            value = fields.get(key.lower())
-            if value is None or re.fullmatch(pattern, value) is None:
-                return False
-        return True
-
-
-class SilencePolicy(BaseModel):
-    """Who may silence and unsilence. Nothing listed: anyone who can click in the channel."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    #: Slack user ids (U… or W…).
-    allowed_users: list[Annotated[str, StringConstraints(pattern=r"^[UW][A-Z0-9]{2,}$")]] = Field(
-        default_factory=list
-    )
-    #: Slack user group ids (S…); members are looked up with usergroups.users.list.
-    allowed_groups: list[Annotated[str, StringConstraints(pattern=r"^S[A-Z0-9]{2,}$")]] = Field(
-        default_factory=list
-    )
-
-    @property
-    def restricted(self) -> bool:
-        return bool(self.allowed_users or self.allowed_groups)
 
 
 class FileConfig(BaseModel):

@@ -20,8 +20,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import PARTS, create_app
 from bot.config import Settings, load_settings
-from bot.incidents.service import Clock, utcnow
-from bot.sandbox.slack import Message, SlackSandbox
+from bot.domain.clock import Clock, utcnow
+from bot.sandbox.slack import PostedMessage, SlackSandbox
 
 BOT_TOKEN = "xoxb-test-bot-token"
 SIGNING_SECRET = "test-signing-secret"
@@ -53,13 +53,18 @@ class Stack:
             text = await response.text()
             return Answer(response.status, json.loads(text) if text.startswith("{") else {})
 
-    async def parents(self, count: int, timeout: float = 5.0) -> list[Message]:  # noqa: ASYNC109
+    async def parents(self, count: int, timeout: float = 5.0) -> list[PostedMessage]:  # noqa: ASYNC109
         """Wait until the alert channel holds `count` top-level messages; return them."""
         return await self.sandbox.wait_for(
             lambda: m if len(m := self.sandbox.messages()) >= count else None, timeout
         )
 
-    async def replies(self, parent: Message, count: int, timeout: float = 5.0) -> list[Message]:  # noqa: ASYNC109
+    async def replies(
+        self,
+        parent: PostedMessage,
+        count: int,
+        timeout: float = 5.0,  # noqa: ASYNC109
+    ) -> list[PostedMessage]:
         return await self.sandbox.wait_for(
             lambda: r if len(r := self.sandbox.replies(None, parent.ts)) >= count else None,
             timeout,
@@ -75,7 +80,7 @@ class Stack:
                 raise AssertionError("the outbox did not drain")
             await asyncio.sleep(0.02)
 
-    def text(self, message: Message) -> str:
+    def text(self, message: PostedMessage) -> str:
         """The current text of every block of a message, as the bot last wrote it."""
         return json.dumps(message.blocks, ensure_ascii=False) + "\n" + message.text
 

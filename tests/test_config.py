@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, load_settings
-from bot.domain.alerts import parse_webhook
-from bot.incidents.service import route_channel
+from bot.domain.notifications import parse_webhook
+from bot.incidents.routing import route_channel
 from tests.payloads import encoded, reference
 
 SERVE_ENV = {

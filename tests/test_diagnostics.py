@@ -20,7 +20,7 @@ from bot.diagnostics.signals import collect
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.sandbox.prometheus import FleetPrometheus
-from bot.sandbox.slack import ONCALL_USER, SECOND_USER, Message
+from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
 from bot.simulator.simulate import Scenario, SimulationSpec, Truth
 from bot.slack.contract import ActionId
 from tests.harness import Stack, running_stack
@@ -101,7 +101,7 @@ async def test_text_report_bad_time_and_queries_from_the_yaml_file(
     assert code == 1 and "has no runner types" in err
 
 
-def _reply_with(stack: Stack, parent: Message, text: str) -> Message | None:
+def _reply_with(stack: Stack, parent: PostedMessage, text: str) -> PostedMessage | None:
     return next((r for r in stack.sandbox.replies(None, parent.ts) if text in stack.text(r)), None)
 
 

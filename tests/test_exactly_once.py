@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from bot.incidents.service import STORM_THRESHOLD
-from bot.sandbox.slack import Message, SlackSandbox
+from bot.sandbox.slack import PostedMessage, SlackSandbox
 from tests.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,
@@ -57,7 +57,7 @@ async def test_a_lost_answer_to_a_reply_posts_no_second_reply(tmp_path: Path) ->
 OWN_MESSAGES = STORM_THRESHOLD
 
 
-def _split(sandbox: SlackSandbox) -> tuple[list[Message], list[Message]]:
+def _split(sandbox: SlackSandbox) -> tuple[list[PostedMessage], list[PostedMessage]]:
     """Top-level messages: incidents' own, and storm digests."""
     messages = sandbox.messages()
     kinds = [(m.metadata or {}).get("event_type") for m in messages]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox.slack import Message
+from bot.sandbox.slack import PostedMessage
 from tests.harness import running_stack
 from tests.payloads import WEBHOOK_FIXTURES, load, reference, refired, with_values
 
@@ -31,7 +31,7 @@ def _mrkdwn_objects(node: object) -> Iterator[dict[str, object]]:
             yield from _mrkdwn_objects(item)
 
 
-def _buttons(message: Message) -> dict[str, dict[str, object]]:
+def _buttons(message: PostedMessage) -> dict[str, dict[str, object]]:
     actions = next(b for b in message.blocks if b["type"] == "actions")
     return {e["text"]["text"]: e for e in actions["elements"]}
 

@@ -24,21 +24,15 @@ import aiohttp
 import pytest
 
 from bot.config import ConfigError, load_settings
-from bot.domain.alerts import parse_webhook
+from bot.domain.notifications import parse_webhook
 from bot.sandbox.grafana import PREFIX as GRAFANA_API
 from bot.sandbox.grafana import GrafanaSandbox
 from bot.sandbox.slack import ONCALL_USER, SlackSandbox
 from bot.sandbox.slack.models import ViewState
-from bot.slack import contract as ids
 from bot.slack.contract import ActionId, SilenceInput
-from bot.telemetry.logs import (
-    QUIETED,
-    REDACTED,
-    JsonFormatter,
-    RedactionFilter,
-    known_secrets,
-    setup_logging,
-)
+from bot.telemetry.logs import QUIETED, JsonFormatter, RedactionFilter, setup_logging
+from bot.telemetry.redaction import REDACTED, known_secrets
+from bot.web import paths
 from bot.web.grafana_webhook import SIGNATURE_HEADER
 from tests.payloads import encoded, reference
 from tests.servers import free_port
@@ -321,7 +315,7 @@ class ServeProcess:
             if self._process.returncode is not None:
                 raise AssertionError(f"serve exited with {self._process.returncode}")
             with contextlib.suppress(aiohttp.ClientError):
-                async with http.get(f"{self.url}{ids.HEALTHZ_PATH}") as answer:
+                async with http.get(f"{self.url}{paths.HEALTHZ_PATH}") as answer:
                     if answer.status == 200:
                         return
             if loop.time() > deadline:
@@ -423,10 +417,10 @@ async def test_a_full_run_logs_no_secret(tmp_path: Path) -> None:
         )
         try:
             await serve.start(http)
-            sandbox.request_url = f"{serve.url}{ids.SLACK_EVENTS_PATH}"
+            sandbox.request_url = f"{serve.url}{paths.SLACK_EVENTS_PATH}"
             await _grafana_holds_the_reference_alert(grafana, http)
             body = encoded(reference())
-            webhook = f"{serve.url}{ids.GRAFANA_WEBHOOK_PATH}"
+            webhook = f"{serve.url}{paths.GRAFANA_WEBHOOK_PATH}"
             headers = {
                 "Content-Type": "application/json",
                 SIGNATURE_HEADER: _signed(body, hmac_secret),

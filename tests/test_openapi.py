@@ -27,8 +27,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from bot.domain.alerts import parse_webhook
-from bot.slack import contract as ids
+from bot.domain.notifications import parse_webhook
+from bot.web import paths
 from bot.web.openapi import document
 from tests.payloads import WEBHOOK_FIXTURES, encoded, load
 from tests.test_fuzz import Live, live_stack
@@ -49,20 +49,20 @@ CHECKS = [
 ]
 
 EXPECTED_OPERATIONS = {
-    f"POST {ids.GRAFANA_WEBHOOK_PATH}",
-    f"GET {ids.HEALTHZ_PATH}",
-    f"GET {ids.METRICS_PATH}",
-    f"GET {ids.OPENAPI_PATH}",
+    f"POST {paths.GRAFANA_WEBHOOK_PATH}",
+    f"GET {paths.HEALTHZ_PATH}",
+    f"GET {paths.METRICS_PATH}",
+    f"GET {paths.OPENAPI_PATH}",
 }
 
 
 def _load(live: Live) -> Any:
-    url = f"{live.stack.url}{ids.OPENAPI_PATH}"
+    url = f"{live.stack.url}{paths.OPENAPI_PATH}"
     return live.run(asyncio.to_thread(schemathesis.openapi.from_url, url))
 
 
 async def _served(live: Live) -> tuple[int, str, Any]:
-    async with live.stack.http.get(f"{live.stack.url}{ids.OPENAPI_PATH}") as response:
+    async with live.stack.http.get(f"{live.stack.url}{paths.OPENAPI_PATH}") as response:
         return response.status, response.content_type, await response.json()
 
 
@@ -78,7 +78,7 @@ def test_document_is_served_and_valid(tmp_path: Path) -> None:
     assert documented == EXPECTED_OPERATIONS
     # schemathesis leaves out the route it loaded the document from.
     labels = {result.ok().label for result in schema.get_all_operations()}
-    assert labels == EXPECTED_OPERATIONS - {f"GET {ids.OPENAPI_PATH}"}
+    assert labels == EXPECTED_OPERATIONS - {f"GET {paths.OPENAPI_PATH}"}
 
 
 def test_every_accepted_fixture_matches_the_documented_body() -> None:
@@ -115,7 +115,7 @@ def test_webhook_answers_as_documented(tmp_path: Path) -> None:
         # Loaded from what the bot serves, but not from its URL, so that schemathesis keeps
         # GET /openapi.json among the operations to check.
         schema = schemathesis.openapi.from_dict(live.run(_served(live))[2])
-        operation = schema[ids.GRAFANA_WEBHOOK_PATH]["POST"]
+        operation = schema[paths.GRAFANA_WEBHOOK_PATH]["POST"]
         cases = operation.as_strategy(GenerationMode.POSITIVE) | operation.as_strategy(
             GenerationMode.NEGATIVE
         )
@@ -136,7 +136,7 @@ def test_webhook_answers_as_documented(tmp_path: Path) -> None:
 
         documented()
 
-        for path in (ids.HEALTHZ_PATH, ids.METRICS_PATH, ids.OPENAPI_PATH):
+        for path in (paths.HEALTHZ_PATH, paths.METRICS_PATH, paths.OPENAPI_PATH):
             case = schema[path]["GET"].Case()
             response = live.run(asyncio.to_thread(case.call, base_url=base_url))
             case.validate_response(response, checks=CHECKS)

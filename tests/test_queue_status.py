@@ -16,14 +16,15 @@ from typing import Any
 import pytest
 
 from bot.domain.diagnosis import RunnerTypeState
+from bot.domain.queue_status import FleetView, QueueStatus
 from bot.listeners.status import NotUnderstood, StatusRequest, parse_request
 from bot.render.renderer import Renderer
-from bot.sandbox.slack import ONCALL_USER, SECOND_USER, Message
+from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
 from bot.sandbox.slack.models import Ephemeral
 from bot.simulator.simulate import Scenario, SimulationSpec, Truth, runner_type_names
 from bot.slack import blockkit
 from bot.slack.contract import ActionId, SilenceInput
-from bot.status.reader import FleetView, QueueStatus, matching
+from bot.status.reader import matching
 from tests.alertmanager import Alertmanager
 from tests.harness import Stack, running_stack
 from tests.payloads import reference
@@ -88,7 +89,7 @@ async def _command(stack: Stack, text: str = "", user: str = ONCALL_USER) -> Eph
     return await _answer(stack, user, before)
 
 
-async def _incidents(stack: Stack) -> tuple[Message, Message]:
+async def _incidents(stack: Stack) -> tuple[PostedMessage, PostedMessage]:
     assert (await stack.webhook(reference())).status == 202
     assert (await stack.webhook(_other_alert())).status == 202
     first, second = await stack.parents(2)
@@ -96,7 +97,7 @@ async def _incidents(stack: Stack) -> tuple[Message, Message]:
     return first, second
 
 
-async def _silence(stack: Stack, parent: Message) -> None:
+async def _silence(stack: Stack, parent: PostedMessage) -> None:
     opened = len(stack.sandbox.views)
     await stack.sandbox.click(stack.sandbox.channel_id, parent.ts, ActionId.SILENCE.value)
     view = await stack.sandbox.wait_for(
@@ -113,12 +114,12 @@ async def _silence(stack: Stack, parent: Message) -> None:
     )
 
 
-def _shared(stack: Stack) -> list[Message]:
+def _shared(stack: Stack) -> list[PostedMessage]:
     """Queue statuses posted in the channel for everyone."""
     return [m for m in stack.sandbox.messages() if "CI queue" in stack.text(m)]
 
 
-def _permalink(stack: Stack, message: Message) -> str:
+def _permalink(stack: Stack, message: PostedMessage) -> str:
     return f"{stack.sandbox.url}/archives/{stack.sandbox.channel_id}/p{message.ts.replace('.', '')}"
 
 

@@ -8,10 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.domain.alerts import parse_webhook
-from bot.incidents.lifecycle import Incident, IncidentStatus
-from bot.render.mrkdwn import clip, escape_mrkdwn, format_duration, safe_url
+from bot.domain.incidents import Incident, IncidentStatus
+from bot.domain.notifications import parse_webhook
+from bot.render.mrkdwn import clip, escape_mrkdwn, safe_url
 from bot.render.renderer import Renderer
+from bot.render.values import format_duration
 from bot.slack import blockkit
 from tests.payloads import WEBHOOK_FIXTURES, encoded, load, reference
 

@@ -15,7 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from bot.sandbox.grafana import GrafanaSandbox
-from bot.sandbox.slack import ONCALL_USER, SECOND_USER, Message
+from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
 from bot.sandbox.slack.models import OpenView, ViewState
 from bot.slack.contract import ActionId, SilenceInput
 from tests.alertmanager import Alertmanager
@@ -49,13 +49,13 @@ async def stack(tmp_path: Path, alertmanager: Alertmanager) -> AsyncIterator[Sta
         yield running
 
 
-async def _parent(stack: Stack) -> Message:
+async def _parent(stack: Stack) -> PostedMessage:
     assert (await stack.webhook(reference())).status == 202
     (parent,) = await stack.parents(1)
     return parent
 
 
-async def _open_modal(stack: Stack, parent: Message, user: str = ONCALL_USER) -> OpenView:
+async def _open_modal(stack: Stack, parent: PostedMessage, user: str = ONCALL_USER) -> OpenView:
     opened = len(stack.sandbox.views)
     result = await stack.sandbox.click(
         stack.sandbox.channel_id, parent.ts, ActionId.SILENCE.value, user
@@ -77,7 +77,7 @@ def _form(duration: str = "2h", comment: str = "", until: datetime | None = None
     return values
 
 
-async def _silenced(stack: Stack, parent: Message, comment: str = "") -> OpenView:
+async def _silenced(stack: Stack, parent: PostedMessage, comment: str = "") -> OpenView:
     view = await _open_modal(stack, parent)
     result = await stack.sandbox.submit_view(view.id, _form(comment=comment), ONCALL_USER)
     assert result.status == 200 and result.acked_in_time
@@ -85,20 +85,22 @@ async def _silenced(stack: Stack, parent: Message, comment: str = "") -> OpenVie
     return view
 
 
-def _current(stack: Stack, parent: Message) -> Message:
+def _current(stack: Stack, parent: PostedMessage) -> PostedMessage:
     found = stack.sandbox.message(None, parent.ts)
     assert found is not None
     return found
 
 
-async def _wait_text(stack: Stack, parent: Message, text: str, present: bool = True) -> Message:
+async def _wait_text(
+    stack: Stack, parent: PostedMessage, text: str, present: bool = True
+) -> PostedMessage:
     return await stack.sandbox.wait_for(
         lambda: (m := _current(stack, parent)) and ((text in stack.text(m)) == present) and m,
         timeout=10,
     )
 
 
-def _action_ids(message: Message) -> list[str]:
+def _action_ids(message: PostedMessage) -> list[str]:
     return [
         element.get("action_id", "")
         for block in message.blocks
@@ -107,7 +109,7 @@ def _action_ids(message: Message) -> list[str]:
     ]
 
 
-async def _reply_with(stack: Stack, parent: Message, text: str) -> Message:
+async def _reply_with(stack: Stack, parent: PostedMessage, text: str) -> PostedMessage:
     return await stack.sandbox.wait_for(
         lambda: next(
             (r for r in stack.sandbox.replies(None, parent.ts) if text in stack.text(r)), None
@@ -455,7 +457,7 @@ class TestUnreliableGrafana:
             assert len(await alertmanager.active_silences()) == 1
 
 
-async def _current_parent(stack: Stack, parent: Message) -> Message:
+async def _current_parent(stack: Stack, parent: PostedMessage) -> PostedMessage:
     await stack.settled()
     return _current(stack, parent)
 

@@ -10,20 +10,14 @@ from typing import Any
 
 import pytest
 
-from bot.domain.alerts import AlertGroup, parse_webhook
-from bot.domain.silences import (
-    BadSilenceInput,
-    Duration,
-    Matcher,
-    Person,
-    Silence,
-    silence_end,
-    silence_matchers,
-)
-from bot.incidents.lifecycle import EventKind, Incident, IncidentStatus, ThreadEvent
-from bot.listeners.payloads import SilenceForm, ViewSubmission
+from bot.domain.alerts import AlertGroup
+from bot.domain.incidents import Incident, IncidentStatus, ThreadEvent, ThreadEventKind
+from bot.domain.notifications import parse_webhook
+from bot.domain.silences import Duration, Matcher, Person, Silence
+from bot.listeners.payloads import BadSilenceInput, SilenceForm, ViewSubmission, silence_end
 from bot.render.renderer import Renderer
 from bot.silencing.grafana import GrafanaDenied, GrafanaRejected, GrafanaUnavailable
+from bot.silencing.matchers import silence_matchers
 from bot.silencing.service import explain
 from bot.slack import blockkit
 from bot.slack.contract import ActionId, SilenceInput
@@ -219,7 +213,7 @@ class TestRendering:
     def test_thread_line_for_a_new_silence(self) -> None:
         """Who, until when, for how long, the comment, and what it matches."""
         event = ThreadEvent(
-            kind=EventKind.SILENCED, at=NOW, group=_group(reference()), silence=_silence()
+            kind=ThreadEventKind.SILENCED, at=NOW, group=_group(reference()), silence=_silence()
         )
         text = json.dumps(Renderer().thread_event(event).blocks, ensure_ascii=False)
         assert "*Silenced* by @alice until <!date^" in text and "(2h)" in text
@@ -229,14 +223,22 @@ class TestRendering:
     @pytest.mark.parametrize(
         ("kind", "note", "words"),
         [
-            (EventKind.UNSILENCED, None, "*Unsilenced* by @bob"),
-            (EventKind.SILENCE_ENDED, None, "*Silence ended* as planned"),
-            (EventKind.SILENCE_ENDED, "was expired in Grafana", "*Silence was expired in Grafana*"),
-            (EventKind.SILENCED, "was changed in Grafana", "*Silence was changed in Grafana*"),
+            (ThreadEventKind.UNSILENCED, None, "*Unsilenced* by @bob"),
+            (ThreadEventKind.SILENCE_ENDED, None, "*Silence ended* as planned"),
+            (
+                ThreadEventKind.SILENCE_ENDED,
+                "was expired in Grafana",
+                "*Silence was expired in Grafana*",
+            ),
+            (
+                ThreadEventKind.SILENCED,
+                "was changed in Grafana",
+                "*Silence was changed in Grafana*",
+            ),
         ],
     )
     def test_thread_lines_for_silence_changes(
-        self, kind: EventKind, note: str | None, words: str
+        self, kind: ThreadEventKind, note: str | None, words: str
     ) -> None:
         event = ThreadEvent(
             kind=kind,

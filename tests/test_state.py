@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime, timedelta
 
-from bot.domain.alerts import parse_webhook
-from bot.incidents.lifecycle import Action, EventKind, Incident, IncidentStatus, decide
+from bot.domain.incidents import Incident, IncidentStatus, ThreadEventKind
+from bot.domain.notifications import parse_webhook
+from bot.incidents.lifecycle import Action, decide
 from tests.payloads import encoded, reference, refired, with_values
 
 NOW = datetime(2024, 12, 1, 3, 0, tzinfo=UTC)
@@ -43,7 +44,7 @@ class TestDecide:
         body = with_values(reference(), max_queue_time_mins=130)
         decision = decide(_incident(), parse_webhook(encoded(body)), NOW)
         assert decision.action is Action.UPDATE
-        assert decision.event is not None and decision.event.kind is EventKind.CHANGED
+        assert decision.event is not None and decision.event.kind is ThreadEventKind.CHANGED
         (change,) = decision.event.changes
         assert (change.key, change.old, change.new) == ("max_queue_time_mins", 114, 130)
 
@@ -64,7 +65,7 @@ class TestDecide:
         decision = decide(incident, parse_webhook(encoded(body)), NOW)
         assert decision.action is Action.UPDATE
         assert decision.fired_count == 2
-        assert decision.event is not None and decision.event.kind is EventKind.FIRED_AGAIN
+        assert decision.event is not None and decision.event.kind is ThreadEventKind.FIRED_AGAIN
 
     def test_refire_after_window_opens_new(self) -> None:
         """Firing 2 hours after resolving is a new incident."""

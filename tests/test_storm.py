@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bot.sandbox.slack import Message
+from bot.sandbox.slack import PostedMessage
 from tests.harness import Stack, running_stack
 from tests.payloads import reference, with_values
 
@@ -29,7 +29,7 @@ def _resolved(body: dict[str, Any]) -> dict[str, Any]:
     return done
 
 
-def _digest(stack: Stack) -> Message | None:
+def _digest(stack: Stack) -> PostedMessage | None:
     return next(
         (
             m

@@ -7,7 +7,8 @@ import aiohttp
 from bot.app import slack_client_for
 from bot.config import Settings
 from bot.silencing.grafana import API_PREFIX
-from bot.slack.gateway import SlackError, SlackGateway
+from bot.slack.errors import SlackError
+from bot.slack.gateway import SlackGateway
 from bot.store import StoreError, open_store
 
 PROBE_TIMEOUT_SECONDS = 5.0

@@ -9,11 +9,12 @@ from datetime import UTC, datetime
 
 import aiohttp
 
+from bot.app import prometheus_client_for
 from bot.config import ConfigError, Settings
 from bot.diagnostics.checks import diagnose
 from bot.diagnostics.service import no_fleet
 from bot.diagnostics.signals import collect
-from bot.diagnostics.sources.prometheus import PrometheusError, client_for
+from bot.diagnostics.sources.prometheus import PrometheusError
 from bot.render.diagnosis_text import text_report
 
 _DURATION = re.compile(r"^[0-9]+[smh]$")
@@ -45,7 +46,7 @@ async def run_diagnose(
     if window:
         pack = pack.model_copy(update={"window": window})
     async with aiohttp.ClientSession() as session:
-        client = client_for(settings, session)
+        client = prometheus_client_for(settings, session)
         if client is None:
             raise ConfigError(
                 "no metrics source: set PROMETHEUS_URL, or GRAFANA_PROMETHEUS_DATASOURCE_UID"

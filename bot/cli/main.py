@@ -16,11 +16,12 @@ from pydantic import ValidationError
 from bot import __version__
 from bot.app import create_app
 from bot.config import ConfigError, Settings, load_settings
-from bot.domain.alerts import parse_webhook
-from bot.incidents.lifecycle import Incident, IncidentStatus
+from bot.domain.incidents import Incident, IncidentStatus
+from bot.domain.notifications import parse_webhook
 from bot.render.renderer import Renderer
 from bot.store import StoreError
-from bot.telemetry.logs import known_secrets, setup_logging
+from bot.telemetry.logs import setup_logging
+from bot.telemetry.redaction import known_secrets
 
 log = logging.getLogger("bot")
 

@@ -36,16 +36,11 @@ import uuid
 from collections.abc import Callable
 
 from bot.delivery.pacing import Pacer
-from bot.incidents.lifecycle import Incident, ThreadEvent
-from bot.render.renderer import Message, Renderer, RenderError
-from bot.slack.gateway import (
-    Posted,
-    SlackAuthError,
-    SlackChannelError,
-    SlackGateway,
-    SlackRejected,
-    SlackUnavailable,
-)
+from bot.domain.incidents import Incident, ThreadEvent
+from bot.render.renderer import Renderer, RenderError
+from bot.slack.errors import SlackAuthError, SlackChannelError, SlackRejected, SlackUnavailable
+from bot.slack.gateway import Posted, SlackGateway
+from bot.slack.message import Message
 from bot.store import OutboxItem, OutboxKind, OutboxState, Store, StoreError
 from bot.telemetry.metrics import Metrics
 

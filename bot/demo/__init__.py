@@ -37,33 +37,34 @@ from bot.app import create_app
 from bot.config import load_settings
 from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
 from bot.diagnostics.sources.querypack import QueryPack, Signal
-from bot.domain.alerts import parse_webhook
+from bot.domain.notifications import parse_webhook
 from bot.sandbox.grafana import PREFIX as GRAFANA_API
 from bot.sandbox.grafana import GrafanaSandbox
 from bot.sandbox.prometheus import FleetPrometheus
 from bot.sandbox.serving import serve
 from bot.sandbox.slack import (
     ONCALL_USER,
-    EventKind,
-    Message,
+    PostedMessage,
     SandboxEvent,
+    SandboxEventKind,
     SlackSandbox,
     render_message,
 )
 from bot.sandbox.slack.models import ViewState
 from bot.sandbox.slack.web import UiControl
 from bot.simulator.simulate import Scenario, SimulationSpec
-from bot.slack import contract as ids
+from bot.slack import contract
 from bot.slack.contract import ActionId, SilenceInput
+from bot.web import paths
 
 DEMO_CHANNEL = "ci-infra-alerts"
 REFERENCE_ALERT = "seed_queueing_alert_firing.json"
 REFERENCE_RESOLVED = "seed_queueing_alert_resolved.json"
 _SHOWN = {
-    EventKind.MESSAGE_POSTED,
-    EventKind.MESSAGE_UPDATED,
-    EventKind.EPHEMERAL_POSTED,
-    EventKind.FILE_SHARED,
+    SandboxEventKind.MESSAGE_POSTED,
+    SandboxEventKind.MESSAGE_UPDATED,
+    SandboxEventKind.EPHEMERAL_POSTED,
+    SandboxEventKind.FILE_SHARED,
 }
 #: Time to read each step of the story before the next one happens.
 STORY_PAUSE_SECONDS = 1.5
@@ -83,7 +84,7 @@ def _rule(out: TextIO, title: str) -> None:
     out.write(f"\n── {title} " + "─" * max(0, 74 - len(title)) + "\n")
 
 
-def _buttons(message: Message) -> list[str]:
+def _buttons(message: PostedMessage) -> list[str]:
     return [
         str(element.get("action_id", ""))
         for block in message.blocks
@@ -147,7 +148,7 @@ class Demo:
 
     @property
     def webhook_url(self) -> str:
-        return f"{self.bot_url}{ids.GRAFANA_WEBHOOK_PATH}"
+        return f"{self.bot_url}{paths.GRAFANA_WEBHOOK_PATH}"
 
     async def start(self) -> None:
         """Start the workspace, the stand-ins and the bot; raises OSError if `port` is taken."""
@@ -197,7 +198,7 @@ class Demo:
         self._runner, self.bot_url = await serve(
             create_app(settings), self.host, self.port, access_log=False
         )
-        self.sandbox.request_url = f"{self.bot_url}{ids.SLACK_EVENTS_PATH}"
+        self.sandbox.request_url = f"{self.bot_url}{paths.SLACK_EVENTS_PATH}"
         self._http = aiohttp.ClientSession()
         self._add_controls()
 
@@ -318,7 +319,7 @@ async def _print_channel(sandbox: SlackSandbox, out: TextIO) -> None:
             event: SandboxEvent = await feed.get()
             if event.kind not in _SHOWN or event.ts is None:
                 continue
-            if event.kind is EventKind.EPHEMERAL_POSTED:
+            if event.kind is SandboxEventKind.EPHEMERAL_POSTED:
                 person = sandbox.workspace.users.get(event.user or "")
                 _rule(out, f"only visible to {person.name if person else event.user}")
                 shown = event.detail.get("message") or {"text": event.detail.get("text", "")}
@@ -328,7 +329,7 @@ async def _print_channel(sandbox: SlackSandbox, out: TextIO) -> None:
             message = sandbox.message(event.channel, event.ts)
             if message is None:
                 continue
-            if event.kind is EventKind.MESSAGE_UPDATED:
+            if event.kind is SandboxEventKind.MESSAGE_UPDATED:
                 what = "message edited"
             elif message.is_reply:
                 what = "reply in thread"
@@ -382,10 +383,10 @@ async def _story(sandbox: SlackSandbox, out: TextIO) -> None:
     )
     await sandbox.wait_for(lambda: ActionId.UNSILENCE.value in _buttons(parent), timeout=10)
     await asyncio.sleep(STORY_PAUSE_SECONDS)
-    _rule(out, f"alice types {ids.QUEUE_STATUS_COMMAND}")
+    _rule(out, f"alice types {contract.QUEUE_STATUS_COMMAND}")
     out.flush()
     answered = len(sandbox.ephemerals(ONCALL_USER))
-    await sandbox.slash_command(ids.QUEUE_STATUS_COMMAND, "", user_id=ONCALL_USER)
+    await sandbox.slash_command(contract.QUEUE_STATUS_COMMAND, "", user_id=ONCALL_USER)
     await sandbox.wait_for(lambda: len(sandbox.ephemerals(ONCALL_USER)) > answered, timeout=15)
     await asyncio.sleep(STORY_PAUSE_SECONDS)
     _rule(out, "alice clicks Unsilence")
@@ -426,8 +427,8 @@ async def _commands(sandbox: SlackSandbox, out: TextIO) -> None:
         command, _, text = line.strip().partition(" ")
         if not command:
             continue
-        if command != ids.QUEUE_STATUS_COMMAND:
-            out.write(f"the demo knows one command: {ids.QUEUE_STATUS_COMMAND} [text]\n")
+        if command != contract.QUEUE_STATUS_COMMAND:
+            out.write(f"the demo knows one command: {contract.QUEUE_STATUS_COMMAND} [text]\n")
             out.flush()
             continue
         _rule(out, f"alice types {command} {text}".rstrip())
@@ -474,7 +475,8 @@ async def run_demo(
             f"Post your own Grafana or Alertmanager payloads:\n"
             f"  curl -X POST {demo.webhook_url} -H 'Content-Type: application/json'"
             f" --data @payload.json\n"
-            f"Type {ids.QUEUE_STATUS_COMMAND} [help | post | runner type] here to ask as alice.\n"
+            f"Type {contract.QUEUE_STATUS_COMMAND} [help | post | runner type] here"
+            " to ask as alice.\n"
             f"Press Ctrl-C to stop.\n"
         )
         out.flush()

@@ -22,12 +22,14 @@ from bot.diagnostics.checks import diagnose
 from bot.diagnostics.signals import FleetSignals, collect
 from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError, RangeSeries
 from bot.diagnostics.sources.querypack import QueryPack, Signal
+from bot.domain.clock import Clock, utcnow
 from bot.domain.diagnosis import Report
-from bot.incidents.lifecycle import Incident, IncidentStatus
-from bot.incidents.service import Clock, utcnow
+from bot.domain.incidents import Incident, IncidentStatus
 from bot.render.mrkdwn import escape_mrkdwn, oneline
-from bot.render.renderer import Message, Renderer
-from bot.slack.gateway import SlackError, SlackGateway
+from bot.render.renderer import Renderer
+from bot.slack.errors import SlackError
+from bot.slack.gateway import SlackGateway
+from bot.slack.message import Message
 from bot.store import Store
 from bot.telemetry.metrics import Metrics
 
@@ -35,15 +37,15 @@ log = logging.getLogger(__name__)
 
 DIAGNOSING = "diagnosis"
 #: Longer than a run can take; a crashed run's claim lapses after it.
-CLAIM_SECONDS = 120.0
+DIAGNOSIS_CLAIM_SECONDS = 120.0
 #: A whole run's reading of Prometheus, all queries together.
-READ_TIMEOUT_SECONDS = 30.0
+DIAGNOSIS_READ_TIMEOUT_SECONDS = 30.0
 CHART_SPAN = timedelta(hours=6)
 CHART_STEP = timedelta(minutes=2)
 MAX_CHARTED = 8
 CHART_TITLE = "Jobs queueing by runner type, last 6 h"
 
-NOT_CONFIGURED = (
+DIAGNOSTICS_OFF = (
     ":information_source: Diagnostics need a metrics source: set `PROMETHEUS_URL` (the"
     " Prometheus HTTP API), or `GRAFANA_PROMETHEUS_DATASOURCE_UID` with `GRAFANA_URL` and"
     " `GRAFANA_TOKEN` to query Prometheus through Grafana. The README's “Diagnostics” section"
@@ -100,12 +102,12 @@ class Diagnoser:
             raise PrometheusError("no metrics source is configured")
         when = at or self._clock()
         try:
-            async with asyncio.timeout(READ_TIMEOUT_SECONDS):
+            async with asyncio.timeout(DIAGNOSIS_READ_TIMEOUT_SECONDS):
                 fleet = await collect(self._prometheus, self._pack, when)
         except TimeoutError:
             raise PrometheusError(
                 f"Prometheus at {self._prometheus.where} did not answer within"
-                f" {READ_TIMEOUT_SECONDS:g}s"
+                f" {DIAGNOSIS_READ_TIMEOUT_SECONDS:g}s"
             ) from None
         if not fleet.runner_types():
             raise PrometheusError(no_fleet(fleet, self._prometheus.where))
@@ -126,7 +128,9 @@ class Diagnoser:
         if incident is None or not (incident.channel_id and incident.parent_ts):
             return Outcome.NO_THREAD
         owner = uuid.uuid4().hex
-        if not await self._store.claim(incident_id, DIAGNOSING, owner, time.time() + CLAIM_SECONDS):
+        if not await self._store.claim(
+            incident_id, DIAGNOSING, owner, time.time() + DIAGNOSIS_CLAIM_SECONDS
+        ):
             return Outcome.ALREADY_RUNNING
         started = time.monotonic()
         try:

@@ -2,7 +2,7 @@
 
 `decide` takes the incident a group key has now (if any) and the notification that arrived, and
 says what happens: open an incident, note a change, resolve, reopen, or nothing. It does no I/O;
-`incidents.py` stores its answer and delivers it to Slack.
+`bot.incidents.service` stores its answer and the deliveries it owes.
 """
 
 from __future__ import annotations
@@ -11,95 +11,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
-
-from bot.domain.alerts import Alert, AlertGroup, AlertStatus
-from bot.domain.silences import Person, Silence
+from bot.domain.alerts import AlertGroup, AlertStatus
+from bot.domain.incidents import (
+    Incident,
+    IncidentStatus,
+    ThreadEvent,
+    ThreadEventKind,
+    ValueChange,
+)
 
 #: A group that fires again this soon after resolving reopens the same thread.
 REOPEN_WINDOW = timedelta(minutes=30)
-
-
-class IncidentStatus(StrEnum):
-    FIRING = "firing"
-    RESOLVED = "resolved"
-
-
-class EventKind(StrEnum):
-    CHANGED = "changed"
-    RESOLVED = "resolved"
-    FIRED_AGAIN = "fired_again"
-    SILENCED = "silenced"
-    UNSILENCED = "unsilenced"
-    SILENCE_ENDED = "silence_ended"
-
-
-class ValueChange(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    alert: str
-    key: str
-    old: float | None
-    new: float | None
-
-
-class ThreadEvent(BaseModel):
-    """Something worth one reply in the incident's thread."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: EventKind
-    at: datetime
-    #: The alerts the reply speaks of, as they were when it happened (the reply may go out
-    #: later, after the incident has moved on).
-    group: AlertGroup
-    changes: tuple[ValueChange, ...] = ()
-    joined: tuple[Alert, ...] = ()
-    left: tuple[Alert, ...] = ()
-    summary: str | None = None
-    duration: timedelta | None = None
-    quiet_for: timedelta | None = None
-    #: Silence events: the silence, and who lifted it (UNSILENCED).
-    silence: Silence | None = None
-    actor: Person | None = None
-    #: Why, when the bot learnt it rather than being told (a silence expired in Grafana, an
-    #: alert gone while silenced).
-    note: str | None = None
-
-
-class Incident(BaseModel):
-    """One incident: a group key's alerts from first firing to resolution, and its Slack thread.
-
-    `group` is the latest *firing* snapshot, so the values that fired stay visible once resolved.
-    `version` counts changes of what the parent message shows; `parent_version` is the version
-    the parent message in Slack shows now.
-    """
-
-    id: int
-    group_key: str
-    generation: int = 1
-    channel: str
-    channel_id: str | None = None
-    parent_ts: str | None = None
-    status: IncidentStatus
-    group: AlertGroup
-    started_at: datetime
-    resolved_at: datetime | None = None
-    fired_count: int = 1
-    previous_id: int | None = None
-    previous_link: str | None = None
-    version: int = 1
-    parent_version: int = 0
-    silence: Silence | None = None
-    #: The storm digest listing this incident instead of a parent message of its own.
-    digest_id: int | None = None
-
-    @property
-    def duration(self) -> timedelta | None:
-        """How long the last firing lasted (from its start, not the incident's first)."""
-        if self.resolved_at is None:
-            return None
-        return max(self.resolved_at - self.group.started_at, timedelta(0))
 
 
 class Action(StrEnum):
@@ -154,7 +76,7 @@ def decide(current: Incident | None, group: AlertGroup, now: datetime) -> Decisi
                 resolved_at=resolved_at,
                 fired_count=current.fired_count,
                 event=ThreadEvent(
-                    kind=EventKind.RESOLVED, at=now, group=current.group, duration=duration
+                    kind=ThreadEventKind.RESOLVED, at=now, group=current.group, duration=duration
                 ),
             )
         event = _changes(current.group, group, now)
@@ -179,7 +101,7 @@ def decide(current: Incident | None, group: AlertGroup, now: datetime) -> Decisi
             group=group,
             fired_count=current.fired_count + 1,
             event=ThreadEvent(
-                kind=EventKind.FIRED_AGAIN,
+                kind=ThreadEventKind.FIRED_AGAIN,
                 at=newest_start,
                 group=group,
                 quiet_for=newest_start - resolved_at,
@@ -206,7 +128,7 @@ def _changes(old: AlertGroup, new: AlertGroup, now: datetime) -> ThreadEvent | N
     if not (joined or left or changes or summary):
         return None
     return ThreadEvent(
-        kind=EventKind.CHANGED,
+        kind=ThreadEventKind.CHANGED,
         at=now,
         group=new,
         changes=tuple(changes),

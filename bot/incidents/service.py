@@ -13,22 +13,17 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
-from bot.config import Route
 from bot.domain.alerts import AlertGroup
-from bot.incidents.lifecycle import Action, Decision, EventKind, Incident, decide
+from bot.domain.clock import Clock, utcnow
+from bot.domain.incidents import Incident, ThreadEventKind
+from bot.incidents.lifecycle import Action, Decision, decide
+from bot.incidents.routing import Route, route_channel
 from bot.store import NewIncident, OutboxKind, Store
 from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], datetime]
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
 
 #: An alert storm: more than this many incidents opening in one channel within the window.
 #: Past it, new incidents are listed in one digest message, updated in place, instead of a
@@ -54,15 +49,6 @@ def content_key(group: AlertGroup) -> str:
     )
     text = json.dumps([group.status.value, alerts], default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def route_channel(group: AlertGroup, routes: Sequence[Route], default: str) -> str:
-    """The channel for `group`: the first matching route's, else the default."""
-    fields = group.routing_fields()
-    for route in routes:
-        if route.matches(fields):
-            return route.channel
-    return default
 
 
 class IncidentService:
@@ -169,7 +155,7 @@ class IncidentService:
 
 def _updated(current: Incident, decision: Decision) -> Incident:
     assert decision.group is not None
-    refired = decision.event is not None and decision.event.kind is EventKind.FIRED_AGAIN
+    refired = decision.event is not None and decision.event.kind is ThreadEventKind.FIRED_AGAIN
     return current.model_copy(
         update={
             # Grafana only notifies a firing again once no silence holds it back.

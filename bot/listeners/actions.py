@@ -11,8 +11,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck
 
-from bot.diagnostics.service import NOT_CONFIGURED as DIAGNOSTICS_NOT_CONFIGURED
-from bot.diagnostics.service import Diagnoser, Outcome
+from bot.diagnostics.service import DIAGNOSTICS_OFF, Diagnoser, Outcome
 from bot.listeners.answer import incident_button, tell_clicker
 from bot.listeners.payloads import BlockActions
 from bot.render.renderer import Renderer
@@ -41,7 +40,7 @@ class ActionHandlers:
             log.exception("diagnostics failed (incident=%s user=%s)", incident_id, payload.user.id)
             outcome = None
         answer = {
-            Outcome.NOT_CONFIGURED: DIAGNOSTICS_NOT_CONFIGURED,
+            Outcome.NOT_CONFIGURED: DIAGNOSTICS_OFF,
             Outcome.ALREADY_RUNNING: (
                 ":hourglass_flowing_sand: Diagnostics are already running for this incident;"
                 " the report will appear in its thread."

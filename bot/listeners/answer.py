@@ -7,7 +7,8 @@ from typing import Any
 
 from bot.listeners.payloads import BlockActions, clicked
 from bot.render.renderer import Renderer
-from bot.slack.gateway import SlackError, SlackGateway
+from bot.slack.errors import SlackError
+from bot.slack.gateway import SlackGateway
 
 log = logging.getLogger(__name__)
 

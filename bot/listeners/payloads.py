@@ -3,16 +3,46 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.domain.alerts import ButtonValue
-from bot.domain.silences import BadSilenceInput, Duration
-from bot.slack.contract import SilenceInput
+from bot.domain.silences import Duration
+from bot.slack.contract import ButtonValue, SilenceInput
 
 log = logging.getLogger(__name__)
+
+
+#: Silences longer than this are more likely a typo than a plan.
+MAX_SILENCE = timedelta(days=31)
+
+
+class BadSilenceInput(ValueError):
+    """What is wrong with one input of the Silence… modal, said to the person filling it in."""
+
+    def __init__(self, block: SilenceInput, message: str) -> None:
+        super().__init__(message)
+        self.block = block
+
+
+def silence_end(choice: Duration, until: datetime | None, now: datetime) -> datetime:
+    """When a silence chosen in the modal ends; BadSilenceInput names the input at fault."""
+    span = choice.span
+    if span is not None:
+        if until is not None:
+            raise BadSilenceInput(
+                SilenceInput.DURATION,
+                "You picked an end time: choose “Until a date and time…” here, or clear it.",
+            )
+        return now + span
+    if until is None:
+        raise BadSilenceInput(SilenceInput.UNTIL, "Pick the date and time the silence ends.")
+    if until <= now:
+        raise BadSilenceInput(SilenceInput.UNTIL, "That time has passed; pick one in the future.")
+    if until - now > MAX_SILENCE:
+        raise BadSilenceInput(SilenceInput.UNTIL, "A silence from Slack lasts at most 31 days.")
+    return until
 
 
 class _Loose(BaseModel):

@@ -15,18 +15,21 @@ from typing import Any
 from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
-from bot.domain.silences import BadSilenceInput, Person, silence_end
-from bot.incidents.service import Clock, utcnow
+from bot.domain.clock import Clock, utcnow
+from bot.domain.silences import Person
 from bot.listeners.answer import incident_button, tell, tell_clicker
 from bot.listeners.payloads import (
+    BadSilenceInput,
     BlockActions,
     ModalContext,
     SilenceForm,
     ViewSubmission,
+    silence_end,
 )
 from bot.render.renderer import Renderer, RenderError
 from bot.silencing.service import Silencer, SilenceRefused
-from bot.slack.gateway import SlackError, SlackGateway
+from bot.slack.errors import SlackError
+from bot.slack.gateway import SlackGateway
 
 log = logging.getLogger(__name__)
 

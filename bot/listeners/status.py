@@ -16,13 +16,16 @@ from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
 from bot.diagnostics.sources.prometheus import PrometheusError
+from bot.domain.queue_status import QueueStatus
 from bot.listeners.answer import tell
 from bot.listeners.payloads import BlockActions
 from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
-from bot.render.renderer import ChartFile, Message, Renderer
+from bot.render.renderer import Renderer
 from bot.slack.contract import QUEUE_STATUS_COMMAND
-from bot.slack.gateway import SlackError, SlackGateway, SlackRejected
-from bot.status.reader import RUNNER_TYPE_PATTERN, QueueStatus, StatusReader
+from bot.slack.errors import SlackError, SlackRejected
+from bot.slack.gateway import SlackGateway
+from bot.slack.message import ChartFile, Message
+from bot.status.reader import RUNNER_TYPE_PATTERN, StatusReader
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ import math
 from datetime import timedelta
 
 from bot.domain.diagnosis import Evidence, Finding, Report, RunnerTypeState, Scope, Verdict
-from bot.render.mrkdwn import clip, escape_mrkdwn, format_duration, format_number, oneline
+from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
+from bot.render.values import format_duration, format_number
 
 VERDICT_ICONS = {
     Verdict.LIKELY: ":red_circle:",
@@ -70,7 +71,7 @@ def type_text(state: RunnerTypeState, *, markup: bool = True) -> str:
     return f"{name}: " + ", ".join(parts)
 
 
-def headline(report: Report) -> str:
+def report_headline(report: Report) -> str:
     affected = report.affected
     if not affected:
         return "No runner type has jobs waiting long right now."
@@ -110,7 +111,7 @@ def text_report(report: Report) -> str:
     """The report for a terminal."""
     lines = [
         f"Diagnostics at {report.at.isoformat()} (window {report.window})",
-        headline(report),
+        report_headline(report),
         scope_text(report, markup=False),
         "",
     ]

@@ -11,41 +11,32 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jinja2
 
-from bot.domain.alerts import Alert, AlertGroup, AlertStatus, ButtonValue
+from bot.domain.alerts import Alert, AlertGroup, AlertStatus
 from bot.domain.diagnosis import Report
+from bot.domain.incidents import Incident, IncidentStatus, ThreadEvent, ThreadEventKind
+from bot.domain.queue_status import QueueStatus
 from bot.domain.silences import Duration, MatcherSet, Person, Silence
-from bot.domain.silences import preview as matcher_preview
-from bot.incidents.lifecycle import EventKind, Incident, IncidentStatus, ThreadEvent
 from bot.render import diagnosis_text as present
 from bot.render import status_lines
-from bot.render.mrkdwn import (
+from bot.render.mrkdwn import clip, date_token, escape_mrkdwn, link, oneline, safe_url
+from bot.render.values import (
     KNOWN_VALUES,
-    clip,
-    date_token,
-    escape_mrkdwn,
     format_duration,
     format_number,
     headline,
     key_values,
-    link,
-    oneline,
-    safe_url,
     value_summary,
     with_unit,
 )
-from bot.slack import blockkit
-from bot.slack import contract as ids
-from bot.slack.contract import ActionId
-
-if TYPE_CHECKING:  # the reader imports this module's Message type, so only for annotations
-    from bot.status.reader import QueueStatus
+from bot.slack import blockkit, contract, limits
+from bot.slack.contract import ActionId, ButtonValue
+from bot.slack.message import ChartFile, Message
 
 #: Alerts listed one per line in a message; the rest are counted.
 MAX_LISTED_ALERTS = 10
@@ -67,25 +58,8 @@ MAX_COMPACT_URL = 500
 _SLACK_USER = re.compile(r"[UW][A-Z0-9]{2,20}")
 
 
-@dataclass(frozen=True)
-class ChartFile:
-    """An image uploaded to Slack, shown in a message through its file id."""
-
-    id: str
-    title: str
-    alt: str
-
-
 class RenderError(Exception):
     """A rendered message breaks Slack's rules: a template bug, never the alert's fault."""
-
-
-@dataclass(frozen=True)
-class Message:
-    """A Slack message: fallback `text` (notifications, screen readers) and Block Kit `blocks`."""
-
-    text: str
-    blocks: list[dict[str, Any]] = field(default_factory=list)
 
 
 def template_dirs() -> list[Path]:
@@ -111,11 +85,11 @@ class Renderer:
         self._env.filters.update(clip=clip, oneline=oneline, mrkdwn=escape_mrkdwn)
         self._env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
         self._env.globals["limits"] = {
-            "header": ids.MAX_HEADER_TEXT,
-            "section": ids.MAX_SECTION_TEXT,
-            "field": ids.MAX_FIELD_TEXT,
-            "context_elements": ids.MAX_CONTEXT_ELEMENTS,
-            "button_text": ids.MAX_BUTTON_TEXT,
+            "header": limits.MAX_HEADER_TEXT,
+            "section": limits.MAX_SECTION_TEXT,
+            "field": limits.MAX_FIELD_TEXT,
+            "context_elements": limits.MAX_CONTEXT_ELEMENTS,
+            "button_text": limits.MAX_BUTTON_TEXT,
         }
 
     def incident(self, incident: Incident) -> Message:
@@ -137,7 +111,7 @@ class Renderer:
             "headline": _status_icon(incident) + " " + headline(group),
             "fallback": self._fallback(incident),
             "status_line": self._status_line(incident),
-            "key_values": key_values(group.lead)[: ids.MAX_SECTION_FIELDS] if single else [],
+            "key_values": key_values(group.lead)[: limits.MAX_SECTION_FIELDS] if single else [],
             "about": self._about(group),
             "alert_lines": [] if single else _alert_lines(group, resolved=resolved),
             "context_parts": self._context_parts(incident),
@@ -147,7 +121,7 @@ class Renderer:
 
     def thread_event(self, event: ThreadEvent) -> Message:
         """A reply for the incident's thread; it says what changed and mentions nobody."""
-        lines = fit_lines(_event_lines(event), ids.MAX_SECTION_TEXT)
+        lines = fit_lines(_event_lines(event), limits.MAX_SECTION_TEXT)
         context = {
             "fallback": oneline(lines[0].replace("*", "")),
             "lines": lines,
@@ -161,7 +135,7 @@ class Renderer:
         """The Silence… modal for `incident`, previewing the matchers in plain text."""
         count = "one silence" if len(sets) == 1 else f"{len(sets)} silences, one per rule"
         context = {
-            "callback_id": ids.CallbackId.SILENCE_MODAL.value,
+            "callback_id": contract.CallbackId.SILENCE_MODAL.value,
             "private_metadata": private_metadata,
             "about": (
                 f"*{escape_mrkdwn(clip(oneline(headline(incident.group)), 200))}*\n"
@@ -169,9 +143,9 @@ class Renderer:
                 " The silence is created in Grafana and announced in the incident's thread."
             ),
             "blocks": {
-                "duration": ids.SilenceInput.DURATION.value,
-                "until": ids.SilenceInput.UNTIL.value,
-                "comment": ids.SilenceInput.COMMENT.value,
+                "duration": contract.SilenceInput.DURATION.value,
+                "until": contract.SilenceInput.UNTIL.value,
+                "comment": contract.SilenceInput.COMMENT.value,
             },
             "durations": [
                 {"text": {"type": "plain_text", "text": d.label}, "value": d.value}
@@ -192,7 +166,7 @@ class Renderer:
 
     def diagnostics(self, report: Report) -> Message:
         """The diagnostics report for the incident's thread."""
-        head = present.headline(report)
+        head = present.report_headline(report)
         summary = f":mag: *Diagnostics:* {escape_mrkdwn(head)}\n{present.scope_text(report)}"
         findings = [line for f in report.findings for line in present.finding_lines(f)]
         listed = report.affected or report.runner_types[:3]
@@ -210,8 +184,8 @@ class Renderer:
         context = {
             "fallback": f"Diagnostics: {head}",
             "summary": summary,
-            "findings": fit_lines(findings, ids.MAX_SECTION_TEXT),
-            "runner_types": fit_lines(types, ids.MAX_SECTION_TEXT),
+            "findings": fit_lines(findings, limits.MAX_SECTION_TEXT),
+            "runner_types": fit_lines(types, limits.MAX_SECTION_TEXT),
             "context_parts": context_parts,
         }
         return self._render("diagnostics.json.j2", context)
@@ -286,7 +260,7 @@ class Renderer:
             if status.silenced or status.firing_total:
                 sections.append(
                     f"{status.firing_total} open incidents, {len(status.silenced)} silenced:"
-                    f" `{ids.QUEUE_STATUS_COMMAND}` lists them."
+                    f" `{contract.QUEUE_STATUS_COMMAND}` lists them."
                 )
         share = None
         if shared_by is None and (status.query is None or status.details):
@@ -431,6 +405,11 @@ class Renderer:
         return buttons
 
 
+def matcher_preview(sets: tuple[MatcherSet, ...]) -> str:
+    """The matchers as plain text, one silence per line."""
+    return "\n".join(", ".join(str(m) for m in matcher_set) for matcher_set in sets)
+
+
 def _button(
     label: str,
     action: ActionId,
@@ -456,9 +435,9 @@ def _silence_lines(event: ThreadEvent) -> list[str]:
     silence = event.silence
     assert silence is not None
     until = date_token(silence.ends_at)
-    if event.kind is EventKind.SILENCED and event.note:
+    if event.kind is ThreadEventKind.SILENCED and event.note:
         return [f":mute: *Silence {escape_mrkdwn(event.note)}*: now until {until}."]
-    if event.kind is EventKind.SILENCED:
+    if event.kind is ThreadEventKind.SILENCED:
         # Whole minutes: the end was chosen a moment before the silence was made.
         minutes = round((silence.ends_at - silence.starts_at).total_seconds() / 60)
         span = format_duration(timedelta(minutes=minutes))
@@ -469,7 +448,7 @@ def _silence_lines(event: ThreadEvent) -> list[str]:
         ids_text = ", ".join(f"`{escape_mrkdwn(i)}`" for i in silence.ids)
         lines.append(f"{_matchers_text(silence)} · Grafana silence {ids_text}")
         return lines
-    if event.kind is EventKind.UNSILENCED:
+    if event.kind is ThreadEventKind.UNSILENCED:
         actor = _who(event.actor) if event.actor else "someone"
         if event.actor is not None and event.actor.id == silence.by.id:
             whose = f"it was until {until}"
@@ -507,7 +486,7 @@ def _chunks(lines: list[str]) -> list[list[str]]:
     """Lines in sections of at most Slack's section length."""
     chunks: list[list[str]] = [[]]
     for line in lines:
-        if sum(len(x) + 1 for x in chunks[-1]) + len(line) > ids.MAX_SECTION_TEXT - 10:
+        if sum(len(x) + 1 for x in chunks[-1]) + len(line) > limits.MAX_SECTION_TEXT - 10:
             chunks.append([])
         chunks[-1].append(line)
     return [c for c in chunks if c]
@@ -580,15 +559,19 @@ def _alert_lines(group: AlertGroup, *, resolved: bool) -> list[str]:
     lines = [_alert_line(alert, common, icon) for alert in ordered[:MAX_LISTED_ALERTS]]
     if len(ordered) > MAX_LISTED_ALERTS:
         lines.append(f"…and {len(ordered) - MAX_LISTED_ALERTS} more")
-    return fit_lines(lines, ids.MAX_SECTION_TEXT)
+    return fit_lines(lines, limits.MAX_SECTION_TEXT)
 
 
 def _event_lines(event: ThreadEvent) -> list[str]:
     group = event.group
     single = len(group.alerts) == 1
-    if event.kind in (EventKind.SILENCED, EventKind.UNSILENCED, EventKind.SILENCE_ENDED):
+    if event.kind in (
+        ThreadEventKind.SILENCED,
+        ThreadEventKind.UNSILENCED,
+        ThreadEventKind.SILENCE_ENDED,
+    ):
         return _silence_lines(event)
-    if event.kind is EventKind.RESOLVED:
+    if event.kind is ThreadEventKind.RESOLVED:
         span = format_duration(event.duration or timedelta(0))
         lines = [f":large_green_circle: *Resolved* after {span}."]
         if event.note:
@@ -597,7 +580,7 @@ def _event_lines(event: ThreadEvent) -> list[str]:
         if values and single:
             lines.append(f"Last firing values: {values}")
         return lines
-    if event.kind is EventKind.FIRED_AGAIN:
+    if event.kind is ThreadEventKind.FIRED_AGAIN:
         quiet = format_duration(event.quiet_for or timedelta(0))
         lines = [f":red_circle: *Fired again* {date_token(event.at)}, {quiet} after it resolved."]
         values = value_summary(group.lead)

@@ -6,16 +6,13 @@ escaped before they reach mrkdwn; people are named as plain text, never mentione
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bot.domain.diagnosis import RunnerTypeState
-from bot.incidents.lifecycle import Incident
+from bot.domain.incidents import Incident
+from bot.domain.queue_status import Compared, FleetView, OpenIncident, QueueStatus, TypeDetail
 from bot.render.diagnosis_text import amount
-from bot.render.mrkdwn import clip, date_token, escape_mrkdwn, headline, link, oneline
+from bot.render.mrkdwn import clip, date_token, escape_mrkdwn, link, oneline
+from bot.render.values import headline
 from bot.slack.contract import QUEUE_STATUS_COMMAND
-
-if TYPE_CHECKING:  # the reader imports the renderer's Message type, so only for annotations
-    from bot.status.reader import Compared, FleetView, OpenIncident, QueueStatus, TypeDetail
 
 #: Runner types with jobs waiting listed in the summary; the rest are counted.
 MAX_WAITING_LISTED = 15

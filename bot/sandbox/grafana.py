@@ -28,7 +28,7 @@ _FILTER = re.compile(r'\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(=~|=|!=|!~)\s*"?(.*?)"?\
 _REQUIRED = {"matchers": list, "startsAt": str, "endsAt": str, "createdBy": str, "comment": str}
 _TRUE = {"true", "1", "yes", "ok", "y", "on", "selected", "checked", "t", "enabled"}
 _RANK = {"active": 0, "pending": 1, "expired": 2}
-Matcher = dict[str, Any]  # {"name", "value", "isRegex", "isEqual"}, as the API spells it
+MatcherJson = dict[str, Any]  # {"name", "value", "isRegex", "isEqual"}, as the API spells it
 
 
 class ApiError(Exception):
@@ -51,7 +51,7 @@ def _stamp(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _matcher(body: Any, index: int) -> Matcher:
+def _matcher(body: Any, index: int) -> MatcherJson:
     body = body if isinstance(body, dict) else {}
     matcher = {k: body.get(k) for k in ("name", "value", "isRegex")}
     matcher["isEqual"] = body.get("isEqual", True)
@@ -67,20 +67,20 @@ def _matcher(body: Any, index: int) -> Matcher:
     return matcher
 
 
-def _matches(matcher: Matcher, labels: dict[str, str]) -> bool:
+def _matches(matcher: MatcherJson, labels: dict[str, str]) -> bool:
     # An absent label matches as the empty string; regexes must match the whole value.
     actual, value = labels.get(matcher["name"], ""), matcher["value"]
     hit = re.fullmatch(value, actual) is not None if matcher["isRegex"] else actual == value
     return hit == bool(matcher["isEqual"])
 
 
-def _matches_empty(matcher: Matcher) -> bool:
+def _matches_empty(matcher: MatcherJson) -> bool:
     # silences.go matchesEmpty: negative matchers never count, and the regex is not anchored.
     value = matcher["value"]
     return bool(matcher["isEqual"] and (re.search(value, "") if matcher["isRegex"] else not value))
 
 
-def _filters(request: web.Request) -> list[Matcher]:
+def _filters(request: web.Request) -> list[MatcherJson]:
     matchers = []
     for text in request.query.getall("filter", []):
         if (found := _FILTER.fullmatch(text)) is None:
@@ -95,9 +95,9 @@ def _filters(request: web.Request) -> list[Matcher]:
 
 
 @dataclass
-class Silence:
+class StoredSilence:
     id: str
-    matchers: list[Matcher]
+    matchers: list[MatcherJson]
     starts_at: datetime
     ends_at: datetime
     created_by: str
@@ -135,7 +135,7 @@ class GrafanaSandbox:
         self.clock = clock or (lambda: datetime.now(UTC))
         # Alertmanager's resolve_timeout: how long a pushed alert without endsAt stays firing.
         self.resolve_timeout = resolve_timeout
-        self.silences: dict[str, Silence] = {}
+        self.silences: dict[str, StoredSilence] = {}
         #: Alerts by fingerprint, in the API's shape without `status`, with their parsed end.
         self.alerts: dict[str, tuple[dict[str, Any], datetime]] = {}
         self._runner: web.AppRunner | None = None
@@ -176,7 +176,7 @@ class GrafanaSandbox:
             raise ApiError(400, f"bad request data: the body must be a JSON {kind.__name__}")
         return body
 
-    def _silence(self, silence_id: str) -> Silence:
+    def _silence(self, silence_id: str) -> StoredSilence:
         if silence_id not in self.silences:
             raise ApiError(404, "silence not found")
         return self.silences[silence_id]
@@ -196,7 +196,9 @@ class GrafanaSandbox:
             raise ApiError(
                 400, "silence invalid: at least one matcher must not match the empty string"
             )
-        new = Silence("", matchers, starts_at, ends_at, body["createdBy"], body["comment"], now)
+        new = StoredSilence(
+            "", matchers, starts_at, ends_at, body["createdBy"], body["comment"], now
+        )
         if body.get("id"):
             prev = self._silence(str(body["id"]))
             state = prev.state(now)
@@ -220,11 +222,11 @@ class GrafanaSandbox:
 
         # api/v2 CheckSilenceMatchesFilterLabels: a filter lists the silences that have the very
         # same matcher (name, operator and value); it is not evaluated against their values.
-        def listed(silence: Silence) -> bool:
+        def listed(silence: StoredSilence) -> bool:
             return all(f in silence.matchers for f in filters)
 
         # api/v2 SortSilences: active by end, then pending by start, then expired latest first.
-        def order(silence: Silence) -> tuple[int, float]:
+        def order(silence: StoredSilence) -> tuple[int, float]:
             state = silence.state(now)
             moment = (silence.starts_at if state == "pending" else silence.ends_at).timestamp()
             return _RANK[state], -moment if state == "expired" else moment

@@ -68,8 +68,8 @@ _DURATION_UNITS_MS = (365 * 86_400_000, 7 * 86_400_000, 86_400_000, 3_600_000, 6
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-Labels = dict[str, str]
-Samples = list[tuple[Labels, float]]
+SeriesLabels = dict[str, str]
+Samples = list[tuple[SeriesLabels, float]]
 
 
 class BadData(Exception):
@@ -93,7 +93,7 @@ def _round_half_away(x: float) -> float:
     return math.copysign(math.floor(abs(x) + 0.5), x)
 
 
-def parse_time(text: str, name: str) -> int:
+def parse_timestamp(text: str, name: str) -> int:
     """Unix seconds or RFC 3339, to milliseconds (web/api/v1 parseTime, then FromTime)."""
     seconds = _go_float(text)
     if seconds is not None and math.isfinite(seconds):
@@ -419,7 +419,7 @@ class _Evaluator:
         return [(_name_labels(name), value) for name, value in ooms.items()]
 
 
-def _name_labels(name: str | None) -> Labels:
+def _name_labels(name: str | None) -> SeriesLabels:
     return {} if name is None else {"name": name}
 
 
@@ -430,7 +430,7 @@ def _divide(a: float, b: float) -> float:
     return a / b
 
 
-def _order(labels: Labels) -> list[tuple[str, str]]:
+def _order(labels: SeriesLabels) -> list[tuple[str, str]]:
     return sorted(labels.items())
 
 
@@ -561,14 +561,14 @@ class FleetPrometheus:
         get = await self._params(request)
         raw = get("time")
         now_ms = (self.clock() - _EPOCH) // timedelta(milliseconds=1)
-        at_ms = parse_time(raw, "time") if raw else now_ms
+        at_ms = parse_timestamp(raw, "time") if raw else now_ms
         result = self.instant(get("query"), at_ms)
         return _success("vector", result)
 
     async def _query_range(self, request: web.Request) -> web.Response:
         get = await self._params(request)
-        start_ms = parse_time(get("start"), "start")
-        end_ms = parse_time(get("end"), "end")
+        start_ms = parse_timestamp(get("start"), "start")
+        end_ms = parse_timestamp(get("end"), "end")
         if end_ms < start_ms:
             raise BadData("end timestamp must not be before start time")
         step_ns = parse_duration(get("step"), "step")

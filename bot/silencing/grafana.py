@@ -27,14 +27,13 @@ from urllib.parse import urlsplit
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.config import Settings
 from bot.domain.silences import Matcher, MatcherSet
-from bot.render.mrkdwn import host_of
+from bot.telemetry.redaction import host_of
 
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/api/alertmanager/grafana/api/v2"
-TIMEOUT_SECONDS = 10.0
+GRAFANA_TIMEOUT_SECONDS = 10.0
 
 
 class GrafanaError(Exception):
@@ -119,7 +118,7 @@ class GrafanaClient:
         base_url: str,
         token: str,
         *,
-        timeout: float = TIMEOUT_SECONDS,
+        timeout: float = GRAFANA_TIMEOUT_SECONDS,
     ) -> None:
         self._session = session
         self._timeout = timeout
@@ -254,13 +253,3 @@ class GrafanaClient:
                 )
             )
         return found
-
-
-def client_for(settings: Settings, session: aiohttp.ClientSession | None) -> GrafanaClient | None:
-    """Grafana's client, when GRAFANA_URL and GRAFANA_TOKEN are both set (else silencing is
-    off, and the Silence… button says how to turn it on)."""
-    if session is None or settings.grafana_url is None or settings.grafana_token is None:
-        return None
-    return GrafanaClient(
-        session, str(settings.grafana_url), settings.grafana_token.get_secret_value()
-    )

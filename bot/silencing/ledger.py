@@ -13,12 +13,12 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 
+from bot.domain.incidents import IncidentStatus, ThreadEvent, ThreadEventKind
 from bot.domain.silences import Silence
-from bot.incidents.lifecycle import EventKind, IncidentStatus, ThreadEvent
 from bot.store import OutboxKind, Store, Transaction
 
 #: Longer than any silencing can take: every Grafana call of it timing out, one after another.
-CLAIM_SECONDS = 300.0
+SILENCING_CLAIM_SECONDS = 300.0
 #: How long a second person's silencing waits for the first one's to finish.
 CLAIM_WAIT_SECONDS = 15.0
 #: The store claim's purpose.
@@ -40,7 +40,7 @@ class SilenceLedger:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while not await self._store.claim(
-            incident_id, SILENCING, owner, time.time() + CLAIM_SECONDS
+            incident_id, SILENCING, owner, time.time() + SILENCING_CLAIM_SECONDS
         ):
             if loop.time() >= deadline:
                 return None
@@ -65,7 +65,7 @@ class SilenceLedger:
                 current.model_copy(update={"silence": silence, "version": current.version + 1})
             )
             event = ThreadEvent(
-                kind=EventKind.SILENCED, at=at, group=current.group, silence=silence
+                kind=ThreadEventKind.SILENCED, at=at, group=current.group, silence=silence
             )
             await self._owe(tx, incident_id, event)
         self._on_enqueued()
@@ -115,7 +115,7 @@ class SilenceLedger:
             )
             await tx.save_incident(resolved)
             event = ThreadEvent(
-                kind=EventKind.RESOLVED,
+                kind=ThreadEventKind.RESOLVED,
                 at=at,
                 group=current.group,
                 duration=resolved.duration,

@@ -11,9 +11,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import Annotated
 
-from bot.config import SilencePolicy
-from bot.slack.gateway import SlackError, SlackGateway
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from bot.slack.errors import SlackError
+from bot.slack.gateway import SlackGateway
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +24,25 @@ log = logging.getLogger(__name__)
 GROUP_CACHE_SECONDS = 60.0
 #: How long the check may wait for Slack, leaving the rest of the 3 s for views.open.
 LOOKUP_BUDGET_SECONDS = 1.5
+
+
+class SilencePolicy(BaseModel):
+    """Who may silence and unsilence. Nothing listed: anyone who can click in the channel."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Slack user ids (U… or W…).
+    allowed_users: list[Annotated[str, StringConstraints(pattern=r"^[UW][A-Z0-9]{2,}$")]] = Field(
+        default_factory=list
+    )
+    #: Slack user group ids (S…); members are looked up with usergroups.users.list.
+    allowed_groups: list[Annotated[str, StringConstraints(pattern=r"^S[A-Z0-9]{2,}$")]] = Field(
+        default_factory=list
+    )
+
+    @property
+    def restricted(self) -> bool:
+        return bool(self.allowed_users or self.allowed_groups)
 
 
 class NotAllowed(Exception):

@@ -12,16 +12,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from bot.domain.silences import (
-    MAX_SILENCES_PER_INCIDENT,
-    RULE_UID_LABEL,
-    MatcherSet,
-    Person,
-    Silence,
-    silence_matchers,
-)
-from bot.incidents.lifecycle import EventKind, Incident, IncidentStatus, ThreadEvent
-from bot.incidents.service import Clock, utcnow
+from bot.domain.clock import Clock, utcnow
+from bot.domain.incidents import Incident, IncidentStatus, ThreadEvent, ThreadEventKind
+from bot.domain.silences import RULE_UID_LABEL, MatcherSet, Person, Silence
 from bot.render.mrkdwn import date_token, escape_mrkdwn, link, oneline
 from bot.silencing.grafana import (
     GrafanaClient,
@@ -31,14 +24,16 @@ from bot.silencing.grafana import (
     SilenceNotFound,
 )
 from bot.silencing.ledger import CLAIM_WAIT_SECONDS, ClaimLost, SilenceLedger
+from bot.silencing.matchers import MAX_SILENCES_PER_INCIDENT, silence_matchers
 from bot.silencing.permissions import NotAllowed, Permissions
-from bot.slack.gateway import SlackError, SlackGateway
+from bot.slack.errors import SlackError
+from bot.slack.gateway import SlackGateway
 from bot.store import Store
 from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-NOT_CONFIGURED = (
+SILENCING_OFF = (
     ":information_source: Silencing from Slack is off: queuebot needs `GRAFANA_URL` and"
     " `GRAFANA_TOKEN` (a Grafana service-account token whose role has `alert.silences:create`,"
     " `:write` and `:read` on the rule's folder, and `alert.instances:read`). The README's"
@@ -120,7 +115,7 @@ class Silencer:
 
     def _require_grafana(self, incident: Incident) -> GrafanaClient:
         if self._grafana is None:
-            text = NOT_CONFIGURED
+            text = SILENCING_OFF
             if incident.group.lead.silence_url:
                 url = incident.group.lead.silence_url
                 text += " Meanwhile you can " + link(url, "silence it in Grafana") + "."
@@ -339,7 +334,7 @@ class Silencer:
                     )
                     raise SilenceRefused(explain(exc, "unsilence", incident)) from None
             event = ThreadEvent(
-                kind=EventKind.UNSILENCED,
+                kind=ThreadEventKind.UNSILENCED,
                 at=self._clock(),
                 group=incident.group,
                 silence=silence,

@@ -15,9 +15,9 @@ import asyncio
 import logging
 from datetime import datetime, timedelta
 
+from bot.domain.clock import Clock, utcnow
+from bot.domain.incidents import Incident, ThreadEvent, ThreadEventKind
 from bot.domain.silences import MatcherSet, Silence
-from bot.incidents.lifecycle import EventKind, Incident, ThreadEvent
-from bot.incidents.service import Clock, utcnow
 from bot.silencing.grafana import GrafanaClient, GrafanaDenied, GrafanaError, SilenceNotFound
 from bot.silencing.ledger import SilenceLedger
 from bot.store import Store
@@ -94,7 +94,7 @@ class SilenceWatcher:
         if not active_ends:
             planned = silence.ends_at <= now + END_TOLERANCE
             ended = ThreadEvent(
-                kind=EventKind.SILENCE_ENDED,
+                kind=ThreadEventKind.SILENCE_ENDED,
                 at=now,
                 group=incident.group,
                 silence=silence,
@@ -110,7 +110,7 @@ class SilenceWatcher:
         if abs(ends_at - silence.ends_at) > END_TOLERANCE:
             revised = revised.model_copy(update={"ends_at": ends_at})
             event = ThreadEvent(
-                kind=EventKind.SILENCED,
+                kind=ThreadEventKind.SILENCED,
                 at=now,
                 group=incident.group,
                 silence=revised,

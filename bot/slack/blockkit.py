@@ -10,38 +10,35 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from bot.slack.contract import (
+from bot.slack.limits import (
     MAX_ACTION_ID,
     MAX_ACTIONS_ELEMENTS,
+    MAX_ALT_TEXT,
     MAX_BLOCK_ID,
     MAX_BLOCKS_PER_MESSAGE,
     MAX_BLOCKS_PER_VIEW,
     MAX_BUTTON_TEXT,
     MAX_BUTTON_URL,
     MAX_BUTTON_VALUE,
+    MAX_CALLBACK_ID,
+    MAX_CONFIRM_BUTTON,
+    MAX_CONFIRM_TEXT,
+    MAX_CONFIRM_TITLE,
     MAX_CONTEXT_ELEMENTS,
+    MAX_EXTERNAL_ID,
     MAX_FIELD_TEXT,
     MAX_HEADER_TEXT,
+    MAX_IMAGE_URL,
+    MAX_INPUT_LABEL,
+    MAX_MARKDOWN_BLOCK,
     MAX_MESSAGE_TEXT,
+    MAX_PRIVATE_METADATA,
     MAX_SECTION_FIELDS,
     MAX_SECTION_TEXT,
+    MAX_TEXT_OBJECT,
     MAX_TOTAL_BLOCK_CHARS,
+    MAX_VIEW_TITLE,
 )
-
-#: Limits not in bot.ids (https://docs.slack.dev/reference/views,
-#: https://docs.slack.dev/reference/block-kit/composition-objects).
-MAX_TEXT_OBJECT = 3000
-MAX_MARKDOWN_BLOCK = 12000
-MAX_IMAGE_URL = 3000
-MAX_ALT_TEXT = 2000
-MAX_VIEW_TITLE = 24
-MAX_CALLBACK_ID = 255
-MAX_EXTERNAL_ID = 255
-MAX_PRIVATE_METADATA = 3000
-MAX_INPUT_LABEL = 2000
-MAX_CONFIRM_TITLE = 100
-MAX_CONFIRM_TEXT = 300
-MAX_CONFIRM_BUTTON = 30
 
 MESSAGE_BLOCK_TYPES = frozenset(
     {"header", "section", "context", "actions", "divider", "image", "rich_text", "markdown"}

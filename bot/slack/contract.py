@@ -1,10 +1,16 @@
-"""Names that are contracts: action and callback ids, Slack's limits, HTTP paths.
+"""The contract between what queuebot renders and what its listeners receive: action and
+callback ids, the modal's input ids, button values and the slash command.
 
-Templates, listeners and the local Slack workspace all import these, so an id or a limit is written
-down exactly once.
+Templates, renderers and listener registration all take them from here, so an id is written down
+exactly once.
 """
 
+from __future__ import annotations
+
 from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class ActionId(StrEnum):
@@ -37,28 +43,19 @@ class SilenceInput(StrEnum):
 #: The slash command declared in manifest.yml.
 QUEUE_STATUS_COMMAND = "/queue-status"
 
-#: Slack's Block Kit and message limits (https://docs.slack.dev/reference/block-kit/blocks).
-MAX_BLOCKS_PER_MESSAGE = 50
-MAX_BLOCKS_PER_VIEW = 100
-MAX_SECTION_TEXT = 3000
-MAX_SECTION_FIELDS = 10
-MAX_FIELD_TEXT = 2000
-MAX_HEADER_TEXT = 150
-MAX_CONTEXT_ELEMENTS = 10
-MAX_ACTIONS_ELEMENTS = 25
-MAX_BUTTON_TEXT = 75
-MAX_BUTTON_VALUE = 2000
-MAX_BUTTON_URL = 3000
-MAX_ACTION_ID = 255
-MAX_BLOCK_ID = 255
-MAX_MESSAGE_TEXT = 40000
-#: Not documented: Slack answers `msg_blocks_too_long` at roughly 13.2k characters over all
-#: blocks (slackapi/bolt-js#2509); stay under 12,000.
-MAX_TOTAL_BLOCK_CHARS = 12000
 
-#: HTTP routes of the bot's aiohttp application.
-SLACK_EVENTS_PATH = "/slack/events"
-GRAFANA_WEBHOOK_PATH = "/webhooks/grafana"
-HEALTHZ_PATH = "/healthz"
-METRICS_PATH = "/metrics"
-OPENAPI_PATH = "/openapi.json"
+class ButtonValue(BaseModel):
+    """What a button carries: a version and the incident id, nothing the handler must trust."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    v: Literal[1] = 1
+    incident: int = Field(ge=1)
+
+    def encode(self) -> str:
+        return self.model_dump_json()
+
+    @classmethod
+    def decode(cls, raw: str) -> ButtonValue:
+        """Raises pydantic.ValidationError for a value queuebot did not make."""
+        return cls.model_validate_json(raw)

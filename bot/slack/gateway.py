@@ -1,17 +1,8 @@
-"""Everything queuebot says to Slack's Web API, and what Slack's answers mean.
+"""Everything queuebot says to Slack's Web API, on an injected `AsyncWebClient`.
 
-Errors, by what the caller should do about them:
-
-    SlackError
-    ├── SlackUnavailable      try again later: network trouble, timeouts, 5xx, internal_error
-    │   └── SlackRateLimited  429: try again after `retry_after` seconds (Retry-After)
-    └── SlackRejected         Slack said no (`error` holds its code); retrying will not help
-        ├── SlackChannelError the channel is wrong or the bot is not allowed in it
-        ├── SlackAuthError    the token is wrong, revoked or lacks a scope
-        └── SlackMessageGone  the message to edit or reply to no longer exists
-
-Messages go out with `link_names` off and unfurling off: nothing queuebot posts can notify
-anyone or pull in a preview of a URL an alert carried.
+Failures raise the named errors of `bot.slack.errors`. Messages go out with `link_names` off and
+unfurling off: nothing queuebot posts can notify anyone or pull in a preview of a URL an alert
+carried.
 """
 
 from __future__ import annotations
@@ -24,90 +15,24 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.render.renderer import Message
+from bot.slack.errors import (
+    SlackRateLimited,
+    SlackRejected,
+    SlackUnavailable,
+    error_for,
+    retry_after,
+)
+from bot.slack.message import Message
 from bot.telemetry.metrics import Metrics
 
-#: Codes Slack documents as passing trouble on its side (chat.postMessage "errors").
 #: A response_url that has not answered by then is Slack in trouble.
 SLACK_RESPONSE_TIMEOUT_SECONDS = 15
-_TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
-_CHANNEL = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
-_AUTH = {
-    "not_authed",
-    "invalid_auth",
-    "account_inactive",
-    "token_revoked",
-    "token_expired",
-    "missing_scope",
-    "not_allowed_token_type",
-}
-_GONE = {"message_not_found", "thread_not_found", "cant_update_message"}
-
-
-class SlackError(Exception):
-    """Slack did not do what was asked."""
-
-    def __init__(self, method: str, detail: str) -> None:
-        super().__init__(f"{method}: {detail}")
-        self.method = method
-        self.detail = detail
-
-
-class SlackUnavailable(SlackError):
-    retry_after: float | None = None
-
-
-class SlackRateLimited(SlackUnavailable):
-    def __init__(self, method: str, retry_after: float) -> None:
-        super().__init__(method, f"rate limited, retry after {retry_after:g}s")
-        self.retry_after = retry_after
-
-
-class SlackRejected(SlackError):
-    def __init__(self, method: str, error: str) -> None:
-        super().__init__(method, error)
-        self.error = error
-
-
-class SlackChannelError(SlackRejected):
-    pass
-
-
-class SlackAuthError(SlackRejected):
-    pass
-
-
-class SlackMessageGone(SlackRejected):
-    pass
 
 
 @dataclass(frozen=True)
 class Posted:
     channel_id: str
     ts: str
-
-
-def _retry_after(headers: Any) -> float:
-    try:
-        return max(float(headers.get("Retry-After", "1")), 0.0)
-    except (TypeError, ValueError):
-        return 1.0
-
-
-def _error_for(method: str, exc: SlackApiError) -> SlackError:
-    status = exc.response.status_code
-    data = exc.response.data if isinstance(exc.response.data, dict) else {}
-    code = str(data.get("error") or f"http_{status}")
-    if status == 429 or code == "ratelimited":
-        return SlackRateLimited(method, _retry_after(exc.response.headers))
-    if status >= 500 or code in _TRANSIENT:
-        return SlackUnavailable(method, code)
-    for codes, kind in ((_CHANNEL, SlackChannelError), (_AUTH, SlackAuthError)):
-        if code in codes:
-            return kind(method, code)
-    if code in _GONE:
-        return SlackMessageGone(method, code)
-    return SlackRejected(method, code)
 
 
 class SlackGateway:
@@ -130,7 +55,7 @@ class SlackGateway:
             else:
                 response = await self.client.api_call(method, json=params)
         except SlackApiError as exc:
-            error = _error_for(method, exc)
+            error = error_for(method, exc)
             self._count(
                 method,
                 "ratelimited"
@@ -214,7 +139,7 @@ class SlackGateway:
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise SlackUnavailable("response_url", f"{type(exc).__name__}: {exc}") from exc
         if response.status_code == 429:
-            raise SlackRateLimited("response_url", _retry_after(response.headers))
+            raise SlackRateLimited("response_url", retry_after(response.headers))
         if response.status_code >= 500:
             raise SlackUnavailable("response_url", f"http_{response.status_code}")
         if response.status_code != 200:
@@ -280,7 +205,7 @@ class SlackGateway:
                 request_file_info=False,
             )
         except SlackApiError as exc:
-            raise _error_for("files.upload_v2", exc) from exc
+            raise error_for("files.upload_v2", exc) from exc
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise SlackUnavailable("files.upload_v2", f"{type(exc).__name__}: {exc}") from exc
         uploaded = response.get("file")

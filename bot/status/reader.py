@@ -1,7 +1,7 @@
 """What `/queue-status` shows: the fleet's queue now, the open incidents and their silences.
 
 The fleet is read from a handful of the query pack's signals (not the whole diagnostics set)
-within READ_TIMEOUT_SECONDS; open incidents and silences come from the store, and each
+within STATUS_READ_TIMEOUT_SECONDS; open incidents and silences come from the store, and each
 incident's thread link from chat.getPermalink. A part that cannot be read is reported in one
 line and the others are still shown: the on-call asking "is CI slow right now?" gets what
 queuebot has, never nothing.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass
 from datetime import datetime
 
 from bot.diagnostics.checks import runner_state
@@ -20,16 +19,24 @@ from bot.diagnostics.service import MAX_CHARTED, no_fleet, queue_chart
 from bot.diagnostics.signals import FleetSignals, collect
 from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
 from bot.diagnostics.sources.querypack import QueryPack, Signal
+from bot.domain.clock import Clock, utcnow
 from bot.domain.diagnosis import RunnerTypeState
-from bot.incidents.lifecycle import Incident
-from bot.incidents.service import Clock, utcnow
-from bot.slack.gateway import SlackError, SlackGateway
+from bot.domain.incidents import Incident
+from bot.domain.queue_status import (
+    Compared,
+    FleetView,
+    OpenIncident,
+    QueueStatus,
+    TypeDetail,
+)
+from bot.slack.errors import SlackError
+from bot.slack.gateway import SlackGateway
 from bot.store import Store
 
 log = logging.getLogger(__name__)
 
 #: Prometheus slower than this is reported as slow, and the answer goes out without it.
-READ_TIMEOUT_SECONDS = 5.0
+STATUS_READ_TIMEOUT_SECONDS = 5.0
 #: Links to incident threads are best effort within this budget.
 LINK_TIMEOUT_SECONDS = 5.0
 #: Open incidents listed; the rest are counted.
@@ -65,77 +72,6 @@ RUNNER_TYPE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
 _SEPARATORS = re.compile(r"[._-]")
 
 
-@dataclass(frozen=True)
-class Compared:
-    """A value now and its usual value (median of the same time on previous days)."""
-
-    now: float | None
-    usual: float | None
-
-
-@dataclass(frozen=True)
-class TypeDetail:
-    state: RunnerTypeState
-    running: float | None
-    wait: Compared
-    #: Jobs started per minute.
-    arrivals: Compared
-    duration_p50: Compared
-    duration_p90: Compared
-
-    @property
-    def utilisation(self) -> float | None:
-        busy, registered = self.state.busy, self.state.registered
-        if busy is None or not registered:
-            return None
-        return busy / registered
-
-
-@dataclass(frozen=True)
-class FleetView:
-    """Every runner type now, or why the fleet could not be read."""
-
-    types: tuple[RunnerTypeState, ...] = ()
-    #: Why the metrics are missing (Prometheus down, slow, or without runner types).
-    error: str | None = None
-    #: False when no metrics source is configured at all.
-    configured: bool = True
-    window: str = ""
-    #: Signals whose query failed although others answered.
-    missing: tuple[str, ...] = ()
-
-    @property
-    def waiting(self) -> list[RunnerTypeState]:
-        """Runner types with jobs waiting, the longest wait first."""
-        queued = [t for t in self.types if (t.queued or 0.0) > 0]
-        return sorted(
-            queued, key=lambda t: (-(t.max_wait_seconds or 0.0), -(t.queued or 0.0), t.name)
-        )
-
-
-@dataclass(frozen=True)
-class OpenIncident:
-    incident: Incident
-    #: The permalink of its thread (or of the storm digest listing it), when Slack gave one.
-    link: str | None
-
-
-@dataclass(frozen=True)
-class QueueStatus:
-    at: datetime
-    fleet: FleetView
-    #: The most recently started firing incidents, at most MAX_INCIDENTS.
-    incidents: tuple[OpenIncident, ...]
-    firing_total: int
-    #: Firing incidents under a silence that has not ended, the soonest to end first.
-    silenced: tuple[OpenIncident, ...]
-    #: The runner type or prefix asked about; None for the summary.
-    query: str | None = None
-    details: tuple[TypeDetail, ...] = ()
-    #: How many runner types matched `query` (more than are detailed, when many match).
-    matched: int = 0
-
-
 def _key(name: str) -> str:
     return _SEPARATORS.sub("-", name.casefold())
 
@@ -161,7 +97,7 @@ class StatusReader:
         slack: SlackGateway,
         *,
         clock: Clock = utcnow,
-        read_timeout: float = READ_TIMEOUT_SECONDS,
+        read_timeout: float = STATUS_READ_TIMEOUT_SECONDS,
     ) -> None:
         self._store = store
         self._prometheus = prometheus

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from bot.domain.alerts import AlertGroup
-from bot.incidents.lifecycle import Incident, IncidentStatus
+from bot.domain.incidents import Incident, IncidentStatus
 
 
 class OutboxKind(StrEnum):

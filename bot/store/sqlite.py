@@ -21,8 +21,8 @@ from typing import Any
 import aiosqlite
 
 from bot.domain.alerts import AlertGroup
+from bot.domain.incidents import Incident, IncidentStatus
 from bot.domain.silences import Silence
-from bot.incidents.lifecycle import Incident, IncidentStatus
 from bot.store import (
     Digest,
     Due,

@@ -9,86 +9,24 @@ shaped like a Slack or Grafana token or an HTTP credential reaches stderr as `[r
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
-import re
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, SecretStr
+from bot.telemetry.redaction import Redactor
 
-REDACTED = "[redacted]"
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-#: Credentials recognised by their shape, whoever they belong to.
-_SHAPES = re.compile(
-    # Slack bot, user, app-configuration and legacy tokens, and app-level tokens.
-    r"xox[abposr]-[A-Za-z0-9-]+"
-    r"|xapp-[A-Za-z0-9-]+"
-    # Grafana service-account tokens.
-    r"|glsa_[A-Za-z0-9_]+"
-    # An Authorization credential (RFC 7235 token68) after its scheme; the scheme stays. Basic
-    # needs 8 characters, what base64 of the shortest user:password pair takes, so that prose
-    # such as "Bearer <token> or Basic auth" in the webhook's own refusal stays readable.
-    r"|(?P<scheme>\b(?i:bearer)\s+)[A-Za-z0-9._~+/-]+=*"
-    r"|(?P<basic>\b(?i:basic)\s+)[A-Za-z0-9._~+/-]{8,}=*"
-)
-#: Shorter known values would blank out ordinary words wherever they occur.
-MIN_SECRET_LENGTH = 4
 
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
 _RECORD_ATTRIBUTES = frozenset(
     logging.LogRecord("", logging.INFO, "", 0, "", None, None).__dict__
 ) | {"message", "asctime", "taskName"}
 _OWN_KEYS = ("time", "level", "logger", "message", "exc", "stack")
-
-
-def known_secrets(settings: BaseModel) -> list[str]:
-    """The value of every `SecretStr` setting that is set."""
-    values = (getattr(settings, name) for name in type(settings).model_fields)
-    return [value.get_secret_value() for value in values if isinstance(value, SecretStr)]
-
-
-class Redactor:
-    """Replaces known secret values (and their base64) and credential-shaped text."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        forms: set[str] = set()
-        for secret in secrets:
-            if len(secret) < MIN_SECRET_LENGTH:
-                continue
-            forms.add(secret)
-            # A secret sent as Basic credentials or in a signed body shows up base64-encoded.
-            encoded = base64.b64encode(secret.encode()).decode()
-            forms.update((encoded, encoded.rstrip("=")))
-        # Longest first, so a secret that contains another is replaced whole.
-        ordered = sorted(forms, key=len, reverse=True)
-        self._known = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-
-    def __call__(self, text: str) -> str:
-        if self._known is not None:
-            text = self._known.sub(REDACTED, text)
-        return _SHAPES.sub(_keep_scheme, text)
-
-    def value(self, value: Any) -> Any:
-        """`value` with every string in it redacted (lists, tuples and dict values too)."""
-        if isinstance(value, str):
-            return self(value)
-        if isinstance(value, dict):
-            return {key: self.value(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return type(value)(self.value(item) for item in value)
-        return value
-
-
-def _keep_scheme(match: re.Match[str]) -> str:
-    scheme = match.group("scheme") or match.group("basic") or ""
-    return scheme + REDACTED
 
 
 class RedactionFilter(logging.Filter):

@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import SecretStr, ValidationError
 
-from bot.domain.alerts import parse_webhook
+from bot.domain.notifications import parse_webhook
 from bot.incidents.service import IncidentService
 from bot.store import StoreError
 from bot.telemetry.metrics import Metrics

@@ -16,8 +16,8 @@ from typing import Any
 from aiohttp import web
 
 import bot
-from bot.domain.alerts import WEBHOOK_ADAPTER
-from bot.slack import contract as ids
+from bot.domain.notifications import WEBHOOK_ADAPTER
+from bot.web import paths
 from bot.web.grafana_webhook import MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_WINDOW_SECONDS
 
 _SCHEMAS = "#/components/schemas/"
@@ -154,7 +154,7 @@ def _build() -> dict[str, Any]:
             "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
         },
         "paths": {
-            ids.GRAFANA_WEBHOOK_PATH: {
+            paths.GRAFANA_WEBHOOK_PATH: {
                 "post": {
                     "operationId": "receiveWebhook",
                     "summary": "Receive one Grafana or Alertmanager notification",
@@ -207,7 +207,7 @@ def _build() -> dict[str, Any]:
                     },
                 }
             },
-            ids.HEALTHZ_PATH: {
+            paths.HEALTHZ_PATH: {
                 "get": {
                     "operationId": "health",
                     "summary": "Liveness",
@@ -215,7 +215,7 @@ def _build() -> dict[str, Any]:
                     "responses": {"200": _json(_ref("Health"), "The process serves requests.")},
                 }
             },
-            ids.METRICS_PATH: {
+            paths.METRICS_PATH: {
                 "get": {
                     "operationId": "metrics",
                     "summary": "The bot's own metrics in Prometheus' text exposition format",
@@ -231,7 +231,7 @@ def _build() -> dict[str, Any]:
                     },
                 }
             },
-            ids.OPENAPI_PATH: {
+            paths.OPENAPI_PATH: {
                 "get": {
                     "operationId": "openapi",
                     "summary": "This document",

@@ -7,7 +7,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import ONCALL_USER, EventKind, SlackSandbox
+from bot.sandbox.slack import ONCALL_USER, SandboxEventKind, SlackSandbox
 
 SILENCE_MODAL: dict[str, Any] = {
     "type": "modal",
@@ -141,7 +141,7 @@ async def test_upload_v2_shares_the_file_in_the_thread(
     shared = [
         e
         for e in [events.get_nowait() for _ in range(events.qsize())]
-        if e.kind == EventKind.FILE_SHARED
+        if e.kind == SandboxEventKind.FILE_SHARED
     ]
     assert shared[0].thread_ts == parent["ts"]
 

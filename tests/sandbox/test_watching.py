@@ -5,7 +5,7 @@ import asyncio
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import ONCALL_USER, EventKind, SlackSandbox
+from bot.sandbox.slack import ONCALL_USER, SandboxEventKind, SlackSandbox
 
 
 async def test_wait_for_wakes_when_a_message_arrives(
@@ -43,12 +43,12 @@ async def test_subscription_sees_each_change_in_order(
     await client.chat_update(channel=sandbox.channel_id, ts=posted["ts"], text="b")
     await client.chat_postEphemeral(channel=sandbox.channel_id, user=ONCALL_USER, text="c")
     seen = [events.get_nowait() for _ in range(events.qsize())]
-    changes = [e for e in seen if e.kind is not EventKind.API_CALL]
+    changes = [e for e in seen if e.kind is not SandboxEventKind.API_CALL]
     kinds = [(e.kind, e.channel) for e in changes]
     assert kinds == [
-        (EventKind.MESSAGE_POSTED, sandbox.channel_id),
-        (EventKind.MESSAGE_UPDATED, sandbox.channel_id),
-        (EventKind.EPHEMERAL_POSTED, sandbox.channel_id),
+        (SandboxEventKind.MESSAGE_POSTED, sandbox.channel_id),
+        (SandboxEventKind.MESSAGE_UPDATED, sandbox.channel_id),
+        (SandboxEventKind.EPHEMERAL_POSTED, sandbox.channel_id),
     ]
     assert (changes[-1].user, changes[-1].detail["text"]) == (ONCALL_USER, "c")
 

@@ -21,11 +21,10 @@ from typing import Any
 
 import aiohttp
 
-from bot.config import Settings
-from bot.render.mrkdwn import host_of
+from bot.telemetry.redaction import host_of
 
 #: Per query; diagnostics run many at once and must answer within seconds.
-TIMEOUT_SECONDS = 5.0
+PROMETHEUS_TIMEOUT_SECONDS = 5.0
 
 
 class PrometheusError(Exception):
@@ -76,7 +75,7 @@ class PrometheusClient:
         base_url: str,
         *,
         token: str | None = None,
-        timeout: float = TIMEOUT_SECONDS,
+        timeout: float = PROMETHEUS_TIMEOUT_SECONDS,
     ) -> None:
         self._session = session
         self.base_url = base_url.rstrip("/")
@@ -95,7 +94,7 @@ class PrometheusClient:
         datasource_uid: str,
         token: str,
         *,
-        timeout: float = TIMEOUT_SECONDS,
+        timeout: float = PROMETHEUS_TIMEOUT_SECONDS,
     ) -> PrometheusClient:
         base = f"{grafana_url.rstrip('/')}/api/datasources/proxy/uid/{datasource_uid}"
         return cls(session, base, token=token, timeout=timeout)
@@ -172,25 +171,3 @@ class PrometheusClient:
             points = tuple((_when(t), _number(v)) for t, v in item.get("values") or ())
             series.append(RangeSeries({str(k): str(v) for k, v in metric.items()}, points))
         return series
-
-
-def client_for(
-    settings: Settings, session: aiohttp.ClientSession | None
-) -> PrometheusClient | None:
-    """Prometheus directly (PROMETHEUS_URL), or through Grafana's datasource proxy."""
-    if session is None:
-        return None
-    if settings.prometheus_url is not None:
-        return PrometheusClient(session, str(settings.prometheus_url))
-    if (
-        settings.grafana_prometheus_datasource_uid
-        and settings.grafana_url is not None
-        and settings.grafana_token is not None
-    ):
-        return PrometheusClient.through_grafana(
-            session,
-            str(settings.grafana_url),
-            settings.grafana_prometheus_datasource_uid,
-            settings.grafana_token.get_secret_value(),
-        )
-    return None

@@ -5,14 +5,14 @@ port, keeps the workspace's state, refuses what Slack refuses with Slack's error
 sends clicks, slash commands and modal submissions to the app as Slack does.
 """
 
-from bot.sandbox.slack.events import EventKind, SandboxEvent
+from bot.sandbox.slack.events import SandboxEvent, SandboxEventKind
 from bot.sandbox.slack.faults import Fault, Faults
 from bot.sandbox.slack.interactions import InteractionResult
 from bot.sandbox.slack.models import (
     CallRecord,
     Ephemeral,
-    Message,
     OpenView,
+    PostedMessage,
     ResponsePost,
     SandboxFile,
     UserGroup,
@@ -20,23 +20,23 @@ from bot.sandbox.slack.models import (
 )
 from bot.sandbox.slack.server import ONCALL_USER, SECOND_USER, SlackSandbox
 from bot.sandbox.slack.text import render_message, render_thread
-from bot.sandbox.slack.workspace import SlackError
+from bot.sandbox.slack.workspace import ApiError
 
 __all__ = [
     "ONCALL_USER",
     "SECOND_USER",
+    "ApiError",
     "CallRecord",
     "Ephemeral",
-    "EventKind",
     "Fault",
     "Faults",
     "InteractionResult",
-    "Message",
     "OpenView",
+    "PostedMessage",
     "ResponsePost",
     "SandboxEvent",
+    "SandboxEventKind",
     "SandboxFile",
-    "SlackError",
     "SlackSandbox",
     "UserGroup",
     "ViewState",

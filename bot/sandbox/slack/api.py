@@ -13,11 +13,11 @@ from types import MappingProxyType
 from aiohttp import web
 
 from bot.sandbox.slack import api_chat, api_files, api_usergroups, api_views
-from bot.sandbox.slack.events import EventHub, EventKind, SandboxEvent
+from bot.sandbox.slack.events import EventHub, SandboxEvent, SandboxEventKind
 from bot.sandbox.slack.faults import Answer, Faults, MessageRateLimit
 from bot.sandbox.slack.models import JSON, CallRecord
 from bot.sandbox.slack.params import Call, bearer_token, read_params
-from bot.sandbox.slack.workspace import SlackError, Workspace
+from bot.sandbox.slack.workspace import ApiError, Workspace
 
 Handler = Callable[[Call], Awaitable[JSON]]
 
@@ -86,7 +86,7 @@ class WebApi:
         try:
             params = await read_params(request)
             answer = await self.answer(request, method, params)
-        except SlackError as refusal:
+        except ApiError as refusal:
             answer = Answer(refusal.status, refusal.body())
         token = bearer_token(request, params)
         if token == self.workspace.identity.bot_token:
@@ -105,7 +105,7 @@ class WebApi:
                 http_verb=request.method,
             )
         )
-        await self.hub.publish(SandboxEvent(EventKind.API_CALL, detail={"method": method}))
+        await self.hub.publish(SandboxEvent(SandboxEventKind.API_CALL, detail={"method": method}))
         return web.json_response(answer.body, status=answer.status, headers=answer.headers)
 
     async def answer(self, request: web.Request, method: str, params: JSON) -> Answer:
@@ -129,18 +129,18 @@ class WebApi:
     def authorize(self, spec: Method, token: str | None) -> None:
         identity = self.workspace.identity
         if token is None:
-            raise SlackError("not_authed")
+            raise ApiError("not_authed")
         kinds = {identity.bot_token: TokenKind.BOT}
         if identity.app_token:
             kinds[identity.app_token] = TokenKind.APP
         kind = kinds.get(token)
         if kind is None:
-            raise SlackError("invalid_auth")
+            raise ApiError("invalid_auth")
         if spec.token is not kind:
-            raise SlackError("not_allowed_token_type")
+            raise ApiError("not_allowed_token_type")
         provided = identity.scopes if kind is TokenKind.BOT else ("connections:write",)
         if spec.scope is not None and spec.scope not in provided:
-            raise SlackError("missing_scope", needed=spec.scope, provided=",".join(provided))
+            raise ApiError("missing_scope", needed=spec.scope, provided=",".join(provided))
 
 
 def base_url(request: web.Request) -> str:

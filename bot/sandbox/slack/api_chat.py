@@ -4,10 +4,10 @@ Each answers what Slack answers (https://docs.slack.dev/reference/methods/<metho
 refuses with Slack's error names.
 """
 
-from bot.sandbox.slack.events import EventKind, SandboxEvent, ephemeral_posted
-from bot.sandbox.slack.models import JSON, Channel, Message
+from bot.sandbox.slack.events import SandboxEvent, SandboxEventKind, ephemeral_posted
+from bot.sandbox.slack.models import JSON, Channel, PostedMessage
 from bot.sandbox.slack.params import Call
-from bot.sandbox.slack.workspace import SlackError
+from bot.sandbox.slack.workspace import ApiError
 from bot.slack.blockkit import truncate_text
 
 #: chat.update: "msg_too_long: The text field cannot exceed 4,000 characters."
@@ -23,7 +23,7 @@ def require_membership(call: Call, channel: Channel) -> None:
     identity = call.workspace.identity
     public_ok = "chat:write.public" in identity.scopes and not channel.is_private
     if identity.bot_user_id not in channel.members and not public_ok:
-        raise SlackError("not_in_channel")
+        raise ApiError("not_in_channel")
 
 
 def metadata_arg(call: Call) -> JSON | None:
@@ -32,11 +32,11 @@ def metadata_arg(call: Call) -> JSON | None:
     if metadata is None:
         return None
     if not isinstance(metadata, dict):
-        raise SlackError("invalid_metadata_format")
+        raise ApiError("invalid_metadata_format")
     if not isinstance(metadata.get("event_type"), str) or not isinstance(
         metadata.get("event_payload", {}), dict
     ):
-        raise SlackError("invalid_metadata_schema")
+        raise ApiError("invalid_metadata_schema")
     return metadata
 
 
@@ -60,7 +60,7 @@ async def chat_post_message(call: Call) -> JSON:
     require_membership(call, channel)
     if markdown := call.arg("markdown_text"):
         if call.arg("text") or call.params.get("blocks"):
-            raise SlackError("markdown_text_conflict")
+            raise ApiError("markdown_text_conflict")
         call.params["blocks"] = [{"type": "markdown", "text": markdown}]
         call.params["text"] = markdown
     text, blocks = call.message_content()
@@ -72,7 +72,7 @@ async def chat_post_message(call: Call) -> JSON:
         channel, ws.identity.bot_user_id, text, blocks, thread_ts, metadata, broadcast=broadcast
     )
     await call.hub.publish(
-        SandboxEvent(EventKind.MESSAGE_POSTED, channel.id, message.ts, message.thread_ts)
+        SandboxEvent(SandboxEventKind.MESSAGE_POSTED, channel.id, message.ts, message.thread_ts)
     )
     answer: JSON = {"channel": channel.id, "ts": message.ts, "message": message.to_slack()}
     if truncated:
@@ -83,22 +83,22 @@ async def chat_post_message(call: Call) -> JSON:
 
 def find_message(
     call: Call, ts_arg: str, missing: str = "message_not_found"
-) -> tuple[Channel, Message]:
+) -> tuple[Channel, PostedMessage]:
     """The message `ts_arg` names in the channel given by ID; Slack's `missing` error if none."""
     ws = call.workspace
     # "channel ... is used as an identifier for the target message": an ID, not a name.
     channel = ws.channel(call.required("channel", "channel_not_found"), by_name=False)
     message = ws.find(channel.id, call.required(ts_arg, missing))
     if message is None:
-        raise SlackError(missing)
+        raise ApiError(missing)
     return channel, message
 
 
-def own_message(call: Call, ts_arg: str, denied: str) -> tuple[Channel, Message]:
+def own_message(call: Call, ts_arg: str, denied: str) -> tuple[Channel, PostedMessage]:
     """The message `ts_arg` names, which the bot must have posted (else Slack's `denied`)."""
     channel, message = find_message(call, ts_arg)
     if message.user != call.workspace.identity.bot_user_id:
-        raise SlackError(denied)
+        raise ApiError(denied)
     return channel, message
 
 
@@ -111,12 +111,12 @@ async def chat_update(call: Call) -> JSON:
         call.params["blocks"] = message.blocks
     text, blocks = call.message_content()
     if len(text) > MAX_UPDATE_TEXT:
-        raise SlackError("msg_too_long")
+        raise ApiError("msg_too_long")
     if "metadata" in call.params and call.params["metadata"] is not None:
         message.metadata = metadata_arg(call) if call.params["metadata"] not in ({}, "{}") else None
     ws.update(message, text, blocks, ws.identity.bot_user_id)
     await call.hub.publish(
-        SandboxEvent(EventKind.MESSAGE_UPDATED, channel.id, message.ts, message.thread_ts)
+        SandboxEvent(SandboxEventKind.MESSAGE_UPDATED, channel.id, message.ts, message.thread_ts)
     )
     return {"channel": channel.id, "ts": message.ts, "text": text, "message": message.to_slack()}
 
@@ -127,7 +127,7 @@ async def chat_post_ephemeral(call: Call) -> JSON:
     user = call.required("user", "user_not_in_channel")
     require_membership(call, channel)
     if user not in channel.members:
-        raise SlackError("user_not_in_channel")
+        raise ApiError("user_not_in_channel")
     text, blocks = call.message_content()
     ephemeral = ws.post_ephemeral(channel, user, text, blocks, call.arg("thread_ts"))
     await call.hub.publish(ephemeral_posted(ephemeral))
@@ -153,11 +153,11 @@ def permalink(base_url: str, channel_id: str, ts: str, thread_ts: str | None) ->
 async def chat_delete(call: Call) -> JSON:
     channel, message = own_message(call, "ts", "cant_delete_message")
     message.deleted = True
-    await call.hub.publish(SandboxEvent(EventKind.MESSAGE_DELETED, channel.id, message.ts))
+    await call.hub.publish(SandboxEvent(SandboxEventKind.MESSAGE_DELETED, channel.id, message.ts))
     return {"channel": channel.id, "ts": message.ts}
 
 
-def _listed(call: Call, messages: list[Message]) -> list[JSON]:
+def _listed(call: Call, messages: list[PostedMessage]) -> list[JSON]:
     """Messages as conversations.history/replies list them: within `oldest`/`latest`
     (exclusive unless `inclusive`), and with their metadata only on `include_all_metadata`
     (https://docs.slack.dev/reference/methods/conversations.history)."""
@@ -213,7 +213,7 @@ async def conversations_info(call: Call) -> JSON:
 async def conversations_join(call: Call) -> JSON:
     channel = call.workspace.channel(call.required("channel", "channel_not_found"), by_name=False)
     if channel.is_private:
-        raise SlackError("method_not_supported_for_channel_type")
+        raise ApiError("method_not_supported_for_channel_type")
     channel.members.add(call.workspace.identity.bot_user_id)
     return {"channel": channel_object(call, channel)}
 
@@ -221,7 +221,7 @@ async def conversations_join(call: Call) -> JSON:
 async def users_info(call: Call) -> JSON:
     user = call.workspace.users.get(call.required("user", "user_not_found"))
     if user is None:
-        raise SlackError("user_not_found")
+        raise ApiError("user_not_found")
     return {
         "user": {
             "id": user.id,

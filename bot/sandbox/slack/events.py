@@ -12,10 +12,10 @@ from typing import Any, TypeVar
 
 from bot.sandbox.slack.models import Ephemeral
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
-class EventKind(StrEnum):
+class SandboxEventKind(StrEnum):
     MESSAGE_POSTED = "message_posted"
     MESSAGE_UPDATED = "message_updated"
     MESSAGE_DELETED = "message_deleted"
@@ -33,7 +33,7 @@ class EventKind(StrEnum):
 
 @dataclass(frozen=True)
 class SandboxEvent:
-    kind: EventKind
+    kind: SandboxEventKind
     channel: str | None = None
     ts: str | None = None
     thread_ts: str | None = None
@@ -44,7 +44,7 @@ class SandboxEvent:
 def ephemeral_posted(ephemeral: Ephemeral) -> SandboxEvent:
     """Nothing in the channel shows an ephemeral later, so its event carries the message."""
     return SandboxEvent(
-        EventKind.EPHEMERAL_POSTED,
+        SandboxEventKind.EPHEMERAL_POSTED,
         ephemeral.channel,
         ephemeral.ts,
         ephemeral.thread_ts,
@@ -76,9 +76,9 @@ class EventHub:
             self._subscribers.remove(queue)
 
     # A timeout argument, like asyncio.wait_for: every caller wants a bound, so it has a default.
-    async def wait_for(self, predicate: Callable[[], T], timeout: float = 5.0) -> T:  # noqa: ASYNC109
+    async def wait_for(self, predicate: Callable[[], _T], timeout: float = 5.0) -> _T:  # noqa: ASYNC109
         """Wait until `predicate()` is truthy, re-checking on every change; return its value."""
-        result: list[T] = []
+        result: list[_T] = []
 
         def check() -> bool:
             value = predicate()

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import aiohttp
 
 from bot.sandbox.slack import payloads
-from bot.sandbox.slack.events import EventHub, EventKind, SandboxEvent, ephemeral_posted
+from bot.sandbox.slack.events import EventHub, SandboxEvent, SandboxEventKind, ephemeral_posted
 from bot.sandbox.slack.models import JSON, ViewState
 from bot.sandbox.slack.socket_mode import SocketModeHub
 from bot.sandbox.slack.workspace import Workspace
@@ -94,7 +94,9 @@ class AppLink:
             response_url=payload.get("response_url"),
         )
         self.results.append(result)
-        await self.hub.publish(SandboxEvent(EventKind.INTERACTION_SENT, detail={"kind": kind}))
+        await self.hub.publish(
+            SandboxEvent(SandboxEventKind.INTERACTION_SENT, detail={"kind": kind})
+        )
         return result
 
     async def over_http(self, form: Mapping[str, str]) -> tuple[int | None, str]:
@@ -141,7 +143,7 @@ class AppLink:
         ws = self.workspace
         if answer.get("response_type") == "in_channel":
             message = ws.post(channel, ws.identity.bot_user_id, text, blocks)
-            event = SandboxEvent(EventKind.MESSAGE_POSTED, channel.id, message.ts)
+            event = SandboxEvent(SandboxEventKind.MESSAGE_POSTED, channel.id, message.ts)
         else:
             ephemeral = ws.post_ephemeral(channel, fields["user_id"], text, blocks, None)
             event = ephemeral_posted(ephemeral)
@@ -161,10 +163,12 @@ class AppLink:
             view.history.append(view.view)
             view.view, view.hash, view.errors = answer["view"], self.workspace.new_hash(), {}
             await self.hub.publish(
-                SandboxEvent(EventKind.VIEW_UPDATED, user=view.user, detail={"view_id": view.id})
+                SandboxEvent(
+                    SandboxEventKind.VIEW_UPDATED, user=view.user, detail={"view_id": view.id}
+                )
             )
             return
         view.state = ViewState.CLOSED
         await self.hub.publish(
-            SandboxEvent(EventKind.VIEW_CLOSED, user=view.user, detail={"view_id": view.id})
+            SandboxEvent(SandboxEventKind.VIEW_CLOSED, user=view.user, detail={"view_id": view.id})
         )

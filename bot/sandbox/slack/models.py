@@ -1,6 +1,6 @@
 """The sandbox workspace's records: users, user groups, channels, messages, files, views, calls.
 
-Plain dataclasses; `Message.to_slack()` gives the shape Slack puts into API answers and
+Plain dataclasses; `PostedMessage.to_slack()` gives the shape Slack puts into API answers and
 interaction payloads, `UserGroup.to_slack()` the usergroup object of usergroups.list.
 """
 
@@ -87,7 +87,7 @@ class MessageVersion:
 
 
 @dataclass
-class Message:
+class PostedMessage:
     channel: str
     ts: str
     user: str

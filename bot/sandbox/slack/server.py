@@ -20,8 +20,8 @@ from bot.sandbox.slack.models import (
     CallRecord,
     Channel,
     Ephemeral,
-    Message,
     OpenView,
+    PostedMessage,
     ResponsePost,
     SandboxFile,
     User,
@@ -34,7 +34,7 @@ from bot.sandbox.slack.web import WebUi
 from bot.sandbox.slack.webhooks import Webhooks
 from bot.sandbox.slack.workspace import Identity, Workspace
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 # The sandbox's own credentials: they open nothing but the sandbox.
 SANDBOX_BOT_TOKEN = "xoxb-sandbox-token"  # noqa: S105
@@ -220,17 +220,17 @@ class SlackSandbox:
     def _channel_id(self, channel: str | None) -> str:
         return self.channel_id if channel is None else self.workspace.channel(channel).id
 
-    def messages(self, channel: str | None = None) -> list[Message]:
+    def messages(self, channel: str | None = None) -> list[PostedMessage]:
         """Top-level messages of a channel (the default one when None), oldest first."""
         return sorted(self.workspace.top_level(self._channel_id(channel)), key=lambda m: m.ts)
 
-    def message(self, channel: str | None, ts: str) -> Message | None:
+    def message(self, channel: str | None, ts: str) -> PostedMessage | None:
         return self.workspace.find(self._channel_id(channel), ts)
 
-    def replies(self, channel: str | None, ts: str) -> list[Message]:
+    def replies(self, channel: str | None, ts: str) -> list[PostedMessage]:
         return self.workspace.replies(self._channel_id(channel), ts)
 
-    def orphans(self, channel: str | None = None) -> list[Message]:
+    def orphans(self, channel: str | None = None) -> list[PostedMessage]:
         """Replies whose thread_ts named no message: accepted by Slack, visible nowhere."""
         stored = self.workspace.messages.get(self._channel_id(channel), {}).values()
         return [m for m in stored if m.orphan]
@@ -279,7 +279,7 @@ class SlackSandbox:
 
     # -- waiting and watching ----------------------------------------------------------------
 
-    async def wait_for(self, predicate: Callable[[], T], timeout: float = 5.0) -> T:  # noqa: ASYNC109
+    async def wait_for(self, predicate: Callable[[], _T], timeout: float = 5.0) -> _T:  # noqa: ASYNC109
         """Wait until `predicate()` is truthy, waking on every state change; return its value."""
         return await self.hub.wait_for(predicate, timeout)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from bot.sandbox.slack.events import EventHub, EventKind, SandboxEvent
+from bot.sandbox.slack.events import EventHub, SandboxEvent, SandboxEventKind
 from bot.sandbox.slack.models import JSON
 from bot.sandbox.slack.params import Call
 from bot.sandbox.slack.workspace import Workspace
@@ -57,7 +57,7 @@ class SocketModeHub:
         await socket.prepare(request)
         connection = Connection(socket)
         self.connections.append(connection)
-        await self.hub.publish(SandboxEvent(EventKind.SOCKET_CONNECTED))
+        await self.hub.publish(SandboxEvent(SandboxEventKind.SOCKET_CONNECTED))
         await socket.send_json(
             {
                 "type": "hello",
@@ -75,7 +75,7 @@ class SocketModeHub:
             for waiter in connection.pending.values():
                 if not waiter.done():
                     waiter.set_exception(ConnectionError("Socket Mode connection closed"))
-            await self.hub.publish(SandboxEvent(EventKind.SOCKET_DISCONNECTED))
+            await self.hub.publish(SandboxEvent(SandboxEventKind.SOCKET_DISCONNECTED))
         return socket
 
     def on_frame(self, connection: Connection, data: str) -> None:

@@ -22,11 +22,11 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.slack.events import EventHub, EventKind, SandboxEvent
-from bot.sandbox.slack.models import JSON, Message, ViewState
+from bot.sandbox.slack.events import EventHub, SandboxEvent, SandboxEventKind
+from bot.sandbox.slack.models import JSON, PostedMessage, ViewState
 from bot.sandbox.slack.people import People
 from bot.sandbox.slack.text import EMOJI
-from bot.sandbox.slack.workspace import SlackError, Workspace
+from bot.sandbox.slack.workspace import ApiError, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,11 @@ STATIC = {
     "app.css": "text/css",
 }
 #: Events the page does not need to hear about (they change nothing it shows).
-QUIET = {EventKind.API_CALL, EventKind.INTERACTION_SENT, EventKind.RESPONSE_POSTED}
+QUIET = {
+    SandboxEventKind.API_CALL,
+    SandboxEventKind.INTERACTION_SENT,
+    SandboxEventKind.RESPONSE_POSTED,
+}
 #: A keep-alive comment this often keeps proxies and the browser from closing the stream.
 KEEPALIVE_SECONDS = 15.0
 
@@ -142,7 +146,7 @@ class WebUi:
             "emoji": dict(EMOJI),
         }
 
-    def _message(self, message: Message, *, with_replies: bool) -> JSON:
+    def _message(self, message: PostedMessage, *, with_replies: bool) -> JSON:
         shown = message.to_slack()
         shown["channel"] = message.channel
         shown["edited_count"] = max(len(message.versions) - 1, 0)
@@ -223,7 +227,7 @@ class WebUi:
         if view is None or view.state is not ViewState.OPEN:
             raise web.HTTPNotFound(text="no open view")
         view.state = ViewState.CLOSED
-        await self.hub.publish(SandboxEvent(EventKind.VIEW_CLOSED, user=view.user))
+        await self.hub.publish(SandboxEvent(SandboxEventKind.VIEW_CLOSED, user=view.user))
         return web.json_response({"ok": True})
 
     async def command(self, request: web.Request) -> web.Response:
@@ -253,7 +257,7 @@ class WebUi:
         """Run what the person did; answer once the app has acked (or failed to)."""
         try:
             result = await action
-        except (LookupError, ValueError, SlackError) as problem:
+        except (LookupError, ValueError, ApiError) as problem:
             return web.json_response({"ok": False, "error": str(problem)}, status=400)
         return web.json_response(
             {"ok": True, "status": result.status, "acked_in_time": result.acked_in_time}

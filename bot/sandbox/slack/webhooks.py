@@ -9,11 +9,11 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.slack.events import EventHub, EventKind, SandboxEvent, ephemeral_posted
+from bot.sandbox.slack.events import EventHub, SandboxEvent, SandboxEventKind, ephemeral_posted
 from bot.sandbox.slack.models import JSON, MessageVersion, ResponsePost, ResponseTarget
 from bot.sandbox.slack.params import blocks_error
 from bot.sandbox.slack.text import render_thread
-from bot.sandbox.slack.workspace import SlackError, Workspace, with_block_ids
+from bot.sandbox.slack.workspace import ApiError, Workspace, with_block_ids
 from bot.slack.blockkit import slack_error, validate_message
 
 
@@ -37,18 +37,18 @@ class Webhooks:
             try:
                 parsed = await request.json()
             except ValueError:
-                raise SlackError("invalid_payload", status=400) from None
+                raise ApiError("invalid_payload", status=400) from None
             if not isinstance(parsed, dict):
-                raise SlackError("invalid_payload", status=400)
+                raise ApiError("invalid_payload", status=400)
             body = parsed
             outcome = await self.apply(target, body)
             status, answer = 200, {"ok": True}
-        except SlackError as refusal:
+        except ApiError as refusal:
             status, answer, outcome = refusal.status, refusal.body(), refusal.error
         self.workspace.response_posts.append(ResponsePost(target_id, body, status, outcome))
         await self.hub.publish(
             SandboxEvent(
-                EventKind.RESPONSE_POSTED, detail={"target": target_id, "outcome": outcome}
+                SandboxEventKind.RESPONSE_POSTED, detail={"target": target_id, "outcome": outcome}
             )
         )
         return web.json_response(answer, status=status)
@@ -61,14 +61,14 @@ class Webhooks:
         text = str(body.get("text") or "")
         blocks = body.get("blocks")
         if not text and not blocks:
-            raise SlackError("no_text", status=400)
+            raise ApiError("no_text", status=400)
         if error := slack_error(problems := validate_message(text, blocks)):
             refusal = blocks_error(error, problems)
             refusal.status = 400
             raise refusal
         try:
             ws.check_slack_files(blocks)
-        except SlackError as refusal:
+        except ApiError as refusal:
             refusal.status = 400
             raise
         blocks = list(blocks or [])
@@ -81,7 +81,9 @@ class Webhooks:
         if body.get("response_type") == "in_channel":
             message = ws.post(channel, ws.identity.bot_user_id, text, blocks, thread)
             await self.hub.publish(
-                SandboxEvent(EventKind.MESSAGE_POSTED, channel.id, message.ts, message.thread_ts)
+                SandboxEvent(
+                    SandboxEventKind.MESSAGE_POSTED, channel.id, message.ts, message.thread_ts
+                )
             )
             return "in_channel"
         ephemeral = ws.post_ephemeral(channel, target.user, text, blocks, thread)
@@ -94,19 +96,19 @@ class Webhooks:
         if target.source_ephemeral:
             ephemeral = ws.find_ephemeral(target.channel, target.source_ts)
             if ephemeral is None:
-                raise SlackError("message_not_found", status=404)
+                raise ApiError("message_not_found", status=404)
             ephemeral.text, ephemeral.blocks = text, with_block_ids(blocks)
             ephemeral.versions.append(MessageVersion(text, ephemeral.blocks, ws.next_ts()))
             event = SandboxEvent(
-                EventKind.MESSAGE_UPDATED, target.channel, ephemeral.ts, user=target.user
+                SandboxEventKind.MESSAGE_UPDATED, target.channel, ephemeral.ts, user=target.user
             )
         else:
             message = ws.find(target.channel, target.source_ts)
             if message is None:
-                raise SlackError("message_not_found", status=404)
+                raise ApiError("message_not_found", status=404)
             ws.update(message, text, blocks, ws.identity.bot_user_id)
             event = SandboxEvent(
-                EventKind.MESSAGE_UPDATED, target.channel, message.ts, message.thread_ts
+                SandboxEventKind.MESSAGE_UPDATED, target.channel, message.ts, message.thread_ts
             )
         await self.hub.publish(event)
         return "replaced"
@@ -121,9 +123,11 @@ class Webhooks:
             else ws.find(target.channel, target.source_ts)
         )
         if found is None:
-            raise SlackError("message_not_found", status=404)
+            raise ApiError("message_not_found", status=404)
         found.deleted = True
-        await self.hub.publish(SandboxEvent(EventKind.MESSAGE_DELETED, target.channel, found.ts))
+        await self.hub.publish(
+            SandboxEvent(SandboxEventKind.MESSAGE_DELETED, target.channel, found.ts)
+        )
         return "deleted"
 
     async def upload(self, request: web.Request) -> web.Response:

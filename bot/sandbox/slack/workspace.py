@@ -1,7 +1,7 @@
 """The sandbox's workspace state and the Slack rules that govern changing it.
 
 Owns the team, the bot, users, user groups, channels, messages and threads, ephemerals, files,
-views, trigger ids and response URLs. Operations raise `SlackError` with Slack's error names.
+views, trigger ids and response URLs. Operations raise `ApiError` with Slack's error names.
 """
 
 import secrets
@@ -15,9 +15,9 @@ from bot.sandbox.slack.models import (
     CallRecord,
     Channel,
     Ephemeral,
-    Message,
     MessageVersion,
     OpenView,
+    PostedMessage,
     ResponsePost,
     ResponseTarget,
     SandboxFile,
@@ -37,7 +37,7 @@ RESPONSE_URL_TTL = 30 * 60.0
 SLACKBOT_USER = "USLACKBOT"
 
 
-class SlackError(Exception):
+class ApiError(Exception):
     """A refusal in Slack's words: `{"ok": false, "error": <error>, **extra}` with `status`."""
 
     def __init__(self, error: str, status: int = 200, **extra: Any) -> None:
@@ -78,7 +78,7 @@ class Workspace:
         self.users: dict[str, User] = {}
         self.usergroups: dict[str, UserGroup] = {}
         self.channels: dict[str, Channel] = {}
-        self.messages: dict[str, dict[str, Message]] = {}
+        self.messages: dict[str, dict[str, PostedMessage]] = {}
         self.ephemerals: list[Ephemeral] = []
         self.files: dict[str, SandboxFile] = {}
         self.views: dict[str, OpenView] = {}
@@ -124,7 +124,7 @@ class Workspace:
             # https://docs.slack.dev/reference/methods/usergroups.users.list documents
             # no_such_subteam for an unknown ID and no error of its own for a disabled group
             # asked for without include_disabled; the sandbox treats such a group as not found.
-            raise SlackError("no_such_subteam")
+            raise ApiError("no_such_subteam")
         return group
 
     def disable_usergroup(self, usergroup_id: str, by_user: str = SLACKBOT_USER) -> UserGroup:
@@ -151,7 +151,7 @@ class Workspace:
             for channel in self.channels.values():
                 if channel.name == name:
                     return channel
-        raise SlackError("channel_not_found")
+        raise ApiError("channel_not_found")
 
     # -- ids -----------------------------------------------------------------------------------
 
@@ -177,29 +177,29 @@ class Workspace:
             if not isinstance(file_ref, dict):
                 continue
             if ("id" in file_ref) == ("url" in file_ref):
-                raise SlackError("invalid_blocks", errors=["slack_file needs one of id or url"])
+                raise ApiError("invalid_blocks", errors=["slack_file needs one of id or url"])
             wanted = str(file_ref.get("id") or file_ref.get("url") or "")
             # A url is url_private or a permalink; both name the file id after the team id.
             found = next(
                 (f for f in self.files.values() if wanted == f.id or f"-{f.id}/" in wanted), None
             )
             if found is None or not found.completed:
-                raise SlackError("invalid_blocks", errors=[f"invalid slack file: {wanted}"])
+                raise ApiError("invalid_blocks", errors=[f"invalid slack file: {wanted}"])
             if not found.filename.lower().endswith((".png", ".jpg", ".jpeg", ".gif")):
-                raise SlackError("invalid_blocks", errors=[f"slack file is no image: {wanted}"])
+                raise ApiError("invalid_blocks", errors=[f"slack file is no image: {wanted}"])
 
-    def find(self, channel_id: str, ts: str) -> Message | None:
+    def find(self, channel_id: str, ts: str) -> PostedMessage | None:
         message = self.messages.get(channel_id, {}).get(ts)
         return None if message is None or message.deleted else message
 
-    def top_level(self, channel_id: str) -> list[Message]:
+    def top_level(self, channel_id: str) -> list[PostedMessage]:
         return [
             m
             for m in self.messages.get(channel_id, {}).values()
             if not m.deleted and not m.orphan and (not m.is_reply or m.broadcast)
         ]
 
-    def replies(self, channel_id: str, ts: str) -> list[Message]:
+    def replies(self, channel_id: str, ts: str) -> list[PostedMessage]:
         parent = self.find(channel_id, ts)
         if parent is None:
             return []
@@ -216,10 +216,10 @@ class Workspace:
         metadata: JSON | None = None,
         files: list[JSON] | None = None,
         broadcast: bool = False,
-    ) -> Message:
+    ) -> PostedMessage:
         """Store a new message, filing a reply under the thread's root as Slack does."""
         bot = user == self.identity.bot_user_id
-        message = Message(
+        message = PostedMessage(
             channel=channel.id,
             ts=self.next_ts(),
             user=user,
@@ -250,7 +250,9 @@ class Workspace:
         self.messages.setdefault(channel.id, {})[message.ts] = message
         return message
 
-    def update(self, message: Message, text: str, blocks: list[JSON], by_user: str) -> Message:
+    def update(
+        self, message: PostedMessage, text: str, blocks: list[JSON], by_user: str
+    ) -> PostedMessage:
         message.text = text
         message.blocks = with_block_ids(blocks)
         message.edited_by = by_user
@@ -285,11 +287,11 @@ class Workspace:
     def exchange_trigger(self, trigger_id: str) -> Trigger:
         trigger = self.triggers.get(trigger_id)
         if trigger is None:
-            raise SlackError("invalid_trigger_id")
+            raise ApiError("invalid_trigger_id")
         if trigger.used:
-            raise SlackError("exchanged_trigger_id")
+            raise ApiError("exchanged_trigger_id")
         if self.monotonic() - trigger.issued_at > TRIGGER_TTL:
-            raise SlackError("expired_trigger_id")
+            raise ApiError("expired_trigger_id")
         trigger.used = True
         return trigger
 
@@ -305,10 +307,10 @@ class Workspace:
     def use_response_url(self, target_id: str) -> ResponseTarget:
         target = self.responses.get(target_id)
         if target is None:
-            raise SlackError("invalid_url", status=404)
+            raise ApiError("invalid_url", status=404)
         expired = self.monotonic() - target.created_at > RESPONSE_URL_TTL
         if expired or target.uses >= RESPONSE_URL_USES:
-            raise SlackError("expired_url", status=404)
+            raise ApiError("expired_url", status=404)
         target.uses += 1
         return target
 
@@ -317,7 +319,7 @@ class Workspace:
     def open_view(self, user: str, view: JSON) -> OpenView:
         external_id = view.get("external_id") or None
         if external_id and any(v.external_id == external_id for v in self.views.values()):
-            raise SlackError("duplicate_external_id")
+            raise ApiError("duplicate_external_id")
         opened = OpenView(self.new_id("V"), user, view, self.new_hash(), external_id)
         self.views[opened.id] = opened
         return opened
@@ -331,7 +333,7 @@ class Workspace:
                 external_id and view.external_id == external_id
             ):
                 return view
-        raise SlackError("not_found")
+        raise ApiError("not_found")
 
 
 def with_block_ids(blocks: list[JSON]) -> list[JSON]:

@@ -1,0 +1,82 @@
+"""Numbers and durations as the on-call reads them, and the alert's key values in words."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+
+from bot.domain.alerts import Alert, AlertGroup
+from bot.render.mrkdwn import escape_mrkdwn, oneline
+
+
+@dataclass(frozen=True)
+class KnownValue:
+    label: str
+    unit: str = ""
+    threshold_key: str | None = None
+
+
+#: Readable names for the values the queueing rule computes (its `values` map).
+KNOWN_VALUES: dict[str, KnownValue] = {
+    "max_queue_time_mins": KnownValue("Max queue time", "min", "queue_time_threshold"),
+    "max_queue_size": KnownValue("Max queue size", "", "queue_size_threshold"),
+}
+_THRESHOLD_KEYS = {v.threshold_key for v in KNOWN_VALUES.values() if v.threshold_key}
+
+
+def format_duration(span: timedelta) -> str:
+    """1h42m, 12m, 45s, 2d3h: the on-call's shorthand."""
+    seconds = int(span.total_seconds())
+    if seconds < 60:
+        return f"{max(seconds, 0)}s"
+    minutes, hours, days = seconds // 60 % 60, seconds // 3600 % 24, seconds // 86400
+    if days:
+        return f"{days}d{hours}h" if hours else f"{days}d"
+    if hours:
+        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
+    return f"{minutes}m"
+
+
+def format_number(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "no value"
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def with_unit(value: float | None, unit: str) -> str:
+    shown = format_number(value)
+    return f"{shown} {unit}" if unit and value is not None else shown
+
+
+def key_values(alert: Alert) -> list[str]:
+    """The alert's values as "*Name:* value (threshold t)", well-known ones first."""
+    items: list[str] = []
+    for key, known in KNOWN_VALUES.items():
+        if key not in alert.values:
+            continue
+        text = f"*{known.label}:* {with_unit(alert.values[key], known.unit)}"
+        if known.threshold_key and known.threshold_key in alert.values:
+            threshold = with_unit(alert.values[known.threshold_key], known.unit)
+            text += f" (threshold {threshold})"
+        items.append(text)
+    for key in sorted(alert.values):
+        if key in KNOWN_VALUES or key in _THRESHOLD_KEYS:
+            continue
+        items.append(f"*{escape_mrkdwn(oneline(key))}:* {format_number(alert.values[key])}")
+    return items
+
+
+def value_summary(alert: Alert) -> str:
+    """Key values on one line, for replies and compact lists."""
+    return ", ".join(item.replace("*", "") for item in key_values(alert))
+
+
+def headline(group: AlertGroup) -> str:
+    priority = oneline(group.priority)
+    if priority.isdigit():
+        priority = f"P{priority}"
+    name = oneline(group.name)
+    return f"[{priority}] {name}" if priority else name

@@ -1,0 +1,85 @@
+"""What of a secret-bearing value may be shown: text with credentials taken out, and a URL's
+host without its credentials or path.
+
+Whatever queuebot logs or says to a person goes through here first, so a known secret or
+anything shaped like a Slack or Grafana token or an HTTP credential shows as `[redacted]`.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, SecretStr
+
+REDACTED = "[redacted]"
+
+#: Credentials recognised by their shape, whoever they belong to.
+_SHAPES = re.compile(
+    # Slack bot, user, app-configuration and legacy tokens, and app-level tokens.
+    r"xox[abposr]-[A-Za-z0-9-]+"
+    r"|xapp-[A-Za-z0-9-]+"
+    # Grafana service-account tokens.
+    r"|glsa_[A-Za-z0-9_]+"
+    # An Authorization credential (RFC 7235 token68) after its scheme; the scheme stays. Basic
+    # needs 8 characters, what base64 of the shortest user:password pair takes, so that prose
+    # such as "Bearer <token> or Basic auth" in the webhook's own refusal stays readable.
+    r"|(?P<scheme>\b(?i:bearer)\s+)[A-Za-z0-9._~+/-]+=*"
+    r"|(?P<basic>\b(?i:basic)\s+)[A-Za-z0-9._~+/-]{8,}=*"
+)
+#: Shorter known values would blank out ordinary words wherever they occur.
+MIN_SECRET_LENGTH = 4
+
+
+def known_secrets(settings: BaseModel) -> list[str]:
+    """The value of every `SecretStr` setting that is set."""
+    values = (getattr(settings, name) for name in type(settings).model_fields)
+    return [value.get_secret_value() for value in values if isinstance(value, SecretStr)]
+
+
+class Redactor:
+    """Replaces known secret values (and their base64) and credential-shaped text."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        forms: set[str] = set()
+        for secret in secrets:
+            if len(secret) < MIN_SECRET_LENGTH:
+                continue
+            forms.add(secret)
+            # A secret sent as Basic credentials or in a signed body shows up base64-encoded.
+            encoded = base64.b64encode(secret.encode()).decode()
+            forms.update((encoded, encoded.rstrip("=")))
+        # Longest first, so a secret that contains another is replaced whole.
+        ordered = sorted(forms, key=len, reverse=True)
+        self._known = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def __call__(self, text: str) -> str:
+        if self._known is not None:
+            text = self._known.sub(REDACTED, text)
+        return _SHAPES.sub(_keep_scheme, text)
+
+    def value(self, value: Any) -> Any:
+        """`value` with every string in it redacted (lists, tuples and dict values too)."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, dict):
+            return {key: self.value(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self.value(item) for item in value)
+        return value
+
+
+def _keep_scheme(match: re.Match[str]) -> str:
+    scheme = match.group("scheme") or match.group("basic") or ""
+    return scheme + REDACTED
+
+
+def host_of(url: str) -> str:
+    """`host:port` of a URL, for messages people read: never its credentials or path."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{parts.port}" if parts.port else host
