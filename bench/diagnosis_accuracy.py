@@ -34,7 +34,7 @@ from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.domain.diagnosis import Verdict
 from bot.simulator.simulate import Scenario, SimulationSpec, write_file
-from tests.prometheus import Prometheus
+from tests.support.prometheus import Prometheus
 
 CAUSES = [
     "none",

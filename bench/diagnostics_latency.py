@@ -34,9 +34,9 @@ from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.simulator.simulate import Scenario, SimulationSpec, write_file
 from bot.slack.contract import ActionId
-from tests.harness import running_stack
-from tests.payloads import reference
-from tests.prometheus import Prometheus
+from tests.support.harness import running_stack
+from tests.support.payloads import reference
+from tests.support.prometheus import Prometheus
 
 
 def percentile(values: list[float], share: float) -> float:

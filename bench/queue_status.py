@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.diagnostics_latency import percentile, prepare, summary
 from bot.sandbox.slack import ONCALL_USER
-from tests.harness import Stack, running_stack
-from tests.payloads import reference
+from tests.support.harness import Stack, running_stack
+from tests.support.payloads import reference
 
 INCIDENTS = 20
 FORMS = {"summary": "", "detail": "linux-g5", "post": "post"}

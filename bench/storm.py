@@ -33,9 +33,9 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.sandbox.slack import SlackSandbox
-from tests.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, serve_process
-from tests.payloads import encoded, reference, with_values
-from tests.servers import free_port
+from tests.support.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, serve_process
+from tests.support.payloads import encoded, reference, with_values
+from tests.support.servers import free_port
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from bot.simulator.simulate import SimulationSpec, Truth, write_file
-from tests.alertmanager import Alertmanager
-from tests.integration import require_binary
-from tests.prometheus import Prometheus
+from tests.support.alertmanager import Alertmanager
+from tests.support.integration import require_binary
+from tests.support.prometheus import Prometheus
 
 _CLEARED_PREFIXES = ("SLACK_", "GRAFANA_", "QUEUEBOT_", "PROMETHEUS_")
 _CLEARED_NAMES = {

@@ -1,0 +1,101 @@
+"""Slack requests to /slack/events: verification, button clicks and the slash command."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from bot.sandbox.slack import ONCALL_USER
+from bot.slack.contract import ActionId
+from tests.support.harness import SIGNING_SECRET, Stack, running_stack
+from tests.support.payloads import reference
+
+
+async def _posted(stack: Stack) -> str:
+    await stack.webhook(reference())
+    (parent,) = await stack.parents(1)
+    return parent.ts
+
+
+def _signed(body: str, secret: str = SIGNING_SECRET, at: float | None = None) -> dict[str, str]:
+    stamp = str(int(time.time() if at is None else at))
+    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": f"v0={digest}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+
+
+class TestVerification:
+    @pytest.mark.parametrize("case", ["unsigned", "bad-signature", "stale"])
+    async def test_unverified_requests_are_refused(self, tmp_path: Path, case: str) -> None:
+        """Unsigned, wrongly signed and 6-minute-old requests get 401 and do nothing."""
+        body = urlencode({"command": "/queue-status", "text": "", "user_id": ONCALL_USER})
+        headers = {
+            "unsigned": {"Content-Type": "application/x-www-form-urlencoded"},
+            "bad-signature": _signed(body, secret="not-the-secret"),
+            "stale": _signed(body, at=time.time() - 360),
+        }[case]
+        async with running_stack(tmp_path) as stack:
+            async with stack.http.post(
+                f"{stack.url}/slack/events", data=body, headers=headers
+            ) as response:
+                assert response.status == 401
+            assert stack.sandbox.calls("auth.test") == []
+
+
+class TestButtons:
+    async def test_diagnostics_without_metrics_say_how_to_set_them_up(self, tmp_path: Path) -> None:
+        """No metrics source: Run diagnostics acks at once and says privately what to set."""
+        async with running_stack(tmp_path) as stack:
+            ts = await _posted(stack)
+            action = ActionId.RUN_DIAGNOSTICS.value
+            result = await stack.sandbox.click(stack.sandbox.channel_id, ts, action)
+            assert result.status == 200 and result.acked_in_time
+            (notice,) = await stack.sandbox.wait_for(
+                lambda: stack.sandbox.ephemerals(ONCALL_USER) or None
+            )
+            assert "`PROMETHEUS_URL`" in notice.text
+            assert "`GRAFANA_PROMETHEUS_DATASOURCE_UID`" in notice.text
+            assert stack.sandbox.replies(None, ts) == []
+            assert len(stack.sandbox.response_posts) == 1
+            assert stack.sandbox.calls("chat.postEphemeral") == []
+            assert len(stack.sandbox.messages()) == 1
+
+    @pytest.mark.parametrize("action", [ActionId.OPEN_RUNBOOK, ActionId.VIEW_ALERT])
+    async def test_link_buttons_are_acked(self, tmp_path: Path, action: ActionId) -> None:
+        """Link buttons send block_actions too; they are acked and nothing else happens."""
+        async with running_stack(tmp_path) as stack:
+            ts = await _posted(stack)
+            result = await stack.sandbox.click(stack.sandbox.channel_id, ts, action.value)
+            assert result.status == 200 and result.acked_in_time
+            # A later click that does answer: by the time its answer shows, the link
+            # click's would have too.
+            await stack.sandbox.click(stack.sandbox.channel_id, ts, ActionId.SILENCE.value)
+            (only,) = await stack.sandbox.wait_for(lambda: stack.sandbox.ephemerals() or None)
+            assert "Silence" in only.text
+            assert len(stack.sandbox.response_posts) == 1
+
+    async def test_click_without_channel_or_response_url(self, tmp_path: Path) -> None:
+        """A click with nowhere to answer is still acked, and the bot stays up."""
+        async with running_stack(tmp_path) as stack:
+            payload = {
+                "type": "block_actions",
+                "user": {"id": ONCALL_USER},
+                "container": {"type": "message"},
+                "actions": [{"action_id": ActionId.SILENCE.value, "value": "{]"}],
+                "team": {"id": "T0QUEUEBOT"},
+            }
+            body = urlencode({"payload": json.dumps(payload)})
+            async with stack.http.post(
+                f"{stack.url}/slack/events", data=body, headers=_signed(body)
+            ) as response:
+                assert response.status == 200
+            assert (await stack.webhook(reference())).status == 202
