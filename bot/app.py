@@ -1,8 +1,10 @@
 """The composition root: `create_app` builds every part and owns its lifetime.
 
 One aiohttp application serves Slack (`/slack/events`, through Bolt), the Grafana webhook,
-`/healthz` and `/metrics`. The store, the Slack client and the outbox worker are created in
-`cleanup_ctx` and closed or cancelled on shutdown; nothing lives at module level.
+`/healthz` and `/metrics` (routes in `bot.web`). The store, the clients, the services and the
+background tasks (the outbox worker, the silence watcher) are created in `cleanup_ctx` and
+closed or cancelled on shutdown; nothing lives at module level. The outside clients are built
+here and nowhere else (`*_client_for`).
 """
 
 from __future__ import annotations
@@ -10,14 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import timedelta
 
 import aiohttp
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
@@ -41,27 +40,16 @@ from bot.silencing.service import Silencer
 from bot.silencing.watcher import SilenceWatcher
 from bot.slack.gateway import SlackGateway
 from bot.status.reader import StatusReader
-from bot.store import Store, open_store
+from bot.store import open_store
 from bot.telemetry.metrics import Metrics
 from bot.web import paths
 from bot.web.grafana_webhook import MAX_BODY_BYTES, WebhookAuth, WebhookHandler
-from bot.web.openapi import serve_openapi
+from bot.web.health import Health
+from bot.web.routes import EDGES, Edges, add_routes
+from bot.web.slack_events import SlackEvents
 
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class Parts:
-    """The parts the routes (and tests) reach once the app has started."""
-
-    store: Store
-    bolt: AsyncApp
-    webhook: WebhookHandler
-    verifier: SignatureVerifier | None
-
-
-PARTS = web.AppKey("parts", Parts)
-METRICS = web.AppKey("metrics", Metrics)
 
 #: A silenced alert absent from Grafana for this many checks in a row has resolved (90 s at the
 #: default 30 s: longer than a rule's usual 1-minute evaluation, so a Grafana restart that
@@ -129,7 +117,6 @@ def create_app(
         raise ConfigError("QUEUEBOT_CHANNEL is not set: alerts have nowhere to go")
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     metrics = Metrics()
-    app[METRICS] = metrics
     client = slack_client or slack_client_for(settings)
     auth = WebhookAuth(
         token=settings.webhook_token,
@@ -204,12 +191,17 @@ def create_app(
             SilenceHandlers(silencer, slack, renderer, clock),
             StatusHandlers(reader, slack, renderer),
         )
-        verifier = (
-            SignatureVerifier(settings.slack_signing_secret.get_secret_value())
+        slack_events = (
+            SlackEvents(bolt, SignatureVerifier(settings.slack_signing_secret.get_secret_value()))
             if settings.slack_signing_secret
             else None
         )
-        app[PARTS] = Parts(store, bolt, WebhookHandler(service, auth, metrics), verifier)
+        app[EDGES] = Edges(
+            store=store,
+            webhook=WebhookHandler(service, auth, metrics),
+            health=Health(store, metrics),
+            slack_events=slack_events,
+        )
         worker = asyncio.create_task(deliverer.run(), name="outbox")
         watcher = asyncio.create_task(watch.run(interval), name="silence-watch")
         socket = None
@@ -234,58 +226,6 @@ def create_app(
                 await store.close()
 
     app.cleanup_ctx.append(lifetime)
-    if settings.slack_signing_secret is not None:
-        # Without a signing secret (Socket Mode only) nothing could verify an HTTP request.
-        app.router.add_post(paths.SLACK_EVENTS_PATH, _slack_events)
-    app.router.add_post(paths.GRAFANA_WEBHOOK_PATH, _grafana_webhook)
-    app.router.add_get(paths.HEALTHZ_PATH, _healthz)
-    app.router.add_get(paths.METRICS_PATH, _metrics)
-    app.router.add_get(paths.OPENAPI_PATH, serve_openapi)
+    # Without a signing secret (Socket Mode only) nothing could verify an HTTP request.
+    add_routes(app, slack_over_http=settings.slack_signing_secret is not None)
     return app
-
-
-async def _slack_events(request: web.Request) -> web.Response:
-    parts = request.app[PARTS]
-    # Verified before Bolt sees it: Bolt parses the body first and answers garbage from anyone
-    # with a 500 and a traceback; an unverified request gets 401 and nothing else.
-    body = await request.read()
-    timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
-    signature = request.headers.get("X-Slack-Signature", "")
-    if parts.verifier is not None:
-        try:
-            valid = timestamp.isdigit() and parts.verifier.is_valid(body, timestamp, signature)
-        except (ValueError, UnicodeDecodeError):
-            valid = False
-        if not valid:
-            return web.json_response({"error": "invalid Slack signature"}, status=401)
-    if request.headers.get("X-Slack-Retry-Num"):
-        # Slack retries a request it thinks went unanswered; the first one was handled, and
-        # handling it again would act twice (https://docs.slack.dev/apis/events-api/#retries).
-        return web.Response(status=200, headers={"X-Slack-No-Retry": "1"})
-    try:
-        bolt_request = await to_bolt_request(request)
-    except (ValueError, AttributeError, UnicodeDecodeError):
-        return web.json_response({"error": "not a Slack request body"}, status=400)
-    response = await parts.bolt.async_dispatch(bolt_request)
-    return await to_aiohttp_response(response)
-
-
-async def _grafana_webhook(request: web.Request) -> web.Response:
-    return await request.app[PARTS].webhook(request)
-
-
-async def _healthz(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
-
-
-async def _metrics(request: web.Request) -> web.Response:
-    store = request.app[PARTS].store
-    waiting = len(await store.due_incidents())
-    pending, oldest = await store.outbox_stats()
-    gauges = {
-        "queuebot_incidents_awaiting_delivery": float(waiting),
-        "queuebot_outbox_pending": float(pending),
-        "queuebot_outbox_oldest_age_seconds": max(time.time() - oldest, 0.0) if oldest else 0.0,
-    }
-    text = request.app[METRICS].render(gauges)
-    return web.Response(text=text, content_type="text/plain", charset="utf-8")

@@ -18,10 +18,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.app import PARTS, create_app
+from bot.app import create_app
 from bot.config import Settings, load_settings
 from bot.domain.clock import Clock, utcnow
 from bot.sandbox.slack import PostedMessage, SlackSandbox
+from bot.web.routes import EDGES
 
 BOT_TOKEN = "xoxb-test-bot-token"
 SIGNING_SECRET = "test-signing-secret"
@@ -72,7 +73,7 @@ class Stack:
 
     async def settled(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
         """Wait until the bot owes Slack nothing (its outbox is empty)."""
-        store = self.app[PARTS].store
+        store = self.app[EDGES].store
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while await store.due_incidents():
