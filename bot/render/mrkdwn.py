@@ -11,6 +11,7 @@ import re
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
+from bot.domain.silences import Person
 from bot.slack import limits
 
 ELLIPSIS = "…"
@@ -65,3 +66,8 @@ def date_token(when: datetime) -> str:
     when = when.astimezone(UTC)
     fallback = when.strftime("%Y-%m-%d %H:%M UTC")
     return f"<!date^{int(when.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def who(person: Person) -> str:
+    """A person by name, as plain text: "@alice" (never a mention, so nobody is pinged)."""
+    return "@" + escape_mrkdwn(clip(oneline(person.name), 80))

@@ -15,7 +15,7 @@ from datetime import datetime
 from bot.domain.clock import Clock, utcnow
 from bot.domain.incidents import Incident, IncidentStatus, ThreadEvent, ThreadEventKind
 from bot.domain.silences import RULE_UID_LABEL, MatcherSet, Person, Silence
-from bot.render.mrkdwn import date_token, escape_mrkdwn, link, oneline
+from bot.render.mrkdwn import date_token, escape_mrkdwn, link, oneline, who
 from bot.silencing.grafana import (
     GrafanaClient,
     GrafanaDenied,
@@ -87,10 +87,6 @@ def explain(
     return ":warning: " + text
 
 
-def _who(person: Person) -> str:
-    return "@" + escape_mrkdwn(oneline(person.name))
-
-
 class Silencer:
     """Creates and lifts the Grafana silences of incidents."""
 
@@ -144,7 +140,7 @@ class Silencer:
             silence = incident.silence
             raise SilenceRefused(
                 f":mute: Already silenced until {date_token(silence.ends_at)}"
-                f" by {_who(silence.by)}. Use *Unsilence* on the alert message to lift it."
+                f" by {who(silence.by)}. Use *Unsilence* on the alert message to lift it."
             )
         sets = silence_matchers(incident.group)
         if not sets:

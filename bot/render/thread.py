@@ -1,0 +1,105 @@
+"""A reply in the incident's thread: what changed, resolved, fired again, or its silence."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from bot.domain.incidents import ThreadEvent, ThreadEventKind
+from bot.domain.silences import Silence
+from bot.render.alert_lines import MAX_LINE_CHARS, MAX_LISTED_ALERTS, alert_line, common_shown
+from bot.render.layout import fit_lines
+from bot.render.mrkdwn import clip, date_token, escape_mrkdwn, oneline, who
+from bot.render.templates import Templates
+from bot.render.values import KNOWN_VALUES, format_duration, format_number, value_summary, with_unit
+from bot.slack import limits
+from bot.slack.message import Message
+
+
+def thread_event_message(templates: Templates, event: ThreadEvent) -> Message:
+    """A reply for the incident's thread; it says what changed and mentions nobody."""
+    lines = fit_lines(_event_lines(event), limits.MAX_SECTION_TEXT)
+    context = {
+        "fallback": oneline(lines[0].replace("*", "")),
+        "lines": lines,
+        "context_parts": [],
+    }
+    return templates.message("thread_reply.json.j2", context)
+
+
+def _event_lines(event: ThreadEvent) -> list[str]:
+    group = event.group
+    single = len(group.alerts) == 1
+    if event.kind in (
+        ThreadEventKind.SILENCED,
+        ThreadEventKind.UNSILENCED,
+        ThreadEventKind.SILENCE_ENDED,
+    ):
+        return _silence_lines(event)
+    if event.kind is ThreadEventKind.RESOLVED:
+        span = format_duration(event.duration or timedelta(0))
+        lines = [f":large_green_circle: *Resolved* after {span}."]
+        if event.note:
+            lines.append(escape_mrkdwn(event.note))
+        values = value_summary(group.lead)
+        if values and single:
+            lines.append(f"Last firing values: {values}")
+        return lines
+    if event.kind is ThreadEventKind.FIRED_AGAIN:
+        quiet = format_duration(event.quiet_for or timedelta(0))
+        lines = [f":red_circle: *Fired again* {date_token(event.at)}, {quiet} after it resolved."]
+        values = value_summary(group.lead)
+        if values and single:
+            lines.append(values)
+        return lines
+    lines = [":arrows_counterclockwise: *Changed*"]
+    for change in event.changes[:MAX_LISTED_ALERTS]:
+        known = KNOWN_VALUES.get(change.key)
+        label = known.label if known else escape_mrkdwn(oneline(change.key))
+        unit = known.unit if known else ""
+        who = "" if single else f"{escape_mrkdwn(oneline(change.alert))}: "
+        lines.append(f"• {who}{label}: {format_number(change.old)} → {with_unit(change.new, unit)}")
+    common = common_shown(group)
+    for alert in event.joined[:MAX_LISTED_ALERTS]:
+        lines.append(f"• Started firing: {alert_line(alert, common)}")
+    for alert in event.left[:MAX_LISTED_ALERTS]:
+        lines.append(f"• No longer firing: {alert_line(alert, common, ':large_green_circle:')}")
+    if event.summary:
+        lines.append(f"• Summary: {clip(escape_mrkdwn(oneline(event.summary)), MAX_LINE_CHARS)}")
+    hidden = max(len(event.changes), len(event.joined), len(event.left)) - MAX_LISTED_ALERTS
+    if hidden > 0:
+        lines.append(f"…and more ({hidden} not shown)")
+    return lines
+
+
+def _silence_lines(event: ThreadEvent) -> list[str]:
+    silence = event.silence
+    assert silence is not None
+    until = date_token(silence.ends_at)
+    if event.kind is ThreadEventKind.SILENCED and event.note:
+        return [f":mute: *Silence {escape_mrkdwn(event.note)}*: now until {until}."]
+    if event.kind is ThreadEventKind.SILENCED:
+        # Whole minutes: the end was chosen a moment before the silence was made.
+        minutes = round((silence.ends_at - silence.starts_at).total_seconds() / 60)
+        span = format_duration(timedelta(minutes=minutes))
+        lines = [f":mute: *Silenced* by {who(silence.by)} until {until} ({span})."]
+        if silence.comment.strip():
+            comment = clip(escape_mrkdwn(oneline(silence.comment)), MAX_LINE_CHARS)
+            lines.append(f"“{comment}”")
+        ids_text = ", ".join(f"`{escape_mrkdwn(i)}`" for i in silence.ids)
+        lines.append(f"{_matchers_text(silence)} · Grafana silence {ids_text}")
+        return lines
+    if event.kind is ThreadEventKind.UNSILENCED:
+        actor = who(event.actor) if event.actor else "someone"
+        if event.actor is not None and event.actor.id == silence.by.id:
+            whose = f"it was until {until}"
+        else:
+            whose = f"the silence by {who(silence.by)} was until {until}"
+        return [f":bell: *Unsilenced* by {actor} ({whose}). Notifications resume."]
+    if event.note:
+        return [f":bell: *Silence {escape_mrkdwn(event.note)}*; notifications resume."]
+    return [f":bell: *Silence ended* as planned ({until}); notifications resume."]
+
+
+def _matchers_text(silence: Silence) -> str:
+    shown = "; ".join(", ".join(str(m) for m in s) for s in silence.matchers)
+    return "Matches `" + clip(escape_mrkdwn(oneline(shown)), 400) + "`"
