@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import listeners
 from bot.config import ConfigError, Settings
 from bot.delivery.worker import Deliverer
-from bot.diagnostics.service import Diagnoser
+from bot.diagnostics.service import DIAGNOSIS_CLAIM_SECONDS, Diagnoser
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.domain.clock import Clock, utcnow
 from bot.incidents.service import IncidentService
@@ -142,9 +142,9 @@ def create_app(
             store,
             prometheus,
             settings.file.queries,
-            slack,
             renderer,
             metrics,
+            on_enqueued=lambda: deliverer.wake(),
             clock=clock,
         )
         deliverer = Deliverer(
@@ -174,7 +174,7 @@ def create_app(
         grafana = grafana_client_for(settings, outbound)
         ledger = SilenceLedger(store, deliverer.wake)
         permissions = Permissions(settings.file.silence, slack)
-        silencer = Silencer(store, grafana, slack, permissions, metrics, ledger, clock=clock)
+        silencer = Silencer(store, grafana, permissions, metrics, ledger, clock=clock)
         interval = settings.silence_check_seconds
         watch = SilenceWatcher(
             store,
@@ -184,7 +184,7 @@ def create_app(
             resolve_after=timedelta(seconds=RESOLVE_AFTER_CHECKS * interval),
             clock=clock,
         )
-        reader = StatusReader(store, prometheus, settings.file.queries, slack, clock=clock)
+        reader = StatusReader(store, prometheus, settings.file.queries, clock=clock)
         listeners.register(
             bolt,
             ActionHandlers(slack, renderer, diagnoser),
@@ -204,6 +204,9 @@ def create_app(
         )
         worker = asyncio.create_task(deliverer.run(), name="outbox")
         watcher = asyncio.create_task(watch.run(interval), name="silence-watch")
+        resumer = asyncio.create_task(
+            diagnoser.watch(DIAGNOSIS_CLAIM_SECONDS), name="diagnostics-resume"
+        )
         socket = None
         if settings.slack_app_token is not None:
             socket = AsyncSocketModeHandler(bolt, settings.slack_app_token.get_secret_value())
@@ -215,7 +218,7 @@ def create_app(
             try:
                 if socket is not None:
                     await socket.close_async()  # type: ignore[no-untyped-call]
-                for task in (worker, watcher):
+                for task in (worker, watcher, resumer):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task

@@ -36,6 +36,7 @@ class TestRestart:
         async with running_stack(tmp_path) as stack:
             await stack.webhook(reference())
             await stack.parents(1)
+            await stack.settled()
         store = await SQLiteStore.open(path)
         try:
             async with store.transaction() as tx:

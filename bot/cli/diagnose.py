@@ -12,8 +12,7 @@ import aiohttp
 from bot.app import prometheus_client_for
 from bot.config import ConfigError, Settings
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.service import no_fleet
-from bot.diagnostics.signals import collect
+from bot.diagnostics.signals import collect, no_fleet
 from bot.diagnostics.sources.prometheus import PrometheusError
 from bot.render.diagnosis_text import text_report
 

@@ -1,9 +1,13 @@
 """Running diagnostics for an incident: read the fleet, judge it, and tell the thread.
 
 "Run diagnostics" (or an incident opening, with `auto_diagnose`) posts "Running diagnostics…"
-in the incident's thread, edits that reply into the report, and uploads a chart of the queueing
-runner types. One run per incident at a time, on any replica: a store claim guards it, and a
-second click is told a run is under way.
+in the incident's thread, edits that reply into the report, and shares a chart of the queueing
+runner types, all through the outbox (`bot.delivery.owed`), so each reaches the thread once and
+in order. A run is recorded with its notice, in one commit, and finished with the report, in
+another: a run cut short (the bot died while reading the fleet) is found by `resume` and done
+again, so a notice never stays "running". One run per incident at a time, on any replica: a
+store claim, renewed while the run lasts, guards it, and a second click is told a run is under
+way.
 """
 
 from __future__ import annotations
@@ -11,24 +15,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import time
 import uuid
-from datetime import datetime, timedelta
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from enum import StrEnum
 
-from bot.diagnostics.chart import ChartData, Series, render_chart
+from bot.delivery import owed
+from bot.delivery.owed import OwedFile
+from bot.diagnostics.charting import CHART_TITLE, MAX_CHARTED, queue_chart
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.signals import FleetSignals, collect
-from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError, RangeSeries
-from bot.diagnostics.sources.querypack import QueryPack, Signal
+from bot.diagnostics.signals import collect, no_fleet
+from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
+from bot.diagnostics.sources.querypack import QueryPack
 from bot.domain.clock import Clock, utcnow
 from bot.domain.diagnosis import Report
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.render.mrkdwn import escape_mrkdwn, oneline
 from bot.render.renderer import Renderer
-from bot.slack.errors import SlackError
-from bot.slack.gateway import SlackGateway
 from bot.slack.message import Message
 from bot.store import Store
 from bot.telemetry.metrics import Metrics
@@ -36,14 +40,12 @@ from bot.telemetry.metrics import Metrics
 log = logging.getLogger(__name__)
 
 DIAGNOSING = "diagnosis"
-#: Longer than a run can take; a crashed run's claim lapses after it.
-DIAGNOSIS_CLAIM_SECONDS = 120.0
+#: A run's claim on its incident, renewed every third of it while the run lasts: a run whose
+#: bot died is taken over this soon.
+DIAGNOSIS_CLAIM_SECONDS = 15.0
 #: A whole run's reading of Prometheus, all queries together.
 DIAGNOSIS_READ_TIMEOUT_SECONDS = 30.0
-CHART_SPAN = timedelta(hours=6)
-CHART_STEP = timedelta(minutes=2)
-MAX_CHARTED = 8
-CHART_TITLE = "Jobs queueing by runner type, last 6 h"
+RUNNING = ":hourglass_flowing_sand: Running diagnostics…"
 
 DIAGNOSTICS_OFF = (
     ":information_source: Diagnostics need a metrics source: set `PROMETHEUS_URL` (the"
@@ -51,17 +53,6 @@ DIAGNOSTICS_OFF = (
     " `GRAFANA_TOKEN` to query Prometheus through Grafana. The README's “Diagnostics” section"
     " lists the metrics queuebot reads."
 )
-
-
-def no_fleet(fleet: FleetSignals, where: str) -> str:
-    """Why no runner type was found: a failing query, or metrics that are not there."""
-    if Signal.QUEUED in fleet.missing:
-        return fleet.missing[Signal.QUEUED]
-    return (
-        f"Prometheus at {where} has no runner types: none of the query pack's queued, running,"
-        " registered or desired queries returned a series (are actions-runner-controller's"
-        " gha_* metrics scraped, or does the YAML file's `queries:` map yours?)"
-    )
 
 
 class Outcome(StrEnum):
@@ -77,16 +68,16 @@ class Diagnoser:
         store: Store,
         prometheus: PrometheusClient | None,
         pack: QueryPack,
-        slack: SlackGateway,
         renderer: Renderer,
         metrics: Metrics,
         *,
+        on_enqueued: Callable[[], None] = lambda: None,
         clock: Clock = utcnow,
     ) -> None:
         self._store = store
         self._prometheus = prometheus
         self._pack = pack
-        self._slack = slack
+        self._on_enqueued = on_enqueued
         self._renderer = renderer
         self._metrics = metrics
         self._clock = clock
@@ -121,78 +112,117 @@ class Diagnoser:
         return await queue_chart(self._prometheus, self._pack, names, report.at, marker=fired_at)
 
     async def run(self, incident_id: int) -> Outcome:
-        """Diagnose for the incident's thread: running note, report, chart."""
+        """Diagnose for the incident's thread: running notice, report, chart."""
         if self._prometheus is None:
             return Outcome.NOT_CONFIGURED
         incident = await self._store.get_incident(incident_id)
         if incident is None or not (incident.channel_id and incident.parent_ts):
             return Outcome.NO_THREAD
-        owner = uuid.uuid4().hex
-        if not await self._store.claim(
-            incident_id, DIAGNOSING, owner, time.time() + DIAGNOSIS_CLAIM_SECONDS
-        ):
-            return Outcome.ALREADY_RUNNING
+        async with self._holding(incident_id) as held:
+            if not held:
+                return Outcome.ALREADY_RUNNING
+            async with self._store.transaction() as tx:
+                note = await owed.note(tx, incident.id, self._renderer.notice(RUNNING))
+                diagnosis = await tx.add_diagnosis(incident.id, note)
+            self._on_enqueued()
+            await self._finish(incident, diagnosis, note)
+        return Outcome.DONE
+
+    async def resume(self) -> None:
+        """Finish the runs whose bot died before their report was owed (their claim lapsed)."""
+        if self._prometheus is None:
+            return
+        for unfinished in await self._store.unfinished_diagnoses():
+            incident = await self._store.get_incident(unfinished.incident_id)
+            if incident is None:
+                continue
+            async with self._holding(incident.id) as held:
+                # Held now, and still unfinished: its own run has stopped for good.
+                if held and await self._store.diagnosis_unfinished(unfinished.id):
+                    log.info("finishing diagnostics cut short (incident=%s)", incident.id)
+                    await self._finish(incident, unfinished.id, unfinished.note_id)
+
+    async def watch(self, interval: float) -> None:
+        """`resume` now and every `interval` seconds until cancelled; a failure never stops it."""
+        while True:
+            try:
+                await self.resume()
+            except Exception:
+                log.exception("resuming diagnostics failed; trying again in %.0fs", interval)
+            await asyncio.sleep(interval)
+
+    async def _finish(self, incident: Incident, diagnosis: int, note: int) -> None:
         started = time.monotonic()
         try:
-            await self._run(incident)
+            message, upload = await self._findings(incident)
+            async with self._store.transaction() as tx:
+                # The notice becomes the report and the chart follows, in one commit with the
+                # run's end: a bot that dies after it delivers both, one that dies before it
+                # leaves the run for `resume`.
+                await owed.note_edit(tx, incident.id, note, message)
+                if upload is not None:
+                    await owed.file(tx, incident.id, upload)
+                await tx.finish_diagnosis(diagnosis)
+            self._on_enqueued()
         finally:
-            await self._store.release(incident_id, DIAGNOSING, owner)
             took = time.monotonic() - started
             self._metrics.inc("queuebot_diagnostics_runs_total")
             self._metrics.observe("queuebot_diagnostics_duration_seconds", took)
-            log.info("diagnostics ran in %.2fs (incident=%s)", took, incident_id)
-        return Outcome.DONE
+            log.info("diagnostics ran in %.2fs (incident=%s)", took, incident.id)
 
-    async def _run(self, incident: Incident) -> None:
-        assert incident.channel_id and incident.parent_ts
-        channel, thread = incident.channel_id, incident.parent_ts
-        try:
-            running = await self._slack.post_message(
-                channel,
-                self._renderer.notice(":hourglass_flowing_sand: Running diagnostics…"),
-                thread_ts=thread,
-            )
-        except SlackError as exc:
-            log.warning("cannot post in incident %s's thread: %s", incident.id, exc)
-            return
+    async def _findings(self, incident: Incident) -> tuple[Message, OwedFile | None]:
+        """The report (or why there is none) and the chart to share after it."""
         try:
             report = await self.report()
-            message = self._renderer.diagnostics(report)
         except PrometheusError as exc:
             log.warning("diagnostics failed: %s (incident=%s)", exc, incident.id)
             text = (
                 ":warning: *Diagnostics could not read the fleet's metrics:* "
                 f"{escape_mrkdwn(oneline(exc.detail))[:300]}. Try again in a minute."
             )
-            await self._edit(incident, running.ts, self._renderer.notice(text))
-            return
-        await self._edit(incident, running.ts, message)
+            return self._renderer.notice(text), None
+        message = self._renderer.diagnostics(report)
         try:
             png = await self.chart(report, incident.group.started_at)
         except PrometheusError as exc:
             log.warning("no chart: %s (incident=%s)", exc, incident.id)
-            return
+            return message, None
         if png is None:
-            return
+            return message, None
         names = ", ".join(t.name for t in report.affected[:MAX_CHARTED])
-        try:
-            await self._slack.upload_file(
-                channel,
-                png,
-                filename="queue.png",
-                title=CHART_TITLE,
-                alt_text=f"Queued jobs and longest wait over the last 6 hours for {names}",
-                thread_ts=thread,
-            )
-        except SlackError as exc:
-            log.warning("chart not uploaded: %s (incident=%s)", exc, incident.id)
+        upload = OwedFile.of(
+            png,
+            filename="queue.png",
+            title=CHART_TITLE,
+            alt_text=f"Queued jobs and longest wait over the last 6 hours for {names}",
+        )
+        return message, upload
 
-    async def _edit(self, incident: Incident, ts: str, message: Message) -> None:
-        assert incident.channel_id
+    @contextlib.asynccontextmanager
+    async def _holding(self, incident_id: int) -> AsyncIterator[bool]:
+        """The incident's diagnostics claim, renewed while held; False when another holds it."""
+        owner = uuid.uuid4().hex
+        if not await self._store.claim(
+            incident_id, DIAGNOSING, owner, time.time() + DIAGNOSIS_CLAIM_SECONDS
+        ):
+            yield False
+            return
+        renewing = asyncio.create_task(self._renew(incident_id, owner))
         try:
-            await self._slack.update_message(incident.channel_id, ts, message)
-        except SlackError as exc:
-            log.warning("cannot edit the diagnostics reply: %s (incident=%s)", exc, incident.id)
+            yield True
+        finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
+            await self._store.release(incident_id, DIAGNOSING, owner)
+
+    async def _renew(self, incident_id: int, owner: str) -> None:
+        while True:
+            await asyncio.sleep(DIAGNOSIS_CLAIM_SECONDS / 3)
+            until = time.time() + DIAGNOSIS_CLAIM_SECONDS
+            if not await self._store.renew(incident_id, DIAGNOSING, owner, until):
+                log.warning("diagnostics claim lost (incident=%s)", incident_id)
+                return
 
     def schedule(self, incident: Incident) -> None:
         """Diagnose a newly opened incident in the background (auto_diagnose)."""
@@ -215,48 +245,3 @@ class Diagnoser:
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-
-async def queue_chart(
-    prometheus: PrometheusClient,
-    pack: QueryPack,
-    names: list[str],
-    end: datetime,
-    *,
-    marker: datetime | None = None,
-) -> bytes | None:
-    """A PNG of queued jobs and longest wait over the 6 hours before `end` for the runner
-    types `names` (in that order), or None when Prometheus has no series for any of them.
-    `marker`, when within the span, is drawn as the alert's firing time."""
-    start = end - CHART_SPAN
-    queued, waits = await asyncio.gather(
-        prometheus.range(pack.query(Signal.QUEUED), start, end, CHART_STEP),
-        prometheus.range(pack.query(Signal.MAX_WAIT), start, end, CHART_STEP),
-    )
-
-    def series(found: list[RangeSeries], scale: float) -> tuple[Series, ...]:
-        by_name = {s.labels.get("name"): s for s in found if s.labels.get("name") in names}
-        return tuple(
-            Series(
-                runner_type=name,
-                points=tuple(
-                    (when, value / scale if math.isfinite(value) else math.nan)
-                    for when, value in by_name[name].points
-                ),
-            )
-            for name in names
-            if name in by_name
-        )
-
-    data = ChartData(
-        title=CHART_TITLE,
-        queued=series(queued, 1.0),
-        wait_minutes=series(waits, 60.0),
-        start=start,
-        end=end,
-        marker=marker if marker and start <= marker <= end else None,
-        marker_label="alert",
-    )
-    if not data.queued and not data.wait_minutes:
-        return None
-    return await asyncio.to_thread(render_chart, data)

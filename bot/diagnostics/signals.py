@@ -166,3 +166,14 @@ async def collect(
             _by_type(jobs[(signal, "earlier", i)].result()) for i in range(len(EARLIER))
         ]
     return fleet
+
+
+def no_fleet(fleet: FleetSignals, where: str) -> str:
+    """Why no runner type was found: a failing query, or metrics that are not there."""
+    if Signal.QUEUED in fleet.missing:
+        return fleet.missing[Signal.QUEUED]
+    return (
+        f"Prometheus at {where} has no runner types: none of the query pack's queued, running,"
+        " registered or desired queries returned a series (are actions-runner-controller's"
+        " gha_* metrics scraped, or does the YAML file's `queries:` map yours?)"
+    )

@@ -88,6 +88,8 @@ class Incident(BaseModel):
     silence: Silence | None = None
     #: The storm digest listing this incident instead of a parent message of its own.
     digest_id: int | None = None
+    #: A link to the parent message (its thread), stored when it was posted.
+    permalink: str | None = None
 
     @property
     def duration(self) -> timedelta | None:

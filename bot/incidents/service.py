@@ -3,7 +3,7 @@
 `IncidentService.accept` applies a notification inside one store transaction: it finds the group
 key's incident, asks `state.decide` what the notification does, writes the new state and the
 Slack deliveries it owes into the outbox, and commits. Only then does the webhook answer 2xx;
-`delivery.Deliverer` takes it from there.
+`bot.delivery` takes it from there.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
+from bot.delivery import owed
 from bot.domain.alerts import AlertGroup
 from bot.domain.clock import Clock, utcnow
 from bot.domain.incidents import Incident, ThreadEventKind
 from bot.incidents.lifecycle import Action, Decision, decide
 from bot.incidents.routing import Route, route_channel
-from bot.store import NewIncident, OutboxKind, Store
+from bot.store import NewIncident, Store
 from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -122,21 +123,21 @@ class IncidentService:
                     )
                 )
                 incident_id = incident.id
-                kind = OutboxKind.UPDATE_DIGEST if digest_id else OutboxKind.POST_PARENT
-                await tx.enqueue(incident.id, kind)
+                if digest_id:
+                    await owed.digest_update(tx, incident.id)
+                else:
+                    await owed.parent(tx, incident.id)
             elif decision.action is Action.UPDATE:
                 assert current is not None and decision.group is not None
                 await tx.save_incident(_updated(current, decision))
                 if current.digest_id is not None:
                     # A storm's incident changes its line in the digest, not a thread.
                     await tx.touch_digest(current.digest_id, None)
-                    await tx.enqueue(current.id, OutboxKind.UPDATE_DIGEST)
+                    await owed.digest_update(tx, current.id)
                 else:
                     if decision.event is not None:
-                        await tx.enqueue(
-                            current.id, OutboxKind.POST_REPLY, decision.event.model_dump_json()
-                        )
-                    await tx.enqueue(current.id, OutboxKind.UPDATE_PARENT)
+                        await owed.reply(tx, current.id, decision.event)
+                    await owed.parent_edit(tx, current.id)
             await tx.add_notification(
                 group.group_key, now, body, decision.reason, incident_id, content
             )

@@ -13,9 +13,10 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 
+from bot.delivery import owed
 from bot.domain.incidents import IncidentStatus, ThreadEvent, ThreadEventKind
 from bot.domain.silences import Silence
-from bot.store import OutboxKind, Store, Transaction
+from bot.store import Store, Transaction
 
 #: Longer than any silencing can take: every Grafana call of it timing out, one after another.
 SILENCING_CLAIM_SECONDS = 300.0
@@ -52,8 +53,8 @@ class SilenceLedger:
 
     async def _owe(self, tx: Transaction, incident_id: int, event: ThreadEvent | None) -> None:
         if event is not None:
-            await tx.enqueue(incident_id, OutboxKind.POST_REPLY, event.model_dump_json())
-        await tx.enqueue(incident_id, OutboxKind.UPDATE_PARENT)
+            await owed.reply(tx, incident_id, event)
+        await owed.parent_edit(tx, incident_id)
 
     async def record(self, incident_id: int, owner: str, silence: Silence, at: datetime) -> None:
         """The incident is silenced; raises ClaimLost if `owner` no longer holds the claim."""

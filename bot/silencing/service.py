@@ -26,8 +26,6 @@ from bot.silencing.grafana import (
 from bot.silencing.ledger import CLAIM_WAIT_SECONDS, ClaimLost, SilenceLedger
 from bot.silencing.matchers import MAX_SILENCES_PER_INCIDENT, silence_matchers
 from bot.silencing.permissions import NotAllowed, Permissions
-from bot.slack.errors import SlackError
-from bot.slack.gateway import SlackGateway
 from bot.store import Store
 from bot.telemetry.metrics import Metrics
 
@@ -94,7 +92,6 @@ class Silencer:
         self,
         store: Store,
         grafana: GrafanaClient | None,
-        slack: SlackGateway,
         permissions: Permissions,
         metrics: Metrics,
         ledger: SilenceLedger,
@@ -103,7 +100,6 @@ class Silencer:
     ) -> None:
         self._store = store
         self._grafana = grafana
-        self._slack = slack
         self._permissions = permissions
         self._metrics = metrics
         self._ledger = ledger
@@ -179,7 +175,7 @@ class Silencer:
         grafana = self._require_grafana(incident)
         await self._allowed(person.id)
         self._silenceable(incident)
-        thread = await self._thread_link(incident)
+        thread = incident.permalink or "the incident's thread in Slack"
         owner = await self._claim(incident_id)
         try:
             # Whoever held the claim before may have silenced it meanwhile.
@@ -268,14 +264,6 @@ class Silencer:
                 raise SilenceRefused(explain(exc, "silence", incident, outcome)) from None
             raise SilenceRefused(explain(exc, "silence", incident)) from None
         return created
-
-    async def _thread_link(self, incident: Incident) -> str:
-        if incident.channel_id and incident.parent_ts:
-            try:
-                return await self._slack.permalink(incident.channel_id, incident.parent_ts)
-            except SlackError as exc:
-                log.warning("no permalink for incident %s: %s", incident.id, exc)
-        return "the incident's thread in Slack"
 
     @staticmethod
     async def _undo(grafana: GrafanaClient, created: list[str]) -> bool:

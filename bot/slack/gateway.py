@@ -7,11 +7,12 @@ carried.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -149,13 +150,37 @@ class SlackGateway:
         self,
         channel_id: str,
         event_type: str,
-        outbox_id: int,
+        carrying: Mapping[str, int],
         *,
         oldest: float,
         thread_ts: str | None = None,
     ) -> str | None:
-        """The ts of the bot's message carrying `outbox_id` in its metadata, posted since
-        `oldest`, in the channel or in a thread; None if Slack has no such message."""
+        """The ts of the bot's message whose metadata has `event_type` and carries every item
+        of `carrying` in its payload, posted since `oldest`, in the channel or in a thread;
+        None if Slack has no such message."""
+        for message in await self._recent(channel_id, oldest, thread_ts):
+            metadata = message.get("metadata") or {}
+            payload = metadata.get("event_payload") or {}
+            if metadata.get("event_type") == event_type and all(
+                payload.get(key) == value for key, value in carrying.items()
+            ):
+                return str(message.get("ts"))
+        return None
+
+    async def find_shared_file(
+        self, channel_id: str, thread_ts: str, filename: str, *, oldest: float
+    ) -> str | None:
+        """The ts of the thread message sharing a file named `filename` since `oldest`; None
+        if Slack has none (a file share carries no metadata, so its name identifies it)."""
+        for message in await self._recent(channel_id, oldest, thread_ts):
+            files = message.get("files") or []
+            if any(isinstance(f, dict) and f.get("name") == filename for f in files):
+                return str(message.get("ts"))
+        return None
+
+    async def _recent(
+        self, channel_id: str, oldest: float, thread_ts: str | None
+    ) -> list[dict[str, Any]]:
         params: dict[str, Any] = {
             "channel": channel_id,
             "oldest": f"{oldest:.6f}",
@@ -166,12 +191,8 @@ class SlackGateway:
             params["ts"] = thread_ts
         method = "conversations.replies" if thread_ts else "conversations.history"
         data = await self._call(method, read=True, **params)
-        for message in data.get("messages") or []:
-            metadata = message.get("metadata") or {}
-            payload = metadata.get("event_payload") or {}
-            if metadata.get("event_type") == event_type and payload.get("outbox") == outbox_id:
-                return str(message.get("ts"))
-        return None
+        messages = data.get("messages") or []
+        return [m for m in messages if isinstance(m, dict)]
 
     async def permalink(self, channel_id: str, ts: str) -> str:
         data = await self._call("chat.getPermalink", read=True, channel=channel_id, message_ts=ts)
@@ -205,9 +226,13 @@ class SlackGateway:
                 request_file_info=False,
             )
         except SlackApiError as exc:
+            self._count("files.upload_v2", "error")
             raise error_for("files.upload_v2", exc) from exc
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError, SlackRequestError) as exc:
+            # SlackRequestError: the upload URL itself refused the bytes.
+            self._count("files.upload_v2", "unreachable")
             raise SlackUnavailable("files.upload_v2", f"{type(exc).__name__}: {exc}") from exc
+        self._count("files.upload_v2", "ok")
         uploaded = response.get("file")
         return str(uploaded.get("id", "")) if isinstance(uploaded, dict) else ""
 

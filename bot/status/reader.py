@@ -1,10 +1,10 @@
 """What `/queue-status` shows: the fleet's queue now, the open incidents and their silences.
 
 The fleet is read from a handful of the query pack's signals (not the whole diagnostics set)
-within STATUS_READ_TIMEOUT_SECONDS; open incidents and silences come from the store, and each
-incident's thread link from chat.getPermalink. A part that cannot be read is reported in one
-line and the others are still shown: the on-call asking "is CI slow right now?" gets what
-queuebot has, never nothing.
+within STATUS_READ_TIMEOUT_SECONDS; open incidents and silences come from the store, with the
+links to their threads stored when those were posted. A part that cannot be read is reported
+in one line and the others are still shown: the on-call asking "is CI slow right now?" gets
+what queuebot has, never nothing.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import logging
 import re
 from datetime import datetime
 
+from bot.diagnostics.charting import MAX_CHARTED, queue_chart
 from bot.diagnostics.checks import runner_state
-from bot.diagnostics.service import MAX_CHARTED, no_fleet, queue_chart
-from bot.diagnostics.signals import FleetSignals, collect
+from bot.diagnostics.signals import FleetSignals, collect, no_fleet
 from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
 from bot.diagnostics.sources.querypack import QueryPack, Signal
 from bot.domain.clock import Clock, utcnow
@@ -29,16 +29,12 @@ from bot.domain.queue_status import (
     QueueStatus,
     TypeDetail,
 )
-from bot.slack.errors import SlackError
-from bot.slack.gateway import SlackGateway
 from bot.store import Store
 
 log = logging.getLogger(__name__)
 
 #: Prometheus slower than this is reported as slow, and the answer goes out without it.
 STATUS_READ_TIMEOUT_SECONDS = 5.0
-#: Links to incident threads are best effort within this budget.
-LINK_TIMEOUT_SECONDS = 5.0
 #: Open incidents listed; the rest are counted.
 MAX_INCIDENTS = 10
 #: Runner types shown in detail (and charted) for one `/queue-status <prefix>`.
@@ -94,7 +90,6 @@ class StatusReader:
         store: Store,
         prometheus: PrometheusClient | None,
         pack: QueryPack,
-        slack: SlackGateway,
         *,
         clock: Clock = utcnow,
         read_timeout: float = STATUS_READ_TIMEOUT_SECONDS,
@@ -102,7 +97,6 @@ class StatusReader:
         self._store = store
         self._prometheus = prometheus
         self._pack = pack
-        self._slack = slack
         self._clock = clock
         self._read_timeout = read_timeout
 
@@ -191,35 +185,20 @@ class StatusReader:
         )
 
     async def _links(self, incidents: list[Incident]) -> dict[int, str]:
-        """Permalinks of the incidents' threads (or their storm digest), as far as Slack gives
-        them within LINK_TIMEOUT_SECONDS."""
+        """Links to the incidents' threads (or to the storm digest listing them), as stored
+        when those messages were posted."""
         links: dict[int, str] = {}
-
-        async def one(incident: Incident) -> None:
-            place = await self._place(incident)
-            if place is None:
-                return
-            try:
-                links[incident.id] = await self._slack.permalink(*place)
-            except SlackError as exc:
-                log.warning("no permalink for incident %s: %s", incident.id, exc)
-
-        try:
-            async with asyncio.timeout(LINK_TIMEOUT_SECONDS), asyncio.TaskGroup() as tasks:
-                for incident in incidents:
-                    tasks.create_task(one(incident))
-        except TimeoutError:
-            log.warning("Slack gave %d of %d thread links in time", len(links), len(incidents))
+        digests: dict[int, str | None] = {}
+        for incident in incidents:
+            link = incident.permalink
+            if link is None and incident.digest_id is not None:
+                if incident.digest_id not in digests:
+                    digest = await self._store.get_digest(incident.digest_id)
+                    digests[incident.digest_id] = digest.permalink if digest else None
+                link = digests[incident.digest_id]
+            if link is not None:
+                links[incident.id] = link
         return links
-
-    async def _place(self, incident: Incident) -> tuple[str, str] | None:
-        if incident.channel_id and incident.parent_ts:
-            return incident.channel_id, incident.parent_ts
-        if incident.digest_id is not None:
-            digest = await self._store.get_digest(incident.digest_id)
-            if digest is not None and digest.channel_id and digest.ts:
-                return digest.channel_id, digest.ts
-        return None
 
 
 def _detail(fleet: FleetSignals, state: RunnerTypeState) -> TypeDetail:

@@ -23,6 +23,12 @@ class OutboxKind(StrEnum):
     UPDATE_PARENT = "update_parent"
     POST_REPLY = "post_reply"
     UPDATE_DIGEST = "update_digest"
+    #: A message of queuebot's own in the thread (the diagnostics report, a notice), which a
+    #: later EDIT_NOTE may replace.
+    POST_NOTE = "post_note"
+    EDIT_NOTE = "edit_note"
+    #: A file (the diagnostics chart) shared in the thread.
+    POST_FILE = "post_file"
 
 
 class OutboxState(StrEnum):
@@ -70,6 +76,18 @@ class Digest:
     shown_version: int
     #: The ts of the thread replies that continue the list, page 2 onwards.
     pages: tuple[str, ...] = ()
+    #: A link to the digest message, stored when it was posted.
+    permalink: str | None = None
+
+
+@dataclass(frozen=True)
+class UnfinishedDiagnosis:
+    """A diagnostics run whose notice was owed but whose report was not (yet)."""
+
+    id: int
+    incident_id: int
+    #: The outbox entry of its "Running diagnostics…" notice, which the report replaces.
+    note_id: int
 
 
 @dataclass(frozen=True)
@@ -118,6 +136,12 @@ class Transaction(Protocol):
 
     async def enqueue(self, incident_id: int, kind: OutboxKind, payload: str = "") -> int: ...
 
+    async def add_diagnosis(self, incident_id: int, note_id: int) -> int:
+        """A diagnostics run begins; its notice is the outbox entry `note_id`."""
+        ...
+
+    async def finish_diagnosis(self, diagnosis_id: int) -> None: ...
+
     async def open_digest(self, channel: str, joined_since: datetime) -> Digest | None:
         """The channel's storm digest still taking incidents (one joined since then)."""
         ...
@@ -149,9 +173,19 @@ class Store(Protocol):
         silence; a second click while diagnostics run starts no second run."""
         ...
 
+    async def renew(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
+        """Extend `owner`'s claim to `until`; False if it is no longer `owner`'s."""
+        ...
+
     async def release(self, incident_id: int, purpose: str, owner: str) -> None:
         """Give up `owner`'s claim (never another's)."""
         ...
+
+    async def unfinished_diagnoses(self) -> list[UnfinishedDiagnosis]:
+        """Diagnostics runs begun and not finished, oldest first."""
+        ...
+
+    async def diagnosis_unfinished(self, diagnosis_id: int) -> bool: ...
 
     async def due_incidents(self) -> list[Due]:
         """Every incident with pending deliveries, oldest first, with its first one's time."""
@@ -162,8 +196,19 @@ class Store(Protocol):
     async def has_later_update(self, incident_id: int, after_id: int) -> bool: ...
 
     async def finish_item(
-        self, item_id: int, state: OutboxState, error: str | None = None
-    ) -> None: ...
+        self,
+        item_id: int,
+        state: OutboxState,
+        error: str | None = None,
+        *,
+        posted_ts: str | None = None,
+    ) -> None:
+        """The item is done (or failed); `posted_ts`, the ts of the message it posted."""
+        ...
+
+    async def posted_ts(self, item_id: int) -> str | None:
+        """The ts of the message an outbox item posted, once delivered."""
+        ...
 
     async def claim_item(self, item_id: int, owner: str, until: float) -> bool:
         """Lease a pending item to `owner` until `until`; False if another holds it."""
@@ -193,7 +238,14 @@ class Store(Protocol):
         parent_ts: str,
         version: int,
         previous_link: str | None,
-    ) -> None: ...
+    ) -> None:
+        """The parent message is in Slack: where it is, the version it shows, and the link to
+        the previous incident it shows."""
+        ...
+
+    async def set_permalink(self, incident_id: int, permalink: str) -> None:
+        """The link to the incident's thread, asked of Slack once, when its parent is posted."""
+        ...
 
     async def set_parent_version(self, incident_id: int, version: int) -> None: ...
 
@@ -204,6 +256,8 @@ class Store(Protocol):
     async def set_digest_posted(
         self, digest_id: int, channel_id: str, ts: str, version: int
     ) -> None: ...
+
+    async def set_digest_permalink(self, digest_id: int, permalink: str) -> None: ...
 
     async def set_digest_shown(self, digest_id: int, version: int) -> None: ...
 
@@ -234,5 +288,6 @@ __all__ = [
     "Store",
     "StoreError",
     "Transaction",
+    "UnfinishedDiagnosis",
     "open_store",
 ]

@@ -78,4 +78,17 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX incidents_silenced ON incidents (id)
         WHERE silence_json IS NOT NULL AND status = 'firing';
     """,
+    """
+    ALTER TABLE incidents ADD COLUMN permalink TEXT;
+    ALTER TABLE digests ADD COLUMN permalink TEXT;
+    ALTER TABLE outbox ADD COLUMN posted_ts TEXT;
+    CREATE TABLE diagnoses (
+        id INTEGER PRIMARY KEY,
+        incident_id INTEGER NOT NULL REFERENCES incidents(id),
+        note_id INTEGER NOT NULL REFERENCES outbox(id),
+        requested_at REAL NOT NULL,
+        finished_at REAL
+    );
+    CREATE INDEX diagnoses_unfinished ON diagnoses (id) WHERE finished_at IS NULL;
+    """,
 )

@@ -14,210 +14,24 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
-from bot.domain.alerts import AlertGroup
-from bot.domain.incidents import Incident, IncidentStatus
-from bot.domain.silences import Silence
+from bot.domain.incidents import Incident
 from bot.store import (
     Digest,
     Due,
-    NewIncident,
     OutboxItem,
     OutboxKind,
     OutboxState,
     StoreError,
+    UnfinishedDiagnosis,
 )
+from bot.store.rows import DIGEST_COLUMNS, INCIDENT_COLUMNS, digest_from, incident_from
 from bot.store.schema import MIGRATIONS
-
-_INCIDENT_COLUMNS = (
-    "id, group_key, generation, channel, channel_id, parent_ts, status, group_json, started_at,"
-    " resolved_at, fired_count, previous_id, previous_link, version, parent_version, silence_json,"
-    " digest_id"
-)
-
-
-def _incident(row: sqlite3.Row) -> Incident:
-    return Incident(
-        id=row["id"],
-        group_key=row["group_key"],
-        generation=row["generation"],
-        channel=row["channel"],
-        channel_id=row["channel_id"],
-        parent_ts=row["parent_ts"],
-        status=IncidentStatus(row["status"]),
-        group=AlertGroup.model_validate_json(row["group_json"]),
-        started_at=datetime.fromisoformat(row["started_at"]),
-        resolved_at=datetime.fromisoformat(row["resolved_at"]) if row["resolved_at"] else None,
-        fired_count=row["fired_count"],
-        previous_id=row["previous_id"],
-        previous_link=row["previous_link"],
-        version=row["version"],
-        parent_version=row["parent_version"],
-        silence=Silence.model_validate_json(row["silence_json"]) if row["silence_json"] else None,
-        digest_id=row["digest_id"],
-    )
-
-
-def _digest(row: sqlite3.Row) -> Digest:
-    return Digest(
-        id=row["id"],
-        channel=row["channel"],
-        channel_id=row["channel_id"],
-        ts=row["ts"],
-        opened_at=datetime.fromisoformat(row["opened_at"]),
-        last_joined_at=datetime.fromisoformat(row["last_joined_at"]),
-        version=row["version"],
-        shown_version=row["shown_version"],
-        pages=tuple(json.loads(row["pages_json"])),
-    )
-
-
-_DIGEST_COLUMNS = (
-    "id, channel, channel_id, ts, opened_at, last_joined_at, version, shown_version, pages_json"
-)
-
-
-class _SQLiteTransaction:
-    def __init__(self, db: aiosqlite.Connection) -> None:
-        self._db = db
-
-    async def _one(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Row | None:
-        async with self._db.execute(sql, params) as cursor:
-            row: sqlite3.Row | None = await cursor.fetchone()
-            return row
-
-    async def current_incident(self, group_key: str) -> Incident | None:
-        row = await self._one(
-            f"SELECT {_INCIDENT_COLUMNS} FROM incidents WHERE group_key = ?"  # noqa: S608
-            " ORDER BY generation DESC LIMIT 1",
-            (group_key,),
-        )
-        return _incident(row) if row else None
-
-    async def incident(self, incident_id: int) -> Incident | None:
-        row = await self._one(
-            f"SELECT {_INCIDENT_COLUMNS} FROM incidents WHERE id = ?",  # noqa: S608
-            (incident_id,),
-        )
-        return _incident(row) if row else None
-
-    async def holds(self, incident_id: int, purpose: str, owner: str) -> bool:
-        row = await self._one(
-            "SELECT 1 FROM claims WHERE incident_id = ? AND purpose = ? AND owner = ?"
-            " AND until >= ?",
-            (incident_id, purpose, owner, time.time()),
-        )
-        return row is not None
-
-    async def insert_incident(self, new: NewIncident) -> Incident:
-        now = datetime.now().astimezone().isoformat()
-        cursor = await self._db.execute(
-            "INSERT INTO incidents (group_key, generation, channel, status, group_json,"
-            " started_at, resolved_at, previous_id, created_at, updated_at, digest_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                new.group_key,
-                new.generation,
-                new.channel,
-                new.status.value,
-                new.group.model_dump_json(),
-                new.started_at.isoformat(),
-                new.resolved_at.isoformat() if new.resolved_at else None,
-                new.previous_id,
-                now,
-                now,
-                new.digest_id,
-            ),
-        )
-        row = await self._one(
-            f"SELECT {_INCIDENT_COLUMNS} FROM incidents WHERE id = ?",  # noqa: S608
-            (cursor.lastrowid,),
-        )
-        assert row is not None
-        return _incident(row)
-
-    async def save_incident(self, incident: Incident) -> None:
-        await self._db.execute(
-            "UPDATE incidents SET status = ?, group_json = ?, resolved_at = ?, fired_count = ?,"
-            " version = ?, silence_json = ?, updated_at = ? WHERE id = ?",
-            (
-                incident.status.value,
-                incident.group.model_dump_json(),
-                incident.resolved_at.isoformat() if incident.resolved_at else None,
-                incident.fired_count,
-                incident.version,
-                incident.silence.model_dump_json() if incident.silence else None,
-                datetime.now().astimezone().isoformat(),
-                incident.id,
-            ),
-        )
-
-    async def add_notification(
-        self,
-        group_key: str,
-        received_at: datetime,
-        body: str,
-        outcome: str,
-        incident_id: int | None,
-        content_key: str | None = None,
-    ) -> int:
-        cursor = await self._db.execute(
-            "INSERT INTO notifications (group_key, received_at, body, outcome, incident_id,"
-            " content_key) VALUES (?, ?, ?, ?, ?, ?)",
-            (group_key, received_at.isoformat(), body, outcome, incident_id, content_key),
-        )
-        return int(cursor.lastrowid or 0)
-
-    async def seen_since(self, group_key: str, content_key: str, since: datetime) -> bool:
-        row = await self._one(
-            "SELECT 1 FROM notifications WHERE group_key = ? AND content_key = ?"
-            " AND received_at >= ? LIMIT 1",
-            (group_key, content_key, since.isoformat()),
-        )
-        return row is not None
-
-    async def open_digest(self, channel: str, joined_since: datetime) -> Digest | None:
-        row = await self._one(
-            f"SELECT {_DIGEST_COLUMNS} FROM digests WHERE channel = ?"  # noqa: S608
-            " AND last_joined_at >= ? ORDER BY id DESC LIMIT 1",
-            (channel, joined_since.isoformat()),
-        )
-        return _digest(row) if row else None
-
-    async def create_digest(self, channel: str, at: datetime) -> Digest:
-        cursor = await self._db.execute(
-            "INSERT INTO digests (channel, opened_at, last_joined_at) VALUES (?, ?, ?)",
-            (channel, at.isoformat(), at.isoformat()),
-        )
-        row = await self._one(
-            f"SELECT {_DIGEST_COLUMNS} FROM digests WHERE id = ?",  # noqa: S608
-            (cursor.lastrowid,),
-        )
-        assert row is not None
-        return _digest(row)
-
-    async def touch_digest(self, digest_id: int, joined_at: datetime | None) -> None:
-        if joined_at is None:
-            await self._db.execute(
-                "UPDATE digests SET version = version + 1 WHERE id = ?", (digest_id,)
-            )
-        else:
-            await self._db.execute(
-                "UPDATE digests SET version = version + 1, last_joined_at = ? WHERE id = ?",
-                (joined_at.isoformat(), digest_id),
-            )
-
-    async def enqueue(self, incident_id: int, kind: OutboxKind, payload: str = "") -> int:
-        cursor = await self._db.execute(
-            "INSERT INTO outbox (incident_id, kind, payload, created_at) VALUES (?, ?, ?, ?)",
-            (incident_id, kind.value, payload, time.time()),
-        )
-        return int(cursor.lastrowid or 0)
+from bot.store.sqlite_tx import SQLiteTransaction
 
 
 def _prepare(path: str) -> str:
@@ -282,14 +96,14 @@ class SQLiteStore:
         await self._db.execute("COMMIT")
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[_SQLiteTransaction]:
+    async def transaction(self) -> AsyncIterator[SQLiteTransaction]:
         async with self._lock:
             try:
                 await self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot start a transaction: {exc}") from exc
             try:
-                yield _SQLiteTransaction(self._db)
+                yield SQLiteTransaction(self._db)
                 await self._db.execute("COMMIT")
             except BaseException as exc:
                 await self._db.execute("ROLLBACK")
@@ -308,25 +122,25 @@ class SQLiteStore:
 
     async def get_incident(self, incident_id: int) -> Incident | None:
         rows = await self._fetch(
-            f"SELECT {_INCIDENT_COLUMNS} FROM incidents WHERE id = ?",  # noqa: S608
+            f"SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id = ?",  # noqa: S608
             (incident_id,),
         )
-        return _incident(rows[0]) if rows else None
+        return incident_from(rows[0]) if rows else None
 
     async def silenced_incidents(self) -> list[Incident]:
         rows = await self._fetch(
-            f"SELECT {_INCIDENT_COLUMNS} FROM incidents"  # noqa: S608
+            f"SELECT {INCIDENT_COLUMNS} FROM incidents"  # noqa: S608
             " WHERE silence_json IS NOT NULL AND status = 'firing' ORDER BY id"
         )
-        return [_incident(row) for row in rows]
+        return [incident_from(row) for row in rows]
 
     async def firing_incidents(self, limit: int) -> tuple[list[Incident], int]:
         rows = await self._fetch(
-            f"SELECT {_INCIDENT_COLUMNS}, COUNT(*) OVER () AS total FROM incidents"  # noqa: S608
+            f"SELECT {INCIDENT_COLUMNS}, COUNT(*) OVER () AS total FROM incidents"  # noqa: S608
             " WHERE status = 'firing' ORDER BY started_at DESC, id DESC LIMIT ?",
             (limit,),
         )
-        return [_incident(row) for row in rows], (int(rows[0]["total"]) if rows else 0)
+        return [incident_from(row) for row in rows], (int(rows[0]["total"]) if rows else 0)
 
     async def claim(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
         # One statement, atomic under SQLite's write lock: a free or lapsed claim is taken,
@@ -338,6 +152,25 @@ class SQLiteStore:
             (incident_id, purpose, owner, until, time.time()),
         )
         return claimed == 1
+
+    async def renew(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
+        renewed = await self._write(
+            "UPDATE claims SET until = ? WHERE incident_id = ? AND purpose = ? AND owner = ?",
+            (until, incident_id, purpose, owner),
+        )
+        return renewed == 1
+
+    async def unfinished_diagnoses(self) -> list[UnfinishedDiagnosis]:
+        rows = await self._fetch(
+            "SELECT id, incident_id, note_id FROM diagnoses WHERE finished_at IS NULL ORDER BY id"
+        )
+        return [UnfinishedDiagnosis(int(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+    async def diagnosis_unfinished(self, diagnosis_id: int) -> bool:
+        rows = await self._fetch(
+            "SELECT 1 FROM diagnoses WHERE id = ? AND finished_at IS NULL", (diagnosis_id,)
+        )
+        return bool(rows)
 
     async def release(self, incident_id: int, purpose: str, owner: str) -> None:
         await self._write(
@@ -385,12 +218,24 @@ class SQLiteStore:
         )
         return bool(rows)
 
-    async def finish_item(self, item_id: int, state: OutboxState, error: str | None = None) -> None:
+    async def finish_item(
+        self,
+        item_id: int,
+        state: OutboxState,
+        error: str | None = None,
+        *,
+        posted_ts: str | None = None,
+    ) -> None:
         await self._write(
             "UPDATE outbox SET state = ?, last_error = ?, done_at = ?, attempts = attempts + 1,"
-            " lease_owner = NULL, lease_until = NULL WHERE id = ?",
-            (state.value, error, time.time(), item_id),
+            " lease_owner = NULL, lease_until = NULL, posted_ts = COALESCE(?, posted_ts)"
+            " WHERE id = ?",
+            (state.value, error, time.time(), posted_ts, item_id),
         )
+
+    async def posted_ts(self, item_id: int) -> str | None:
+        rows = await self._fetch("SELECT posted_ts FROM outbox WHERE id = ?", (item_id,))
+        return str(rows[0][0]) if rows and rows[0][0] else None
 
     async def claim_item(self, item_id: int, owner: str, until: float) -> bool:
         # One UPDATE is atomic under SQLite's write lock, across processes too.
@@ -445,6 +290,11 @@ class SQLiteStore:
             (channel_id, parent_ts, version, previous_link, incident_id),
         )
 
+    async def set_permalink(self, incident_id: int, permalink: str) -> None:
+        await self._write(
+            "UPDATE incidents SET permalink = ? WHERE id = ?", (permalink, incident_id)
+        )
+
     async def set_parent_version(self, incident_id: int, version: int) -> None:
         await self._write(
             "UPDATE incidents SET parent_version = MAX(parent_version, ?) WHERE id = ?",
@@ -453,18 +303,18 @@ class SQLiteStore:
 
     async def get_digest(self, digest_id: int) -> Digest | None:
         rows = await self._fetch(
-            f"SELECT {_DIGEST_COLUMNS} FROM digests WHERE id = ?",  # noqa: S608
+            f"SELECT {DIGEST_COLUMNS} FROM digests WHERE id = ?",  # noqa: S608
             (digest_id,),
         )
-        return _digest(rows[0]) if rows else None
+        return digest_from(rows[0]) if rows else None
 
     async def digest_members(self, digest_id: int) -> list[Incident]:
         rows = await self._fetch(
-            f"SELECT {_INCIDENT_COLUMNS} FROM incidents WHERE digest_id = ?"  # noqa: S608
+            f"SELECT {INCIDENT_COLUMNS} FROM incidents WHERE digest_id = ?"  # noqa: S608
             " ORDER BY id",
             (digest_id,),
         )
-        return [_incident(row) for row in rows]
+        return [incident_from(row) for row in rows]
 
     async def set_digest_posted(
         self, digest_id: int, channel_id: str, ts: str, version: int
@@ -473,6 +323,9 @@ class SQLiteStore:
             "UPDATE digests SET channel_id = ?, ts = ?, shown_version = ? WHERE id = ?",
             (channel_id, ts, version, digest_id),
         )
+
+    async def set_digest_permalink(self, digest_id: int, permalink: str) -> None:
+        await self._write("UPDATE digests SET permalink = ? WHERE id = ?", (permalink, digest_id))
 
     async def set_digest_shown(self, digest_id: int, version: int) -> None:
         await self._write(

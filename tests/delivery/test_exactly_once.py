@@ -1,11 +1,14 @@
 """Delivered once: when Slack took a post but its answer was lost, the retry finds the message
-by the outbox id in its metadata instead of posting it again; and a bot killed with SIGKILL
-mid-storm and started again leaves one parent per incident and no repeated reply."""
+by the outbox id in its metadata instead of posting it again; a bot killed with SIGKILL
+mid-storm and started again leaves one parent per incident and no repeated reply; and one
+killed while diagnostics are delivered leaves one report and one chart."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
@@ -13,12 +16,17 @@ import pytest
 
 from bot.incidents.service import STORM_THRESHOLD
 from bot.sandbox.slack import PostedMessage, SlackSandbox
+from bot.simulator.simulate import Scenario, SimulationSpec
+from bot.slack.contract import ActionId
+from tests.conftest import PrometheusFactory
 from tests.support.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,
     SIGNING_SECRET,
+    drained,
     running_stack,
     serve_process,
+    stop_process,
 )
 from tests.support.payloads import encoded, reference, with_values
 from tests.support.servers import free_port
@@ -121,14 +129,7 @@ async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) 
             await sandbox.wait_for(done, timeout=120)
             await asyncio.sleep(2.0)  # anything doubled would show by now
         finally:
-            if bot.returncode is None:
-                bot.send_signal(signal.SIGINT)
-                try:
-                    async with asyncio.timeout(10):
-                        await bot.wait()
-                except TimeoutError:
-                    bot.kill()
-                    await bot.wait()
+            await stop_process(bot)
         parents, digests = _split(sandbox)
         keys = [p.metadata["event_payload"]["incident"] for p in parents if p.metadata]
         assert len(parents) == OWN_MESSAGES and len(set(keys)) == OWN_MESSAGES
@@ -161,3 +162,84 @@ async def test_slack_failing_for_a_while_delivers_everything_in_order(tmp_path: 
             ] * 3
         statuses = {c.status for c in stack.sandbox.calls("chat.postMessage")}
         assert {429, 500, 200} <= statuses
+
+
+def _replies_now(sandbox: SlackSandbox, parent: PostedMessage) -> list[str]:
+    """The thread's replies as they read now: their text, and the names of files they share."""
+    return [
+        json.dumps(r.blocks) + r.text + " ".join(str(f.get("name")) for f in r.files)
+        for r in sandbox.replies(None, parent.ts)
+    ]
+
+
+#: What each stalled call leaves in the thread once it has taken effect.
+_TOOK_EFFECT = {
+    "chat.postMessage": "Running diagnostics",
+    "chat.update": "Diagnostics:",
+    "files.completeUploadExternal": "queue-",
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("stalled", sorted(_TOOK_EFFECT))
+async def test_kill_9_while_diagnostics_are_delivered_leaves_one_report_and_one_chart(
+    tmp_path: Path, prometheus_for: PrometheusFactory, stalled: str
+) -> None:
+    """SIGKILL while Slack holds its answer to the running notice, to the edit that makes it
+    the report, or to the chart's upload (each had taken effect): after a restart the thread
+    holds exactly one report, edited from the notice, and one chart."""
+    end = datetime.now(UTC).replace(microsecond=0)
+    spec = SimulationSpec(
+        scenario=Scenario.SURGE, hours=27, runner_types=6, seed=7, end=end, step_seconds=120
+    )
+    prometheus, _ = await prometheus_for(spec)
+    config = tmp_path / "queuebot.yml"
+    config.write_text("auto_diagnose: false\n")
+    settings = {"PROMETHEUS_URL": prometheus.url, "QUEUEBOT_CONFIG": str(config)}
+    async with SlackSandbox(
+        bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, channel_name=CHANNEL_NAME
+    ) as sandbox:
+        database, port = tmp_path / "queuebot.db", free_port()
+        sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        bot = await serve_process(sandbox, database, port, **settings)
+        try:
+            async with (
+                aiohttp.ClientSession() as http,
+                http.post(
+                    f"http://127.0.0.1:{port}/webhooks/grafana",
+                    data=encoded(reference()),
+                    headers={"Content-Type": "application/json"},
+                ) as answer,
+            ):
+                assert answer.status == 202
+            (parent,) = await sandbox.wait_for(lambda: sandbox.messages()[:1], timeout=10)
+            await sandbox.wait_for(lambda: sandbox.calls("chat.getPermalink"), timeout=10)
+            # The call takes effect; its answer is held until the bot is long gone.
+            sandbox.faults.add(stalled, status=500, after=True, stall=10.0)
+            click = await sandbox.click(
+                sandbox.channel_id, parent.ts, ActionId.RUN_DIAGNOSTICS.value
+            )
+            assert click.acked_in_time
+            await sandbox.wait_for(
+                lambda: any(_TOOK_EFFECT[stalled] in r for r in _replies_now(sandbox, parent)),
+                timeout=30,
+            )
+            bot.send_signal(signal.SIGKILL)
+            await bot.wait()
+            bot = await serve_process(sandbox, database, port, **settings)
+
+            def finished() -> bool:
+                replies = _replies_now(sandbox, parent)
+                return any("Diagnostics:" in r for r in replies) and any(
+                    "queue-" in r for r in replies
+                )
+
+            await sandbox.wait_for(finished, timeout=60)
+            await drained(port)
+        finally:
+            await stop_process(bot)
+        replies = _replies_now(sandbox, parent)
+        assert sum("Diagnostics:" in r for r in replies) == 1, replies
+        assert sum("queue-" in r for r in replies) == 1, replies
+        assert not any("Running diagnostics" in r for r in replies), replies
+        assert len(replies) == 2, replies

@@ -157,8 +157,11 @@ class TestWithTheFleet:
         _, truth = fleet
         queue, other = await _incidents(stack)
         await _silence(stack, queue)
+        # Each thread's link was asked for once, when its parent was posted; not again here.
+        assert len(stack.sandbox.calls("chat.getPermalink")) == 2
         answer = await _command(stack)
         text = _blocks_text(answer.blocks)
+        assert len(stack.sandbox.calls("chat.getPermalink")) == 2
         # Runner types with jobs waiting, the longest wait first, with the autoscaler's mark.
         listed = _listed_types(answer.blocks[2]["text"]["text"])
         for runner_type in truth.affected:
@@ -217,9 +220,10 @@ class TestWithTheFleet:
         assert f"`{affected}`" in unknown and ActionId.SHARE_STATUS.value not in unknown
 
     async def test_what_slack_refuses_is_left_out_and_said(self, stack: Stack) -> None:
-        """No thread links and no chart upload: the answer comes anyway, and says so."""
-        queue, _ = await _incidents(stack)
+        """No thread links (Slack gave none when the incidents were posted) and no chart
+        upload: the answer comes anyway, and says so."""
         stack.sandbox.faults.add("chat.getPermalink", status=200, error="internal_error", count=2)
+        queue, _ = await _incidents(stack)
         summary = _blocks_text((await _command(stack)).blocks)
         assert summary.count("no thread link") == 2 and "Open incidents (2)" in summary
         assert _permalink(stack, queue) not in summary

@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,6 +17,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from prometheus_client.parser import text_string_to_metric_families
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import create_app
@@ -142,10 +144,11 @@ async def serve_bot(
 
 
 async def serve_process(
-    sandbox: SlackSandbox, database: Path, port: int
+    sandbox: SlackSandbox, database: Path, port: int, **settings: str
 ) -> asyncio.subprocess.Process:
-    """`queuebot serve` as a real process on `port`, against `sandbox`; returns once it
-    answers /healthz."""
+    """`queuebot serve` as a real process on `port`, against `sandbox`, with extra `settings`
+    in its environment; returns once it answers /healthz. Its log goes to `queuebot.log` beside
+    the database, appended to across restarts."""
     env = {
         "PATH": os.environ["PATH"],
         "SLACK_BOT_TOKEN": BOT_TOKEN,
@@ -155,16 +158,18 @@ async def serve_process(
         "QUEUEBOT_DATABASE": str(database),
         "HOST": "127.0.0.1",
         "PORT": str(port),
+        **settings,
     }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        "serve",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    with (database.parent / "queuebot.log").open("ab") as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bot",
+            "serve",
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=log,
+        )
     async with aiohttp.ClientSession() as http:
         for _ in range(200):
             try:
@@ -177,3 +182,37 @@ async def serve_process(
     process.kill()
     await process.wait()
     raise AssertionError("queuebot serve did not start")
+
+
+async def drained(port: int, timeout: float = 30.0) -> None:  # noqa: ASYNC109
+    """Wait until a `queuebot serve` process owes Slack nothing (its /metrics says so): another
+    process can only be asked."""
+    async with asyncio.timeout(timeout):
+        while await outbox_pending(port):  # noqa: ASYNC110
+            await asyncio.sleep(0.1)
+
+
+async def outbox_pending(port: int) -> float:
+    """Slack deliveries a `queuebot serve` process still owes, read from its /metrics."""
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"http://127.0.0.1:{port}/metrics") as answer,
+    ):
+        text = await answer.text()
+    for family in text_string_to_metric_families(text):
+        if family.name == "queuebot_outbox_pending":
+            return float(family.samples[0].value)
+    raise AssertionError("/metrics has no queuebot_outbox_pending")
+
+
+async def stop_process(process: asyncio.subprocess.Process) -> None:
+    """Stop a `queuebot serve` process as an operator would (SIGINT), killing it if it hangs."""
+    if process.returncode is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        async with asyncio.timeout(10):
+            await process.wait()
+    except TimeoutError:
+        process.kill()
+        await process.wait()

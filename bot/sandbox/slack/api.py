@@ -5,6 +5,7 @@ or `{"ok": false, "error": ...}`, 429 with `Retry-After` when rate limited. Ever
 recorded with its arguments, the status answered and when it arrived.
 """
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -114,7 +115,7 @@ class WebApi:
             return Answer(200, {"ok": False, "error": "unknown_method", "req_method": method})
         fault = self.faults.take(method)
         if fault is not None and not fault[1]:
-            return fault[0]
+            return await _held(fault[0])
         self.authorize(spec, bearer_token(request, params))
         if self.rate_limit is not None and method == "chat.postMessage":
             channel = self.workspace.channel(str(params.get("channel", "")))
@@ -123,7 +124,7 @@ class WebApi:
         call = Call(method, params, base_url(request), self.workspace, self.hub)
         body = await spec.handler(call)
         if fault is not None:
-            return fault[0]  # done, and the answer lost
+            return await _held(fault[0])  # done, and the answer lost
         return Answer(200, {"ok": True, **body})
 
     def authorize(self, spec: Method, token: str | None) -> None:
@@ -146,3 +147,9 @@ class WebApi:
 def base_url(request: web.Request) -> str:
     """Where the caller reached the sandbox; URLs handed out point back there."""
     return f"{request.scheme}://{request.host}"
+
+
+async def _held(answer: Answer) -> Answer:
+    if answer.stall:
+        await asyncio.sleep(answer.stall)
+    return answer

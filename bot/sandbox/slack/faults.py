@@ -3,7 +3,9 @@
 A fault answers a Web API call instead of the workspace: 429 with `Retry-After` as Slack does
 (https://docs.slack.dev/apis/web-api/rate-limits), a 5xx, or any Slack error with HTTP 200.
 A fault `after` the call lets the call take effect and loses its answer, as when a connection
-drops after Slack did the work: the caller cannot tell it happened.
+drops after Slack did the work: the caller cannot tell it happened. A `stall` holds the answer
+that many seconds first, as a Slack too slow to answer does: the caller times out, or is still
+waiting when it dies.
 """
 
 import math
@@ -30,6 +32,7 @@ class FaultSpec(BaseModel):
     count: int = Field(default=1, ge=1)
     error: str | None = None
     after: bool = False
+    stall: float = Field(default=0.0, ge=0.0, le=600.0)
 
 
 @dataclass
@@ -40,6 +43,7 @@ class Fault:
     remaining: int
     error: str
     after: bool = False
+    stall: float = 0.0
 
     def matches(self, method: str) -> bool:
         return self.remaining > 0 and self.method in (None, method)
@@ -52,6 +56,7 @@ class Fault:
             "remaining": self.remaining,
             "error": self.error,
             "after": self.after,
+            "stall": self.stall,
         }
 
 
@@ -62,6 +67,8 @@ class Answer:
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    #: Seconds to hold the answer before giving it.
+    stall: float = 0.0
 
 
 class Faults:
@@ -78,21 +85,29 @@ class Faults:
         count: int = 1,
         error: str | None = None,
         after: bool = False,
+        stall: float = 0.0,
     ) -> Fault:
         """Fail the next `count` calls of `method` (every method when None); `after`: let
-        each call take effect first, then answer the failure."""
+        each call take effect first, then answer the failure; `stall`: hold the answer that
+        many seconds."""
         name = error or DEFAULT_ERRORS.get(status) or ("fatal_error" if status >= 500 else None)
         if name is None:
             raise ValueError(f"a fault with HTTP {status} needs an error name")
         if status == 429 and retry_after is None:
             retry_after = 1
-        fault = Fault(method, status, retry_after, count, name, after)
+        fault = Fault(method, status, retry_after, count, name, after, stall)
         self._faults.append(fault)
         return fault
 
     def add_spec(self, spec: FaultSpec) -> Fault:
         return self.add(
-            spec.method, spec.status, spec.retry_after, spec.count, spec.error, spec.after
+            spec.method,
+            spec.status,
+            spec.retry_after,
+            spec.count,
+            spec.error,
+            spec.after,
+            spec.stall,
         )
 
     def clear(self) -> None:
@@ -111,7 +126,9 @@ class Faults:
                 if fault.retry_after is not None:
                     # slack_sdk parses Retry-After with int(): whole seconds only.
                     headers["Retry-After"] = str(fault.retry_after)
-                answer = Answer(fault.status, {"ok": False, "error": fault.error}, headers)
+                answer = Answer(
+                    fault.status, {"ok": False, "error": fault.error}, headers, fault.stall
+                )
                 return answer, fault.after
         return None
 
