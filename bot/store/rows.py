@@ -9,7 +9,7 @@ from datetime import datetime
 from bot.domain.alerts import AlertGroup
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.domain.silences import Silence
-from bot.store import Digest
+from bot.store.interface import Digest
 
 INCIDENT_COLUMNS = (
     "id, group_key, generation, channel, channel_id, parent_ts, status, group_json, started_at,"

@@ -20,7 +20,7 @@ from typing import Any
 import aiosqlite
 
 from bot.domain.incidents import Incident
-from bot.store import (
+from bot.store.interface import (
     Digest,
     Due,
     OutboxItem,

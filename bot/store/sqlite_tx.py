@@ -14,7 +14,7 @@ from typing import Any
 import aiosqlite
 
 from bot.domain.incidents import Incident
-from bot.store import Digest, NewIncident, OutboxKind
+from bot.store.interface import Digest, NewIncident, OutboxKind
 from bot.store.rows import DIGEST_COLUMNS, INCIDENT_COLUMNS, digest_from, incident_from
 
 

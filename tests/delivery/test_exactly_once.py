@@ -5,7 +5,6 @@ killed while diagnostics are delivered leaves one report and one chart."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 from datetime import UTC, datetime
@@ -127,7 +126,7 @@ async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) 
                 )
 
             await sandbox.wait_for(done, timeout=120)
-            await asyncio.sleep(2.0)  # anything doubled would show by now
+            await drained(port)  # nothing more is owed: anything doubled is there now
         finally:
             await stop_process(bot)
         parents, digests = _split(sandbox)
@@ -219,7 +218,7 @@ async def test_kill_9_while_diagnostics_are_delivered_leaves_one_report_and_one_
             click = await sandbox.click(
                 sandbox.channel_id, parent.ts, ActionId.RUN_DIAGNOSTICS.value
             )
-            assert click.acked_in_time
+            assert click.status == 200
             await sandbox.wait_for(
                 lambda: any(_TOOK_EFFECT[stalled] in r for r in _replies_now(sandbox, parent)),
                 timeout=30,

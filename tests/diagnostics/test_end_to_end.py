@@ -133,7 +133,7 @@ class TestInSlack:
                     SECOND_USER,
                 ),
             )
-            assert first.acked_in_time and second.acked_in_time
+            assert first.status == second.status == 200
             report = await stack.sandbox.wait_for(
                 lambda: _reply_with(stack, parent, "Most likely: Increased workload"), timeout=30
             )

@@ -20,12 +20,11 @@ from bot.sandbox.slack.models import (
 )
 from bot.sandbox.slack.server import ONCALL_USER, SECOND_USER, SlackSandbox
 from bot.sandbox.slack.text import render_message, render_thread
-from bot.sandbox.slack.workspace import ApiError
+from bot.sandbox.slack.workspace import WebApiError
 
 __all__ = [
     "ONCALL_USER",
     "SECOND_USER",
-    "ApiError",
     "CallRecord",
     "Ephemeral",
     "Fault",
@@ -40,6 +39,7 @@ __all__ = [
     "SlackSandbox",
     "UserGroup",
     "ViewState",
+    "WebApiError",
     "render_message",
     "render_thread",
 ]

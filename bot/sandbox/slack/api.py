@@ -18,7 +18,7 @@ from bot.sandbox.slack.events import EventHub, SandboxEvent, SandboxEventKind
 from bot.sandbox.slack.faults import Answer, Faults, MessageRateLimit
 from bot.sandbox.slack.models import JSON, CallRecord
 from bot.sandbox.slack.params import Call, bearer_token, read_params
-from bot.sandbox.slack.workspace import ApiError, Workspace
+from bot.sandbox.slack.workspace import WebApiError, Workspace
 
 Handler = Callable[[Call], Awaitable[JSON]]
 
@@ -87,7 +87,7 @@ class WebApi:
         try:
             params = await read_params(request)
             answer = await self.answer(request, method, params)
-        except ApiError as refusal:
+        except WebApiError as refusal:
             answer = Answer(refusal.status, refusal.body())
         token = bearer_token(request, params)
         if token == self.workspace.identity.bot_token:
@@ -130,18 +130,18 @@ class WebApi:
     def authorize(self, spec: Method, token: str | None) -> None:
         identity = self.workspace.identity
         if token is None:
-            raise ApiError("not_authed")
+            raise WebApiError("not_authed")
         kinds = {identity.bot_token: TokenKind.BOT}
         if identity.app_token:
             kinds[identity.app_token] = TokenKind.APP
         kind = kinds.get(token)
         if kind is None:
-            raise ApiError("invalid_auth")
+            raise WebApiError("invalid_auth")
         if spec.token is not kind:
-            raise ApiError("not_allowed_token_type")
+            raise WebApiError("not_allowed_token_type")
         provided = identity.scopes if kind is TokenKind.BOT else ("connections:write",)
         if spec.scope is not None and spec.scope not in provided:
-            raise ApiError("missing_scope", needed=spec.scope, provided=",".join(provided))
+            raise WebApiError("missing_scope", needed=spec.scope, provided=",".join(provided))
 
 
 def base_url(request: web.Request) -> str:

@@ -7,7 +7,7 @@ refuses with Slack's error names.
 from bot.sandbox.slack.events import SandboxEvent, SandboxEventKind, ephemeral_posted
 from bot.sandbox.slack.models import JSON, Channel, PostedMessage
 from bot.sandbox.slack.params import Call
-from bot.sandbox.slack.workspace import ApiError
+from bot.sandbox.slack.workspace import WebApiError
 from bot.slack.blockkit import truncate_text
 
 #: chat.update: "msg_too_long: The text field cannot exceed 4,000 characters."
@@ -23,7 +23,7 @@ def require_membership(call: Call, channel: Channel) -> None:
     identity = call.workspace.identity
     public_ok = "chat:write.public" in identity.scopes and not channel.is_private
     if identity.bot_user_id not in channel.members and not public_ok:
-        raise ApiError("not_in_channel")
+        raise WebApiError("not_in_channel")
 
 
 def metadata_arg(call: Call) -> JSON | None:
@@ -32,11 +32,11 @@ def metadata_arg(call: Call) -> JSON | None:
     if metadata is None:
         return None
     if not isinstance(metadata, dict):
-        raise ApiError("invalid_metadata_format")
+        raise WebApiError("invalid_metadata_format")
     if not isinstance(metadata.get("event_type"), str) or not isinstance(
         metadata.get("event_payload", {}), dict
     ):
-        raise ApiError("invalid_metadata_schema")
+        raise WebApiError("invalid_metadata_schema")
     return metadata
 
 
@@ -60,7 +60,7 @@ async def chat_post_message(call: Call) -> JSON:
     require_membership(call, channel)
     if markdown := call.arg("markdown_text"):
         if call.arg("text") or call.params.get("blocks"):
-            raise ApiError("markdown_text_conflict")
+            raise WebApiError("markdown_text_conflict")
         call.params["blocks"] = [{"type": "markdown", "text": markdown}]
         call.params["text"] = markdown
     text, blocks = call.message_content()
@@ -90,7 +90,7 @@ def find_message(
     channel = ws.channel(call.required("channel", "channel_not_found"), by_name=False)
     message = ws.find(channel.id, call.required(ts_arg, missing))
     if message is None:
-        raise ApiError(missing)
+        raise WebApiError(missing)
     return channel, message
 
 
@@ -98,7 +98,7 @@ def own_message(call: Call, ts_arg: str, denied: str) -> tuple[Channel, PostedMe
     """The message `ts_arg` names, which the bot must have posted (else Slack's `denied`)."""
     channel, message = find_message(call, ts_arg)
     if message.user != call.workspace.identity.bot_user_id:
-        raise ApiError(denied)
+        raise WebApiError(denied)
     return channel, message
 
 
@@ -111,7 +111,7 @@ async def chat_update(call: Call) -> JSON:
         call.params["blocks"] = message.blocks
     text, blocks = call.message_content()
     if len(text) > MAX_UPDATE_TEXT:
-        raise ApiError("msg_too_long")
+        raise WebApiError("msg_too_long")
     if "metadata" in call.params and call.params["metadata"] is not None:
         message.metadata = metadata_arg(call) if call.params["metadata"] not in ({}, "{}") else None
     ws.update(message, text, blocks, ws.identity.bot_user_id)
@@ -127,7 +127,7 @@ async def chat_post_ephemeral(call: Call) -> JSON:
     user = call.required("user", "user_not_in_channel")
     require_membership(call, channel)
     if user not in channel.members:
-        raise ApiError("user_not_in_channel")
+        raise WebApiError("user_not_in_channel")
     text, blocks = call.message_content()
     ephemeral = ws.post_ephemeral(channel, user, text, blocks, call.arg("thread_ts"))
     await call.hub.publish(ephemeral_posted(ephemeral))
@@ -213,7 +213,7 @@ async def conversations_info(call: Call) -> JSON:
 async def conversations_join(call: Call) -> JSON:
     channel = call.workspace.channel(call.required("channel", "channel_not_found"), by_name=False)
     if channel.is_private:
-        raise ApiError("method_not_supported_for_channel_type")
+        raise WebApiError("method_not_supported_for_channel_type")
     channel.members.add(call.workspace.identity.bot_user_id)
     return {"channel": channel_object(call, channel)}
 
@@ -221,7 +221,7 @@ async def conversations_join(call: Call) -> JSON:
 async def users_info(call: Call) -> JSON:
     user = call.workspace.users.get(call.required("user", "user_not_found"))
     if user is None:
-        raise ApiError("user_not_found")
+        raise WebApiError("user_not_found")
     return {
         "user": {
             "id": user.id,

@@ -8,7 +8,7 @@ from bot.sandbox.slack.api_chat import require_membership
 from bot.sandbox.slack.events import SandboxEvent, SandboxEventKind
 from bot.sandbox.slack.models import JSON, SandboxFile
 from bot.sandbox.slack.params import Call
-from bot.sandbox.slack.workspace import ApiError
+from bot.sandbox.slack.workspace import WebApiError
 
 
 async def files_get_upload_url_external(call: Call) -> JSON:
@@ -16,10 +16,10 @@ async def files_get_upload_url_external(call: Call) -> JSON:
     try:
         length = int(call.required("length", "invalid_arguments"))
     except ValueError:
-        raise ApiError("invalid_arguments") from None
+        raise WebApiError("invalid_arguments") from None
     if length < 1:
         # "missing_argument: ... Typically only occurs when the length provided is 0."
-        raise ApiError("missing_argument")
+        raise WebApiError("missing_argument")
     ws = call.workspace
     upload = SandboxFile(ws.new_id("F"), filename, length, ws.identity.bot_user_id)
     upload.alt_txt = call.arg("alt_txt")
@@ -31,13 +31,13 @@ async def files_complete_upload_external(call: Call) -> JSON:
     ws = call.workspace
     listed = call.structured("files")
     if not isinstance(listed, list) or not listed:
-        raise ApiError("invalid_arguments")
+        raise WebApiError("invalid_arguments")
     uploads: list[SandboxFile] = []
     for entry in listed:
         upload = ws.files.get(entry.get("id", "")) if isinstance(entry, dict) else None
         if upload is None or upload.content is None:
             # "file_not_found: Could not find the file from the upload ticket."
-            raise ApiError("file_not_found")
+            raise WebApiError("file_not_found")
         upload.title = entry.get("title") or upload.filename
         uploads.append(upload)
     channel_ref = call.arg("channel_id") or (call.arg("channels") or "").split(",")[0] or None

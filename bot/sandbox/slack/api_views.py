@@ -9,7 +9,7 @@ import json
 from bot.sandbox.slack.events import SandboxEvent, SandboxEventKind
 from bot.sandbox.slack.models import JSON, OpenView
 from bot.sandbox.slack.params import Call
-from bot.sandbox.slack.workspace import ApiError
+from bot.sandbox.slack.workspace import WebApiError
 from bot.slack.blockkit import validate_view
 
 #: views.open / views.update: "view_too_large: ... greater than 250kb".
@@ -19,13 +19,13 @@ MAX_VIEW_BYTES = 250 * 1024
 def view_arg(call: Call) -> JSON:
     view = call.structured("view")
     if not isinstance(view, dict):
-        raise ApiError("invalid_arguments", response_metadata={"messages": ["invalid `view`"]})
+        raise WebApiError("invalid_arguments", response_metadata={"messages": ["invalid `view`"]})
     if len(json.dumps(view).encode()) > MAX_VIEW_BYTES:
-        raise ApiError("view_too_large")
+        raise WebApiError("view_too_large")
     if problems := validate_view(view):
         # Slack answers a malformed view with invalid_arguments and the schema messages
         # (e.g. "[ERROR] must be less than 25 characters [json-pointer:/view/title/text]").
-        raise ApiError(
+        raise WebApiError(
             "invalid_arguments",
             response_metadata={"messages": [f"[ERROR] {p}" for p in problems]},
         )
@@ -41,7 +41,7 @@ async def views_open(call: Call) -> JSON:
     view = view_arg(call)
     trigger_id = call.arg("trigger_id") or call.arg("interactivity_pointer")
     if trigger_id is None:
-        raise ApiError("invalid_trigger_id")
+        raise WebApiError("invalid_trigger_id")
     trigger = call.workspace.exchange_trigger(trigger_id)
     opened = call.workspace.open_view(trigger.user, view)
     await call.hub.publish(
@@ -53,7 +53,7 @@ async def views_open(call: Call) -> JSON:
 async def views_update(call: Call) -> JSON:
     view_id, external_id = call.arg("view_id"), call.arg("external_id")
     if view_id is None and external_id is None:
-        raise ApiError(
+        raise WebApiError(
             "invalid_arguments",
             response_metadata={"messages": ["view_id or external_id is required"]},
         )
@@ -61,7 +61,7 @@ async def views_update(call: Call) -> JSON:
     target = call.workspace.find_view(view_id, external_id)
     expected = call.arg("hash")
     if expected is not None and expected != target.hash:
-        raise ApiError("hash_conflict")
+        raise WebApiError("hash_conflict")
     target.history.append(target.view)
     target.view = view
     target.hash = call.workspace.new_hash()

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from bot.sandbox.slack.events import EventHub
 from bot.sandbox.slack.models import JSON
-from bot.sandbox.slack.workspace import ApiError, Workspace
+from bot.sandbox.slack.workspace import WebApiError, Workspace
 from bot.slack.blockkit import slack_error, validate_message
 
 
@@ -26,9 +26,9 @@ async def read_params(request: web.Request) -> JSON:
         try:
             body = await request.json()
         except ValueError:
-            raise ApiError("invalid_json") from None
+            raise WebApiError("invalid_json") from None
         if not isinstance(body, dict):
-            raise ApiError("json_not_object")
+            raise WebApiError("json_not_object")
         params.update(body)
     elif request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
         form = await request.post()
@@ -66,7 +66,7 @@ class Call:
     def required(self, key: str, error: str) -> str:
         value = self.arg(key)
         if value is None:
-            raise ApiError(error)
+            raise WebApiError(error)
         return value
 
     def flag(self, key: str) -> bool:
@@ -81,7 +81,7 @@ class Call:
             try:
                 return json.loads(value)
             except ValueError:
-                raise ApiError(error) from None
+                raise WebApiError(error) from None
         return value
 
     def message_content(self) -> tuple[str, list[JSON]]:
@@ -89,7 +89,7 @@ class Call:
         text = self.arg("text") or ""
         blocks = self.structured("blocks", "invalid_blocks_format")
         if not text and not blocks:
-            raise ApiError("no_text")
+            raise WebApiError("no_text")
         problems = validate_message(text, blocks)
         if error := slack_error(problems):
             raise blocks_error(error, problems)
@@ -97,9 +97,9 @@ class Call:
         return text, list(blocks or [])
 
 
-def blocks_error(error: str, problems: list[str]) -> ApiError:
+def blocks_error(error: str, problems: list[str]) -> WebApiError:
     """Slack lists each problem in `errors` and, prefixed, in `response_metadata.messages`."""
-    return ApiError(
+    return WebApiError(
         error,
         errors=problems,
         response_metadata={"messages": [f"[ERROR] {p}" for p in problems]},

@@ -13,7 +13,7 @@ from typing import Any
 from bot.sandbox.slack import payloads
 from bot.sandbox.slack.interactions import AppLink, InteractionResult
 from bot.sandbox.slack.models import JSON, Channel, User, ViewState
-from bot.sandbox.slack.workspace import ApiError, Workspace
+from bot.sandbox.slack.workspace import WebApiError, Workspace
 
 
 class People:
@@ -25,7 +25,7 @@ class People:
     def channel(self, ref: str) -> Channel:
         try:
             return self.workspace.channel(ref)
-        except ApiError:
+        except WebApiError:
             raise LookupError(f"the sandbox has no channel {ref!r}") from None
 
     def user(self, user_id: str) -> User:

@@ -26,7 +26,7 @@ from bot.sandbox.slack.events import EventHub, SandboxEvent, SandboxEventKind
 from bot.sandbox.slack.models import JSON, PostedMessage, ViewState
 from bot.sandbox.slack.people import People
 from bot.sandbox.slack.text import EMOJI
-from bot.sandbox.slack.workspace import ApiError, Workspace
+from bot.sandbox.slack.workspace import WebApiError, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ class WebUi:
         """Run what the person did; answer once the app has acked (or failed to)."""
         try:
             result = await action
-        except (LookupError, ValueError, ApiError) as problem:
+        except (LookupError, ValueError, WebApiError) as problem:
             return web.json_response({"ok": False, "error": str(problem)}, status=400)
         return web.json_response(
             {"ok": True, "status": result.status, "acked_in_time": result.acked_in_time}

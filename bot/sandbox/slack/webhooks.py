@@ -13,7 +13,7 @@ from bot.sandbox.slack.events import EventHub, SandboxEvent, SandboxEventKind, e
 from bot.sandbox.slack.models import JSON, MessageVersion, ResponsePost, ResponseTarget
 from bot.sandbox.slack.params import blocks_error
 from bot.sandbox.slack.text import render_thread
-from bot.sandbox.slack.workspace import ApiError, Workspace, with_block_ids
+from bot.sandbox.slack.workspace import WebApiError, Workspace, with_block_ids
 from bot.slack.blockkit import slack_error, validate_message
 
 
@@ -37,13 +37,13 @@ class Webhooks:
             try:
                 parsed = await request.json()
             except ValueError:
-                raise ApiError("invalid_payload", status=400) from None
+                raise WebApiError("invalid_payload", status=400) from None
             if not isinstance(parsed, dict):
-                raise ApiError("invalid_payload", status=400)
+                raise WebApiError("invalid_payload", status=400)
             body = parsed
             outcome = await self.apply(target, body)
             status, answer = 200, {"ok": True}
-        except ApiError as refusal:
+        except WebApiError as refusal:
             status, answer, outcome = refusal.status, refusal.body(), refusal.error
         self.workspace.response_posts.append(ResponsePost(target_id, body, status, outcome))
         await self.hub.publish(
@@ -61,14 +61,14 @@ class Webhooks:
         text = str(body.get("text") or "")
         blocks = body.get("blocks")
         if not text and not blocks:
-            raise ApiError("no_text", status=400)
+            raise WebApiError("no_text", status=400)
         if error := slack_error(problems := validate_message(text, blocks)):
             refusal = blocks_error(error, problems)
             refusal.status = 400
             raise refusal
         try:
             ws.check_slack_files(blocks)
-        except ApiError as refusal:
+        except WebApiError as refusal:
             refusal.status = 400
             raise
         blocks = list(blocks or [])
@@ -96,7 +96,7 @@ class Webhooks:
         if target.source_ephemeral:
             ephemeral = ws.find_ephemeral(target.channel, target.source_ts)
             if ephemeral is None:
-                raise ApiError("message_not_found", status=404)
+                raise WebApiError("message_not_found", status=404)
             ephemeral.text, ephemeral.blocks = text, with_block_ids(blocks)
             ephemeral.versions.append(MessageVersion(text, ephemeral.blocks, ws.next_ts()))
             event = SandboxEvent(
@@ -105,7 +105,7 @@ class Webhooks:
         else:
             message = ws.find(target.channel, target.source_ts)
             if message is None:
-                raise ApiError("message_not_found", status=404)
+                raise WebApiError("message_not_found", status=404)
             ws.update(message, text, blocks, ws.identity.bot_user_id)
             event = SandboxEvent(
                 SandboxEventKind.MESSAGE_UPDATED, target.channel, message.ts, message.thread_ts
@@ -123,7 +123,7 @@ class Webhooks:
             else ws.find(target.channel, target.source_ts)
         )
         if found is None:
-            raise ApiError("message_not_found", status=404)
+            raise WebApiError("message_not_found", status=404)
         found.deleted = True
         await self.hub.publish(
             SandboxEvent(SandboxEventKind.MESSAGE_DELETED, target.channel, found.ts)

@@ -1,7 +1,7 @@
 """The sandbox's workspace state and the Slack rules that govern changing it.
 
 Owns the team, the bot, users, user groups, channels, messages and threads, ephemerals, files,
-views, trigger ids and response URLs. Operations raise `ApiError` with Slack's error names.
+views, trigger ids and response URLs. Operations raise `WebApiError` with Slack's error names.
 """
 
 import secrets
@@ -37,7 +37,7 @@ RESPONSE_URL_TTL = 30 * 60.0
 SLACKBOT_USER = "USLACKBOT"
 
 
-class ApiError(Exception):
+class WebApiError(Exception):
     """A refusal in Slack's words: `{"ok": false, "error": <error>, **extra}` with `status`."""
 
     def __init__(self, error: str, status: int = 200, **extra: Any) -> None:
@@ -124,7 +124,7 @@ class Workspace:
             # https://docs.slack.dev/reference/methods/usergroups.users.list documents
             # no_such_subteam for an unknown ID and no error of its own for a disabled group
             # asked for without include_disabled; the sandbox treats such a group as not found.
-            raise ApiError("no_such_subteam")
+            raise WebApiError("no_such_subteam")
         return group
 
     def disable_usergroup(self, usergroup_id: str, by_user: str = SLACKBOT_USER) -> UserGroup:
@@ -151,7 +151,7 @@ class Workspace:
             for channel in self.channels.values():
                 if channel.name == name:
                     return channel
-        raise ApiError("channel_not_found")
+        raise WebApiError("channel_not_found")
 
     # -- ids -----------------------------------------------------------------------------------
 
@@ -177,16 +177,16 @@ class Workspace:
             if not isinstance(file_ref, dict):
                 continue
             if ("id" in file_ref) == ("url" in file_ref):
-                raise ApiError("invalid_blocks", errors=["slack_file needs one of id or url"])
+                raise WebApiError("invalid_blocks", errors=["slack_file needs one of id or url"])
             wanted = str(file_ref.get("id") or file_ref.get("url") or "")
             # A url is url_private or a permalink; both name the file id after the team id.
             found = next(
                 (f for f in self.files.values() if wanted == f.id or f"-{f.id}/" in wanted), None
             )
             if found is None or not found.completed:
-                raise ApiError("invalid_blocks", errors=[f"invalid slack file: {wanted}"])
+                raise WebApiError("invalid_blocks", errors=[f"invalid slack file: {wanted}"])
             if not found.filename.lower().endswith((".png", ".jpg", ".jpeg", ".gif")):
-                raise ApiError("invalid_blocks", errors=[f"slack file is no image: {wanted}"])
+                raise WebApiError("invalid_blocks", errors=[f"slack file is no image: {wanted}"])
 
     def find(self, channel_id: str, ts: str) -> PostedMessage | None:
         message = self.messages.get(channel_id, {}).get(ts)
@@ -287,11 +287,11 @@ class Workspace:
     def exchange_trigger(self, trigger_id: str) -> Trigger:
         trigger = self.triggers.get(trigger_id)
         if trigger is None:
-            raise ApiError("invalid_trigger_id")
+            raise WebApiError("invalid_trigger_id")
         if trigger.used:
-            raise ApiError("exchanged_trigger_id")
+            raise WebApiError("exchanged_trigger_id")
         if self.monotonic() - trigger.issued_at > TRIGGER_TTL:
-            raise ApiError("expired_trigger_id")
+            raise WebApiError("expired_trigger_id")
         trigger.used = True
         return trigger
 
@@ -307,10 +307,10 @@ class Workspace:
     def use_response_url(self, target_id: str) -> ResponseTarget:
         target = self.responses.get(target_id)
         if target is None:
-            raise ApiError("invalid_url", status=404)
+            raise WebApiError("invalid_url", status=404)
         expired = self.monotonic() - target.created_at > RESPONSE_URL_TTL
         if expired or target.uses >= RESPONSE_URL_USES:
-            raise ApiError("expired_url", status=404)
+            raise WebApiError("expired_url", status=404)
         target.uses += 1
         return target
 
@@ -319,7 +319,7 @@ class Workspace:
     def open_view(self, user: str, view: JSON) -> OpenView:
         external_id = view.get("external_id") or None
         if external_id and any(v.external_id == external_id for v in self.views.values()):
-            raise ApiError("duplicate_external_id")
+            raise WebApiError("duplicate_external_id")
         opened = OpenView(self.new_id("V"), user, view, self.new_hash(), external_id)
         self.views[opened.id] = opened
         return opened
@@ -333,7 +333,7 @@ class Workspace:
                 external_id and view.external_id == external_id
             ):
                 return view
-        raise ApiError("not_found")
+        raise WebApiError("not_found")
 
 
 def with_block_ids(blocks: list[JSON]) -> list[JSON]:

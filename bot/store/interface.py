@@ -1,0 +1,265 @@
+"""The store's interface: what every backend keeps and answers, and the records it hands out.
+
+Every change to an incident happens inside `transaction()`, which is exclusive: two
+notifications for one group key are applied one after the other, never interleaved, so the first
+post of an incident is claimed exactly once.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol
+
+from bot.domain.alerts import AlertGroup
+from bot.domain.incidents import Incident, IncidentStatus
+
+
+class OutboxKind(StrEnum):
+    POST_PARENT = "post_parent"
+    UPDATE_PARENT = "update_parent"
+    POST_REPLY = "post_reply"
+    UPDATE_DIGEST = "update_digest"
+    #: A message of queuebot's own in the thread (the diagnostics report, a notice), which a
+    #: later EDIT_NOTE may replace.
+    POST_NOTE = "post_note"
+    EDIT_NOTE = "edit_note"
+    #: A file (the diagnostics chart) shared in the thread.
+    POST_FILE = "post_file"
+
+
+class OutboxState(StrEnum):
+    PENDING = "pending"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    """One Slack delivery owed for an incident, delivered in id order per incident."""
+
+    id: int
+    incident_id: int
+    kind: OutboxKind
+    payload: str
+    attempts: int
+    not_before: float
+    #: When a post of this item last went to Slack; set, its outcome may be unknown.
+    sent_at: float | None = None
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Due:
+    """An incident with deliveries owed, and when its first one may be tried (its retry time,
+    or the end of another worker's lease on it)."""
+
+    incident_id: int
+    group_key: str
+    not_before: float
+
+
+@dataclass(frozen=True)
+class Digest:
+    """One storm digest message: the incidents that opened in a storm, listed together."""
+
+    id: int
+    channel: str
+    channel_id: str | None
+    ts: str | None
+    opened_at: datetime
+    last_joined_at: datetime
+    version: int
+    shown_version: int
+    #: The ts of the thread replies that continue the list, page 2 onwards.
+    pages: tuple[str, ...] = ()
+    #: A link to the digest message, stored when it was posted.
+    permalink: str | None = None
+
+
+@dataclass(frozen=True)
+class UnfinishedDiagnosis:
+    """A diagnostics run whose notice was owed but whose report was not (yet)."""
+
+    id: int
+    incident_id: int
+    #: The outbox entry of its "Running diagnostics…" notice, which the report replaces.
+    note_id: int
+
+
+@dataclass(frozen=True)
+class NewIncident:
+    group_key: str
+    generation: int
+    channel: str
+    status: IncidentStatus
+    group: AlertGroup
+    started_at: datetime
+    resolved_at: datetime | None
+    previous_id: int | None
+    digest_id: int | None = None
+
+
+class StoreError(Exception):
+    """The store could not be opened or written."""
+
+
+class Transaction(Protocol):
+    async def current_incident(self, group_key: str) -> Incident | None: ...
+
+    async def incident(self, incident_id: int) -> Incident | None: ...
+
+    async def holds(self, incident_id: int, purpose: str, owner: str) -> bool:
+        """Whether `owner`'s claim on the incident for `purpose` still stands."""
+        ...
+
+    async def insert_incident(self, new: NewIncident) -> Incident: ...
+
+    async def save_incident(self, incident: Incident) -> None: ...
+
+    async def add_notification(
+        self,
+        group_key: str,
+        received_at: datetime,
+        body: str,
+        outcome: str,
+        incident_id: int | None,
+        content_key: str | None = None,
+    ) -> int: ...
+
+    async def seen_since(self, group_key: str, content_key: str, since: datetime) -> bool:
+        """Whether a notification with this content arrived for the group key since `since`."""
+        ...
+
+    async def enqueue(self, incident_id: int, kind: OutboxKind, payload: str = "") -> int: ...
+
+    async def add_diagnosis(self, incident_id: int, note_id: int) -> int:
+        """A diagnostics run begins; its notice is the outbox entry `note_id`."""
+        ...
+
+    async def finish_diagnosis(self, diagnosis_id: int) -> None: ...
+
+    async def open_digest(self, channel: str, joined_since: datetime) -> Digest | None:
+        """The channel's storm digest still taking incidents (one joined since then)."""
+        ...
+
+    async def create_digest(self, channel: str, at: datetime) -> Digest: ...
+
+    async def touch_digest(self, digest_id: int, joined_at: datetime | None) -> None:
+        """The digest has news (version + 1); `joined_at` when an incident joined it."""
+        ...
+
+
+class Store(Protocol):
+    def transaction(self) -> AbstractAsyncContextManager[Transaction]: ...
+
+    async def get_incident(self, incident_id: int) -> Incident | None: ...
+
+    async def silenced_incidents(self) -> list[Incident]:
+        """Firing incidents with a silence queuebot made, oldest first."""
+        ...
+
+    async def firing_incidents(self, limit: int) -> tuple[list[Incident], int]:
+        """The `limit` most recently started firing incidents, silenced ones included, and how
+        many are firing in all."""
+        ...
+
+    async def claim(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
+        """Reserve the incident for `purpose` (silencing, diagnostics) to `owner` until `until`;
+        False if another holds it. Two people silencing at once (on any replica) make one
+        silence; a second click while diagnostics run starts no second run."""
+        ...
+
+    async def renew(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
+        """Extend `owner`'s claim to `until`; False if it is no longer `owner`'s."""
+        ...
+
+    async def release(self, incident_id: int, purpose: str, owner: str) -> None:
+        """Give up `owner`'s claim (never another's)."""
+        ...
+
+    async def unfinished_diagnoses(self) -> list[UnfinishedDiagnosis]:
+        """Diagnostics runs begun and not finished, oldest first."""
+        ...
+
+    async def diagnosis_unfinished(self, diagnosis_id: int) -> bool: ...
+
+    async def due_incidents(self) -> list[Due]:
+        """Every incident with pending deliveries, oldest first, with its first one's time."""
+        ...
+
+    async def next_item(self, incident_id: int) -> OutboxItem | None: ...
+
+    async def has_later_update(self, incident_id: int, after_id: int) -> bool: ...
+
+    async def finish_item(
+        self,
+        item_id: int,
+        state: OutboxState,
+        error: str | None = None,
+        *,
+        posted_ts: str | None = None,
+    ) -> None:
+        """The item is done (or failed); `posted_ts`, the ts of the message it posted."""
+        ...
+
+    async def posted_ts(self, item_id: int) -> str | None:
+        """The ts of the message an outbox item posted, once delivered."""
+        ...
+
+    async def claim_item(self, item_id: int, owner: str, until: float) -> bool:
+        """Lease a pending item to `owner` until `until`; False if another holds it."""
+        ...
+
+    async def release_leases(self, owner: str) -> None: ...
+
+    async def defer_item(self, item_id: int, not_before: float, error: str) -> None: ...
+
+    async def outbox_stats(self) -> tuple[int, float | None]:
+        """Pending outbox entries, and when the oldest of them was stored (Unix seconds)."""
+        ...
+
+    async def mark_sending(self, item_id: int, at: float) -> None:
+        """Record that the item is about to go to Slack (before the call, so a crash or a
+        lost answer leaves the mark)."""
+        ...
+
+    async def channel_id_for(self, channel: str) -> str | None:
+        """The Slack id of a channel known by the name incidents were routed to, if seen."""
+        ...
+
+    async def set_parent(
+        self,
+        incident_id: int,
+        channel_id: str,
+        parent_ts: str,
+        version: int,
+        previous_link: str | None,
+    ) -> None:
+        """The parent message is in Slack: where it is, the version it shows, and the link to
+        the previous incident it shows."""
+        ...
+
+    async def set_permalink(self, incident_id: int, permalink: str) -> None:
+        """The link to the incident's thread, asked of Slack once, when its parent is posted."""
+        ...
+
+    async def set_parent_version(self, incident_id: int, version: int) -> None: ...
+
+    async def get_digest(self, digest_id: int) -> Digest | None: ...
+
+    async def digest_members(self, digest_id: int) -> list[Incident]: ...
+
+    async def set_digest_posted(
+        self, digest_id: int, channel_id: str, ts: str, version: int
+    ) -> None: ...
+
+    async def set_digest_permalink(self, digest_id: int, permalink: str) -> None: ...
+
+    async def set_digest_shown(self, digest_id: int, version: int) -> None: ...
+
+    async def add_digest_page(self, digest_id: int, ts: str) -> None: ...
+
+    async def close(self) -> None: ...
