@@ -1,0 +1,44 @@
+"""A storm digest's later pages, posted as replies in its thread, are posted once: a page whose
+answer was lost is found by the digest and page number it carries, not posted again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bot.delivery.digest import DIGEST_PAGE_EVENT
+from bot.incidents.service import STORM_THRESHOLD
+from bot.render.digest import DIGEST_FIRST_PAGE
+from tests.support.harness import running_stack
+from tests.support.payloads import reference
+
+
+def _incident(n: int) -> dict[str, Any]:
+    body = reference()
+    body["groupKey"] = f"paged-{n}"
+    body["alerts"][0]["labels"] = {**body["alerts"][0]["labels"], "storm": str(n)}
+    body["alerts"][0]["fingerprint"] = f"paged{n}"
+    return body
+
+
+async def test_a_lost_answer_to_a_digest_page_posts_no_second_page(tmp_path: Path) -> None:
+    first_page_full = STORM_THRESHOLD + DIGEST_FIRST_PAGE
+    async with running_stack(tmp_path) as stack:
+        for n in range(first_page_full):
+            assert (await stack.webhook(_incident(n))).status == 202
+        await stack.settled(timeout=60)
+        (digest,) = [
+            m
+            for m in stack.sandbox.messages()
+            if (m.metadata or {}).get("event_type") == "queuebot_digest"
+        ]
+        assert stack.sandbox.replies(None, digest.ts) == []
+        # The next member starts page 2: Slack posts it, and its answer is lost.
+        stack.sandbox.faults.add("chat.postMessage", status=500, after=True)
+        assert (await stack.webhook(_incident(first_page_full))).status == 202
+        await stack.settled(timeout=30)
+        pages = stack.sandbox.replies(None, digest.ts)
+        assert len(pages) == 1, [p.text for p in pages]
+        assert (pages[0].metadata or {}).get("event_type") == DIGEST_PAGE_EVENT
+        assert f"storm={first_page_full}" in stack.text(pages[0])
+        assert stack.sandbox.calls("conversations.replies")
