@@ -1,25 +1,31 @@
-"""The queueing chart posted in an alert's Slack thread.
+"""The queueing chart posted in an alert's Slack thread, drawn with matplotlib (Agg).
 
 This module owns the picture only: given queued jobs and the longest wait per runner type over a
-window, it returns PNG bytes with two panels on one time axis. Fetching the numbers and uploading
-the file belong to its callers. Nothing here reads a clock, a file or the network, so the same
-data always gives the same bytes.
+window, it returns PNG bytes with two panels on one time axis and a legend naming each runner
+type with its peaks. Fetching the numbers and uploading the file belong to its callers. Nothing
+here reads a clock, a file or the network, and no global matplotlib state is used or changed
+(each call has its own Figure; `render_chart` runs in worker threads), so the same data always
+gives the same bytes.
 """
 
 from __future__ import annotations
 
 import io
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from PIL import Image, ImageDraw, ImageFont
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 WIDTH = 1200
 HEIGHT = 700
 MAX_SERIES = 8
+_DPI = 100
 
 # Okabe-Ito, which stays distinguishable under the common colour-vision deficiencies. Black goes
 # last so that it is rarely used next to the black text and the marker.
@@ -34,39 +40,27 @@ PALETTE = (
     "#000000",  # black
 )
 
-# Layout in output pixels. The panels' rows and the plots' right edge are public so that a test
-# can look for a series inside one panel without guessing.
+# Layout in output pixels from the top left. The panels' rows and the plots' edges are public
+# so that a test can look for a series inside one panel without guessing.
+PLOT_LEFT = 84
 PLOT_RIGHT = 900
 TOP_PANEL = (92, 330)
 BOTTOM_PANEL = (384, 622)
-
-_MARGIN = 24
 _LEGEND_LEFT = 928
-_LEGEND_RIGHT = WIDTH - _MARGIN
 _LEGEND_ROW = 52
-
-# Pillow draws lines without anti-aliasing: drawing at twice the size and downsampling with a
-# Lanczos filter gives smooth lines. The downsampling is about a third of the rendering time.
-_SCALE = 2
 
 _INK = "#1A1A1A"
 _MUTED = "#5C5C5C"
 _FAINT = "#8A8A8A"
 _GRID = "#E6E6E6"
-_GRID_TIME = "#F0F0F0"
 _AXIS = "#B4B4B4"
 _MARKER = "#6E6E6E"
-
 _LINE_WIDTH = 2.5
 _Y_TICKS = 5  # at most this many intervals on a value axis
 _X_TICKS = 8  # at most this many intervals on the time axis
 _TIME_STEPS_MIN = (1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440)
-_ELLIPSIS = "…"
-_SEPARATORS = " .-_/:"
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-_Font = ImageFont.ImageFont | ImageFont.FreeTypeFont
-_Point = tuple[float, float]  # seconds since the window's start, value
+_SEPARATORS = " .-_/:"
 
 
 @dataclass(frozen=True)
@@ -90,30 +84,6 @@ class ChartData:
     marker_label: str = "alert"
 
 
-@dataclass(frozen=True)
-class _Trace:
-    runner_type: str
-    colour: str
-    runs: tuple[tuple[_Point, ...], ...]  # pieces of line between gaps, clipped to the window
-
-
-@dataclass(frozen=True)
-class _Axis:
-    low: float
-    high: float
-    step: float
-
-    def ticks(self) -> list[float]:
-        first = round(self.low / self.step)
-        count = round((self.high - self.low) / self.step)
-        return [(first + i) * self.step for i in range(count + 1)]
-
-    def label(self, value: float) -> str:
-        decimals = max(0, -math.floor(math.log10(self.step) + 1e-9))
-        # abs() turns a computed -0.0 into 0, which would otherwise print as "-0".
-        return f"{abs(value) if value == 0 else value:,.{decimals}f}"
-
-
 def render_chart(data: ChartData) -> bytes:
     """Draw `data` as a 1200 x 700 PNG: queued jobs on top, longest wait below.
 
@@ -123,216 +93,151 @@ def render_chart(data: ChartData) -> bytes:
     if end <= start:
         raise ValueError(f"the chart's window is empty: start {start} is not before end {end}")
     span = (end - start).total_seconds()
-
-    names = _runner_types(data)
+    names = list(dict.fromkeys(s.runner_type for s in (*data.queued, *data.wait_minutes)))
     shown = names[:MAX_SERIES]
     colours = {name: PALETTE[index] for index, name in enumerate(shown)}
-    queued = _traces(data.queued, colours, start, span)
-    waits = _traces(data.wait_minutes, colours, start, span)
-    queued_axis = _value_axis(queued, min_step=1.0)
-    wait_axis = _value_axis(waits, min_step=0.1)
 
-    canvas = _Canvas()
-    plot_left = _plot_left(canvas, (queued_axis, wait_axis))
-    time_ticks = _time_ticks(start, end)
-
-    canvas.text(
-        _MARGIN, 20, _shorten_end(canvas, data.title, 24, WIDTH - 2 * _MARGIN), 24, _INK, bold=True
+    figure = Figure(figsize=(WIDTH / _DPI, HEIGHT / _DPI), dpi=_DPI, facecolor="white")
+    FigureCanvasAgg(figure)
+    _fitted(
+        figure,
+        24,
+        20,
+        data.title,
+        WIDTH - 48,
+        _cut_end,
+        fontsize=18,
+        weight="bold",
+        color=_INK,
+        va="top",
     )
+    peaks: dict[str, list[str]] = {name: [] for name in shown}
     panels = (
-        ("Queued jobs", TOP_PANEL, queued, queued_axis, False),
-        ("Longest wait (minutes)", BOTTOM_PANEL, waits, wait_axis, True),
+        ("Queued jobs", TOP_PANEL, data.queued, 1.0, lambda v: f"max {_count(v)} queued"),
+        ("Longest wait (minutes)", BOTTOM_PANEL, data.wait_minutes, 0.1, _wait),
     )
-    header_right = 0.0
-    for heading, (top, bottom), traces, axis, labelled in panels:
-        canvas.text(_MARGIN, top - 30, heading, 17, _INK, bold=True)
-        header_right = max(header_right, _MARGIN + canvas.width(heading, 17))
-        box = (plot_left, top, PLOT_RIGHT, bottom)
-        _draw_panel(canvas, box, traces, axis, time_ticks, start, span, labelled=labelled)
-
-    if data.marker is not None:
-        label = f"{data.marker_label} {_utc(data.marker):%H:%M}".strip()
-        _draw_marker(canvas, _utc(data.marker), label, plot_left, start, span, header_right)
-    _draw_time_note(canvas, plot_left, start, end)
-    _draw_legend(canvas, shown, len(names) - len(shown), colours, queued, waits)
-    return canvas.png()
-
-
-class _Canvas:
-    """A white image drawn at `_SCALE` times the output size, addressed in output pixels."""
-
-    def __init__(self) -> None:
-        self.image = Image.new("RGB", (WIDTH * _SCALE, HEIGHT * _SCALE), "white")
-        self.draw = ImageDraw.Draw(self.image)
-        self._fonts: dict[int, _Font] = {}
-
-    def font(self, size: int) -> _Font:
-        if size not in self._fonts:
-            self._fonts[size] = ImageFont.load_default(size=size * _SCALE)
-        return self._fonts[size]
-
-    def width(self, text: str, size: int) -> float:
-        return self.font(size).getlength(text) / _SCALE
-
-    def text(
-        self,
-        x: float,
-        y: float,
-        text: str,
-        size: int,
-        fill: str,
-        align: str = "l",
-        valign: str = "t",
-        *,
-        bold: bool = False,
-    ) -> None:
-        """Write `text` with its left, middle or right (`align`) at `x`, and its capitals' top or
-        middle (`valign`) at `y`; placing by the capitals keeps rows even whatever the letters."""
-        font = self.font(size)
-        _, cap_top, _, cap_bottom = font.getbbox("0H")
-        shift = {"l": 0.0, "m": 0.5, "r": 1.0}[align] * font.getlength(text)
-        rise = cap_top if valign == "t" else (cap_top + cap_bottom) / 2
-        # The built-in face has no bold; a thin outline in the text's own colour stands in.
-        stroke = 1 if bold else 0
-        self.draw.text(
-            (x * _SCALE - shift, y * _SCALE - rise),
-            text,
-            fill=fill,
-            font=font,
-            stroke_width=stroke,
-            stroke_fill=fill,
-        )
-
-    def line(self, points: Sequence[_Point], fill: str, width: float) -> None:
-        scaled = [(x * _SCALE, y * _SCALE) for x, y in points]
-        self.draw.line(scaled, fill=fill, width=max(1, round(width * _SCALE)))
-
-    def polyline(self, points: Sequence[_Point], fill: str, width: float) -> None:
-        """A thick line with round ends. Its joints are left plain: at twice the size their
-        notches vanish in the downsampling, and rounding every joint triples the drawing time."""
-        scaled = [(x * _SCALE, y * _SCALE) for x, y in points]
-        pixels = max(1, round(width * _SCALE))
-        self.draw.line(scaled, fill=fill, width=pixels)
-        for x, y in (scaled[0], scaled[-1]):
-            self.dot_scaled(x, y, pixels / 2, fill)
-
-    def dot(self, x: float, y: float, radius: float, fill: str) -> None:
-        self.dot_scaled(x * _SCALE, y * _SCALE, radius * _SCALE, fill)
-
-    def dot_scaled(self, x: float, y: float, radius: float, fill: str) -> None:
-        self.draw.ellipse((x - radius, y - radius, x + radius, y + radius), fill=fill)
-
-    def png(self) -> bytes:
-        output = self.image.resize((WIDTH, HEIGHT), Image.Resampling.LANCZOS)
-        buffer = io.BytesIO()
-        output.save(buffer, format="PNG")
-        return buffer.getvalue()
+    for heading, rows, series, min_step, peak_text in panels:
+        axes = _panel(figure, rows, heading)
+        for name, peak in _plot(axes, series, colours, start, span, min_step).items():
+            peaks[name].append(peak_text(peak))
+        labelled = rows is BOTTOM_PANEL
+        _time_axis(axes, start, end, labelled)
+        if data.marker is not None:
+            _marker(axes, _utc(data.marker), start, span, data.marker_label, first=not labelled)
+    figure.text(
+        _fx((PLOT_LEFT + PLOT_RIGHT) / 2),
+        _fy(BOTTOM_PANEL[1] + 40),
+        _time_note(start, end),
+        fontsize=11,
+        color=_FAINT,
+        ha="center",
+        va="center",
+    )
+    _legend(figure, shown, len(names) - len(shown), colours, peaks)
+    buffer = io.BytesIO()
+    # No Software or date metadata: the same data gives the same bytes.
+    figure.savefig(buffer, format="png", dpi=_DPI, metadata={"Software": None})
+    return buffer.getvalue()
 
 
-def _utc(moment: datetime) -> datetime:
-    # A naive datetime is taken as UTC, which is what every caller in the bot means by one.
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+def _fx(x: float) -> float:
+    return x / WIDTH
 
 
-def _runner_types(data: ChartData) -> list[str]:
-    """Runner types in the caller's order (worst first), each once, across both panels."""
-    names: dict[str, None] = {}
-    for series in (*data.queued, *data.wait_minutes):
-        names.setdefault(series.runner_type, None)
-    return list(names)
+def _fy(y: float) -> float:
+    return 1 - y / HEIGHT
 
 
-def _traces(
-    series: Sequence[Series], colours: dict[str, str], start: datetime, span: float
-) -> list[_Trace]:
+def _panel(figure: Figure, rows: tuple[int, int], heading: str) -> Axes:
+    top, bottom = rows
+    box = (_fx(PLOT_LEFT), _fy(bottom), _fx(PLOT_RIGHT - PLOT_LEFT), (bottom - top) / HEIGHT)
+    axes = figure.add_axes(box)
+    axes.set_facecolor("white")
+    for side in ("top", "right", "left"):
+        axes.spines[side].set_visible(False)
+    axes.spines["bottom"].set_color(_AXIS)
+    axes.tick_params(colors=_MUTED, labelsize=11, length=0)
+    axes.grid(True, color=_GRID, linewidth=1)
+    axes.set_axisbelow(True)
+    figure.text(_fx(24), _fy(top - 22), heading, fontsize=13, weight="bold", color=_INK)
+    return axes
+
+
+def _plot(
+    axes: Axes,
+    series: Sequence[Series],
+    colours: dict[str, str],
+    start: datetime,
+    span: float,
+    min_step: float,
+) -> dict[str, float]:
+    """Draw each drawn runner type's line; their peaks within the window."""
     origin = start.timestamp()
-    traces = []
-    for one in series:
+    peaks: dict[str, float] = {}
+    lowest = 0.0
+    # The caller lists the worst runner type first; drawing it last keeps it on top.
+    for one in reversed(series):
         colour = colours.get(one.runner_type)
         if colour is None:
             continue
-        samples = sorted(
-            ((_timestamp(moment) - origin, float(value)) for moment, value in one.points),
-            key=lambda sample: sample[0],
-        )
-        runs: list[tuple[_Point, ...]] = []
-        current: list[_Point] = []
-        for sample in samples:
-            if math.isfinite(sample[1]):
-                current.append(sample)
-            else:
-                runs.append(tuple(current))
-                current = []
-        runs.append(tuple(current))
-        clipped = tuple(piece for run in runs if (piece := _clip(run, span)))
-        traces.append(_Trace(one.runner_type, colour, clipped))
-    return traces
-
-
-def _timestamp(moment: datetime) -> float:
-    # Cheaper than converting every sample; a naive datetime still counts as UTC.
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC).timestamp()
-    return moment.timestamp()
-
-
-def _clip(run: tuple[_Point, ...], span: float) -> tuple[_Point, ...]:
-    """The part of a gapless run inside [0, span], with its ends interpolated at the edges."""
-    if not run or (run[0][0] >= 0 and run[-1][0] <= span):
-        return run
-    if len(run) == 1:
-        return ()
-    kept: list[_Point] = []
-    for (t0, v0), (t1, v1) in itertools.pairwise(run):
-        if t1 < 0 or t0 > span:
+        samples = sorted((_utc(moment).timestamp() - origin, value) for moment, value in one.points)
+        xs = [x for x, _ in samples]
+        ys = [value if math.isfinite(value) else math.nan for _, value in samples]
+        inside = [y for x, y in zip(xs, ys, strict=True) if 0 <= x <= span and math.isfinite(y)]
+        if not inside:
             continue
-        first = (max(t0, 0.0), _interpolate(t0, v0, t1, v1, max(t0, 0.0)))
-        last = (min(t1, span), _interpolate(t0, v0, t1, v1, min(t1, span)))
-        if not kept or kept[-1] != first:
-            kept.append(first)
-        kept.append(last)
-    return tuple(kept)
+        peaks[one.runner_type] = max(inside)
+        lowest = min(lowest, *inside)
+        axes.plot(xs, ys, color=colour, linewidth=_LINE_WIDTH, solid_capstyle="round")
+        lonely = [
+            (x, y)
+            for i, (x, y) in enumerate(zip(xs, ys, strict=True))
+            if math.isfinite(y)
+            and not (i > 0 and math.isfinite(ys[i - 1]))
+            and not (i + 1 < len(ys) and math.isfinite(ys[i + 1]))
+        ]
+        if lonely:
+            axes.plot(*zip(*lonely, strict=True), "o", color=colour, markersize=_LINE_WIDTH * 2)
+    axes.set_xlim(0, span)
+    if not peaks:
+        axes.set_yticks([])
+        axes.text(
+            0.5,
+            0.5,
+            "no data",
+            transform=axes.transAxes,
+            fontsize=16,
+            color=_FAINT,
+            ha="center",
+            va="center",
+        )
+        return peaks
+    step, low, high = _value_axis(lowest, max(0.0, *peaks.values()), min_step)
+    ticks = [low + i * step for i in range(round((high - low) / step) + 1)]
+    axes.set_ylim(low, high)
+    axes.set_yticks(ticks, [_tick_label(value, step) for value in ticks])
+    return peaks
 
 
-def _interpolate(t0: float, v0: float, t1: float, v1: float, at: float) -> float:
-    if t1 == t0:
-        return v1
-    return v0 + (v1 - v0) * (at - t0) / (t1 - t0)
-
-
-def _value_axis(traces: Sequence[_Trace], min_step: float) -> _Axis | None:
-    """A 0-based axis stepping by 1, 2 or 5 x 10^k; None when there is nothing to plot."""
-    values = [value for trace in traces for run in trace.runs for _, value in run]
-    if not values:
-        return None
-    low, high = min(0.0, min(values)), max(0.0, max(values))
+def _value_axis(low: float, high: float, min_step: float) -> tuple[float, float, float]:
+    """A 0-based axis stepping by 1, 2 or 5 x 10^k: (step, low, high)."""
     if high - low <= 0:
         high = low + 1.0
-    step = max(_nice_step((high - low) / _Y_TICKS), min_step)
-    # The tolerance keeps a maximum that is a whole number of steps from growing one more step.
-    low = math.floor(low / step + 1e-9) * step
-    high = math.ceil(high / step - 1e-9) * step
-    return _Axis(low, high, step)
-
-
-def _nice_step(raw: float) -> float:
+    raw = (high - low) / _Y_TICKS
     base = 10.0 ** math.floor(math.log10(raw))
-    for multiple in (1, 2, 5):
-        if multiple * base >= raw * (1 - 1e-9):
-            return multiple * base
-    return 10 * base
+    step = next((m * base for m in (1, 2, 5) if m * base >= raw * (1 - 1e-9)), 10 * base)
+    step = max(step, min_step)
+    # The tolerance keeps a maximum that is a whole number of steps from growing one more step.
+    return step, math.floor(low / step + 1e-9) * step, math.ceil(high / step - 1e-9) * step
 
 
-def _plot_left(canvas: _Canvas, axes: Sequence[_Axis | None]) -> float:
-    """Both plots start where the widest value label of either panel ends, so they line up."""
-    labels = [axis.label(value) for axis in axes if axis for value in axis.ticks()]
-    widest = max((canvas.width(label, 14) for label in labels), default=0.0)
-    return max(_MARGIN + widest + 10, 64.0)
+def _tick_label(value: float, step: float) -> str:
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    # abs() turns a computed -0.0 into 0, which would otherwise print as "-0".
+    return f"{abs(value) if value == 0 else value:,.{decimals}f}"
 
 
-def _time_ticks(start: datetime, end: datetime) -> list[datetime]:
+def _time_axis(axes: Axes, start: datetime, end: datetime, labelled: bool) -> None:
     """UTC times on round minutes, hours or days, at most `_X_TICKS` intervals apart."""
     minutes = (end - start).total_seconds() / 60
     step = next((m for m in _TIME_STEPS_MIN if minutes / m <= _X_TICKS), None)
@@ -340,11 +245,9 @@ def _time_ticks(start: datetime, end: datetime) -> list[datetime]:
         step = 1440 * math.ceil(minutes / 1440 / _X_TICKS)
     seconds = step * 60
     first = math.ceil(start.timestamp() / seconds) * seconds
-    last = end.timestamp()
-    return [
-        datetime.fromtimestamp(moment, UTC)
-        for moment in range(first, math.floor(last) + 1, seconds)
-    ]
+    moments = range(first, math.floor(end.timestamp()) + 1, seconds)
+    labels = [_time_label(datetime.fromtimestamp(m, UTC)) for m in moments] if labelled else []
+    axes.set_xticks([m - start.timestamp() for m in moments], labels)
 
 
 def _time_label(tick: datetime) -> str:
@@ -355,134 +258,79 @@ def _time_label(tick: datetime) -> str:
     return f"{tick:%H:%M}"
 
 
-def _draw_panel(
-    canvas: _Canvas,
-    box: tuple[float, float, float, float],
-    traces: Sequence[_Trace],
-    axis: _Axis | None,
-    time_ticks: Sequence[datetime],
-    start: datetime,
-    span: float,
-    *,
-    labelled: bool,
-) -> None:
-    left, top, right, bottom = box
-    width, height = right - left, bottom - top
-
-    def x_of(seconds: float) -> float:
-        return left + width * seconds / span
-
-    for tick in time_ticks:
-        x = x_of((tick - start).total_seconds())
-        canvas.line([(x, top), (x, bottom)], _GRID_TIME, 1)
-        if labelled:
-            canvas.line([(x, bottom), (x, bottom + 5)], _AXIS, 1)
-            canvas.text(x, bottom + 12, _time_label(tick), 14, _MUTED, align="m")
-
-    if axis is None:
-        canvas.line([(left, bottom), (right, bottom)], _AXIS, 1)
-        canvas.text((left + right) / 2, (top + bottom) / 2, "no data", 20, _FAINT, "m", "m")
-        return
-
-    def y_of(value: float) -> float:
-        return bottom - height * (value - axis.low) / (axis.high - axis.low)
-
-    for value in axis.ticks():
-        y = y_of(value)
-        colour = _AXIS if value == axis.low else _GRID
-        canvas.line([(left, y), (right, y)], colour, 1)
-        canvas.text(left - 10, y, axis.label(value), 14, _MUTED, align="r", valign="m")
-
-    # The caller lists the worst runner type first; drawing it last keeps it on top.
-    for trace in reversed(traces):
-        for run in trace.runs:
-            points = [(x_of(seconds), y_of(value)) for seconds, value in run]
-            if len(points) == 1:
-                canvas.dot(*points[0], _LINE_WIDTH * 1.4, trace.colour)
-            else:
-                canvas.polyline(points, trace.colour, _LINE_WIDTH)
+def _time_note(start: datetime, end: datetime) -> str:
+    first, last = f"{start:%Y-%m-%d}", f"{end:%Y-%m-%d}"
+    return f"Time in UTC, {first if first == last else f'{first} to {last}'}"
 
 
-def _draw_marker(
-    canvas: _Canvas,
-    marker: datetime,
-    label: str,
-    plot_left: float,
-    start: datetime,
-    span: float,
-    header_right: float,
+def _marker(
+    axes: Axes, marker: datetime, start: datetime, span: float, label: str, *, first: bool
 ) -> None:
     seconds = (marker - start).total_seconds()
     if not 0 <= seconds <= span:
         return
-    x = plot_left + (PLOT_RIGHT - plot_left) * seconds / span
-    for top, bottom in (TOP_PANEL, BOTTOM_PANEL):
-        dash = float(top)
-        while dash < bottom:
-            canvas.line([(x, dash), (x, min(dash + 6, bottom))], _MARKER, 1.5)
-            dash += 10
-    label = _shorten_end(canvas, label, 14, 220)
-    label_width = canvas.width(label, 14)
-    # Centred over the line where it fits, and never over the panel's heading.
-    label_left = min(max(x - label_width / 2, header_right + 16), PLOT_RIGHT - label_width)
-    row = TOP_PANEL[0] - 18
-    canvas.text(label_left, row, label, 14, _MARKER, valign="m")
-    # The stem joins label and line only when the label could sit above the line.
-    if label_left <= x <= label_left + label_width:
-        canvas.line([(x, row + 8), (x, TOP_PANEL[0])], _MARKER, 1.5)
+    axes.axvline(seconds, color=_MARKER, linewidth=1.5, linestyle=(0, (4, 4)))
+    if first:
+        text = _cut_end(f"{label} {marker:%H:%M}".strip(), 24)
+        axes.annotate(
+            text,
+            (seconds, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(0, 6),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=11,
+            color=_MARKER,
+        )
 
 
-def _draw_time_note(canvas: _Canvas, plot_left: float, start: datetime, end: datetime) -> None:
-    first, last = f"{start:%Y-%m-%d}", f"{end:%Y-%m-%d}"
-    dates = first if first == last else f"{first} to {last}"
-    note = f"Time in UTC, {dates}"
-    canvas.text((plot_left + PLOT_RIGHT) / 2, BOTTOM_PANEL[1] + 40, note, 14, _FAINT, align="m")
-
-
-def _draw_legend(
-    canvas: _Canvas,
+def _legend(
+    figure: Figure,
     shown: Sequence[str],
     hidden: int,
     colours: dict[str, str],
-    queued: Sequence[_Trace],
-    waits: Sequence[_Trace],
+    peaks: dict[str, list[str]],
 ) -> None:
-    left, text_left = _LEGEND_LEFT, _LEGEND_LEFT + 34
-    room = _LEGEND_RIGHT - text_left
     if not shown:
         return
-    canvas.text(left, TOP_PANEL[0] - 30, "Runner type", 17, _INK, bold=True)
+    figure.text(
+        _fx(_LEGEND_LEFT),
+        _fy(TOP_PANEL[0] - 22),
+        "Runner type",
+        fontsize=13,
+        weight="bold",
+        color=_INK,
+    )
     row = float(TOP_PANEL[0])
+    text_left = _LEGEND_LEFT + 34
+    room = WIDTH - 24 - text_left
     for name in shown:
-        colour = colours[name]
-        canvas.polyline([(left + 2, row + 6), (left + 24, row + 6)], colour, _LINE_WIDTH + 1)
-        canvas.text(text_left, row, _shorten_middle(canvas, name, 15, room), 15, _INK)
-        summary = _summary(name, queued, waits)
-        canvas.text(text_left, row + 22, _shorten_end(canvas, summary, 13, room), 13, _MUTED)
+        line = Line2D(
+            [_fx(_LEGEND_LEFT + 2), _fx(_LEGEND_LEFT + 24)],
+            [_fy(row + 7), _fy(row + 7)],
+            transform=figure.transFigure,
+            color=colours[name],
+            linewidth=_LINE_WIDTH + 1,
+            solid_capstyle="round",
+        )
+        figure.add_artist(line)
+        _fitted(figure, text_left, row + 12, name, room, _cut_middle, fontsize=11, color=_INK)
+        summary = " · ".join(peaks[name]) or "no data"
+        _fitted(figure, text_left, row + 32, summary, room, _cut_end, fontsize=10, color=_MUTED)
         row += _LEGEND_ROW
     if hidden:
-        canvas.text(left, row + 4, f"+{hidden} more not shown", 15, _MUTED)
-
-
-def _summary(name: str, queued: Sequence[_Trace], waits: Sequence[_Trace]) -> str:
-    """The legend's second line: each panel's peak for this runner type."""
-    peak_queued = _peak(name, queued)
-    peak_wait = _peak(name, waits)
-    parts = []
-    if peak_queued is not None:
-        parts.append(f"max {_count(peak_queued)} queued")
-    if peak_wait is not None:
-        parts.append(f"{_minutes(peak_wait)} wait")
-    return " · ".join(parts) or "no data"
-
-
-def _peak(name: str, traces: Sequence[_Trace]) -> float | None:
-    values = [v for t in traces if t.runner_type == name for run in t.runs for _, v in run]
-    return max(values, default=None)
+        figure.text(
+            _fx(_LEGEND_LEFT), _fy(row + 16), f"+{hidden} more not shown", fontsize=11, color=_MUTED
+        )
 
 
 def _count(value: float) -> str:
     return f"{value:,.0f}" if value == round(value) else f"{value:,.1f}"
+
+
+def _wait(value: float) -> str:
+    return f"{_minutes(value)} wait"
 
 
 def _minutes(value: float) -> str:
@@ -494,31 +342,50 @@ def _minutes(value: float) -> str:
     return f"{value:.1f} min"
 
 
-def _shorten_end(canvas: _Canvas, text: str, size: int, room: float) -> str:
-    return _shorten(canvas, text, size, room, lambda keep: text[:keep].rstrip() + _ELLIPSIS)
+def _fitted(
+    figure: Figure,
+    x: float,
+    y: float,
+    text: str,
+    room: float,
+    cut: Callable[[str, int], str],
+    **style: Any,
+) -> None:
+    """Write `text` at (`x`, `y`) pixels, cut with `cut` to the most characters that fit in
+    `room` pixels, as the figure will draw it."""
+    artist = figure.text(_fx(x), _fy(y), text, **style)
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
 
+    def fits() -> bool:
+        return bool(artist.get_window_extent(renderer).width <= room)
 
-def _shorten_middle(canvas: _Canvas, text: str, size: int, room: float) -> str:
-    """Runner types often share a long prefix and differ at the end, so keep both ends."""
-
-    def cut(keep: int) -> str:
-        head = keep - keep * 2 // 5
-        tail = text[len(text) - (keep - head) :] if keep > head else ""
-        # A separator beside the ellipsis reads as more dots ("4xlarge....name").
-        return text[:head].rstrip(_SEPARATORS) + _ELLIPSIS + tail.lstrip(_SEPARATORS)
-
-    return _shorten(canvas, text, size, room, cut)
-
-
-def _shorten(canvas: _Canvas, text: str, size: int, room: float, cut: Callable[[int], str]) -> str:
-    """`text` if it fits in `room`, else `cut(keep)` with the most characters kept that fits."""
-    if canvas.width(text, size) <= room:
-        return text
-    fits, too_many = 0, len(text)
-    while too_many - fits > 1:
-        keep = (fits + too_many) // 2
-        if canvas.width(cut(keep), size) <= room:
-            fits = keep
+    if fits():
+        return
+    kept, too_many = 0, len(text)
+    while too_many - kept > 1:
+        keep = (kept + too_many) // 2
+        artist.set_text(cut(text, keep))
+        if fits():
+            kept = keep
         else:
             too_many = keep
-    return cut(fits)
+    artist.set_text(cut(text, kept))
+
+
+def _cut_end(text: str, keep: int) -> str:
+    return text if len(text) <= keep else text[:keep].rstrip() + "…"
+
+
+def _cut_middle(text: str, keep: int) -> str:
+    """Runner types often share a long prefix and differ at the end, so keep both ends."""
+    if len(text) <= keep:
+        return text
+    head = keep - keep * 2 // 5
+    tail = text[len(text) - (keep - head) :] if keep > head else ""
+    # A separator beside the ellipsis reads as more dots ("4xlarge....name").
+    return text[:head].rstrip(_SEPARATORS) + "…" + tail.lstrip(_SEPARATORS)
+
+
+def _utc(moment: datetime) -> datetime:
+    # A naive datetime is taken as UTC, which is what every caller in the bot means by one.
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

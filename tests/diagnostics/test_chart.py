@@ -1,10 +1,12 @@
-"""The queueing chart: a PNG of the promised size, the same bytes for the same data, each runner
-type in its own colour in both panels, and no failure on gaps, empty data or too many types."""
+"""The queueing chart: a PNG of the promised size, the same bytes for the same data (also when
+drawn in two threads at once), each runner type in its own colour in both panels, and no failure
+on gaps, empty data or too many types."""
 
 from __future__ import annotations
 
 import io
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +20,7 @@ from bot.diagnostics.chart import (
     HEIGHT,
     MAX_SERIES,
     PALETTE,
+    PLOT_LEFT,
     PLOT_RIGHT,
     TOP_PANEL,
     WIDTH,
@@ -111,6 +114,16 @@ def test_the_same_data_gives_the_same_bytes() -> None:
     assert render_chart(_chart()) == render_chart(_chart())
 
 
+def test_two_charts_drawn_at_once_are_the_ones_drawn_alone() -> None:
+    """Diagnostics and /queue-status draw in worker threads, possibly together."""
+    first, second = _chart(types=8), _chart(types=3, marker=None)
+    alone = (render_chart(first), render_chart(second))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for _ in range(3):
+            together = tuple(pool.map(render_chart, (first, second)))
+            assert together == alone
+
+
 def test_naive_datetimes_count_as_utc() -> None:
     aware = _chart(types=2)
     naive = ChartData(
@@ -163,13 +176,13 @@ def test_samples_outside_the_window_are_cut_at_its_edges() -> None:
     image = _image(_chart(queued=(_series(RUNNER_TYPES[0], values, before),), wait_minutes=()))
 
     assert _pixels_of(image, _top(150, 850), PALETTE[0]) > 200
-    assert _pixels_of(image, _top(0, 55), PALETTE[0]) == 0
+    assert _pixels_of(image, _top(0, PLOT_LEFT - 4), PALETTE[0]) == 0
     assert _pixels_of(image, _top(PLOT_RIGHT + 6, PLOT_RIGHT + 26), PALETTE[0]) == 0
 
 
 def _no_data_shown(image: Image.Image, panel: tuple[int, int]) -> bool:
     """Grey text in the middle of the panel, where an empty one says "no data"."""
-    centre_x, centre_y = (64 + PLOT_RIGHT) // 2, sum(panel) // 2
+    centre_x, centre_y = (PLOT_LEFT + PLOT_RIGHT) // 2, sum(panel) // 2
     region = image.crop((centre_x - 80, centre_y - 20, centre_x + 80, centre_y + 20)).convert("L")
     return region.point(lambda value: 255 if value < 200 else 0).getbbox() is not None
 
