@@ -4,11 +4,11 @@ Each answers what Slack answers (https://docs.slack.dev/reference/methods/<metho
 refuses with Slack's error names.
 """
 
+from bot.sandbox.slack.blockkit import cut_text
 from bot.sandbox.slack.events import SandboxEvent, SandboxEventKind, ephemeral_posted
 from bot.sandbox.slack.models import JSON, Channel, PostedMessage
 from bot.sandbox.slack.params import Call
 from bot.sandbox.slack.workspace import WebApiError
-from bot.slack.blockkit import truncate_text
 
 #: chat.update: "msg_too_long: The text field cannot exceed 4,000 characters."
 #: (https://docs.slack.dev/reference/methods/chat.update)
@@ -64,7 +64,7 @@ async def chat_post_message(call: Call) -> JSON:
         call.params["blocks"] = [{"type": "markdown", "text": markdown}]
         call.params["text"] = markdown
     text, blocks = call.message_content()
-    text, truncated = truncate_text(text)
+    text, truncated = cut_text(text)
     metadata = metadata_arg(call)
     thread_ts = call.arg("thread_ts")
     broadcast = call.flag("reply_broadcast")

@@ -6,11 +6,11 @@ https://docs.slack.dev/reference/methods/views.update
 
 import json
 
+from bot.sandbox.slack.blockkit import texts, view_problems
 from bot.sandbox.slack.events import SandboxEvent, SandboxEventKind
 from bot.sandbox.slack.models import JSON, OpenView
 from bot.sandbox.slack.params import Call
 from bot.sandbox.slack.workspace import WebApiError
-from bot.slack.blockkit import validate_view
 
 #: views.open / views.update: "view_too_large: ... greater than 250kb".
 MAX_VIEW_BYTES = 250 * 1024
@@ -22,7 +22,7 @@ def view_arg(call: Call) -> JSON:
         raise WebApiError("invalid_arguments", response_metadata={"messages": ["invalid `view`"]})
     if len(json.dumps(view).encode()) > MAX_VIEW_BYTES:
         raise WebApiError("view_too_large")
-    if problems := validate_view(view):
+    if problems := texts(view_problems(view)):
         # Slack answers a malformed view with invalid_arguments and the schema messages
         # (e.g. "[ERROR] must be less than 25 characters [json-pointer:/view/title/text]").
         raise WebApiError(

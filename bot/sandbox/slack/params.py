@@ -11,10 +11,10 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.sandbox.slack.blockkit import Problem, error_of, message_problems, texts
 from bot.sandbox.slack.events import EventHub
 from bot.sandbox.slack.models import JSON
 from bot.sandbox.slack.workspace import WebApiError, Workspace
-from bot.slack.blockkit import slack_error, validate_message
 
 
 async def read_params(request: web.Request) -> JSON:
@@ -90,19 +90,19 @@ class Call:
         blocks = self.structured("blocks", "invalid_blocks_format")
         if not text and not blocks:
             raise WebApiError("no_text")
-        problems = validate_message(text, blocks)
-        if error := slack_error(problems):
+        problems = message_problems(blocks)
+        if error := error_of(problems):
             raise blocks_error(error, problems)
         self.workspace.check_slack_files(blocks)
         return text, list(blocks or [])
 
 
-def blocks_error(error: str, problems: list[str]) -> WebApiError:
+def blocks_error(error: str, problems: list[Problem]) -> WebApiError:
     """Slack lists each problem in `errors` and, prefixed, in `response_metadata.messages`."""
     return WebApiError(
         error,
-        errors=problems,
-        response_metadata={"messages": [f"[ERROR] {p}" for p in problems]},
+        errors=texts(problems),
+        response_metadata={"messages": [f"[ERROR] {p}" for p in texts(problems)]},
     )
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.sandbox.slack.blockkit import error_of, message_problems
 from bot.sandbox.slack.events import EventHub, SandboxEvent, SandboxEventKind, ephemeral_posted
 from bot.sandbox.slack.models import JSON, MessageVersion, ResponsePost, ResponseTarget
 from bot.sandbox.slack.params import blocks_error
 from bot.sandbox.slack.text import render_thread
 from bot.sandbox.slack.workspace import WebApiError, Workspace, with_block_ids
-from bot.slack.blockkit import slack_error, validate_message
 
 
 def is_true(value: Any) -> bool:
@@ -62,7 +62,7 @@ class Webhooks:
         blocks = body.get("blocks")
         if not text and not blocks:
             raise WebApiError("no_text", status=400)
-        if error := slack_error(problems := validate_message(text, blocks)):
+        if error := error_of(problems := message_problems(blocks)):
             refusal = blocks_error(error, problems)
             refusal.status = 400
             raise refusal
