@@ -33,7 +33,7 @@ from bot.diagnostics.signals import collect
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.domain.diagnosis import Verdict
-from bot.simulator.simulate import Scenario, SimulationSpec, write_file
+from bot.simulator import Scenario, SimulationSpec, write_file
 from tests.support.prometheus import Prometheus
 
 CAUSES = [

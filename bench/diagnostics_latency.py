@@ -32,7 +32,7 @@ from bot.diagnostics.checks import diagnose
 from bot.diagnostics.signals import collect
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
-from bot.simulator.simulate import Scenario, SimulationSpec, write_file
+from bot.simulator import Scenario, SimulationSpec, write_file
 from bot.slack.contract import ActionId
 from tests.support.harness import running_stack
 from tests.support.payloads import reference

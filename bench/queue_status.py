@@ -28,7 +28,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.diagnostics_latency import percentile, prepare, summary
-from bot.sandbox.slack import ONCALL_USER
 from tests.support.harness import Stack, running_stack
 from tests.support.payloads import reference
 
@@ -50,10 +49,14 @@ def _answers(stack: Stack) -> int:
 
 async def run(stack: Stack, text: str, runs: int) -> tuple[list[float], list[float]]:
     acks, answers = [], []
-    for _ in range(runs):
+    # Many people asking: one person is allowed only a few asks a minute.
+    people = [
+        stack.sandbox.workspace.add_user(f"U0BENCH{n:04d}", f"oncall{n}").id for n in range(runs)
+    ]
+    for person in people:
         before = _answers(stack)
         began = time.monotonic()
-        result = await stack.sandbox.slash_command("/queue-status", text, user_id=ONCALL_USER)
+        result = await stack.sandbox.slash_command("/queue-status", text, user_id=person)
         acks.append(result.elapsed)
         await stack.sandbox.wait_for(lambda n=before: _answers(stack) > n, timeout=60)
         answers.append(time.monotonic() - began)

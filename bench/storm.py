@@ -33,7 +33,13 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.sandbox.slack import SlackSandbox
-from tests.support.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, serve_process
+from tests.support.harness import (
+    BOT_TOKEN,
+    CHANNEL_NAME,
+    SIGNING_SECRET,
+    serve_process,
+    webhook_headers,
+)
 from tests.support.payloads import encoded, reference, with_values
 from tests.support.servers import free_port
 
@@ -146,7 +152,7 @@ async def main() -> int:
                     async with http.post(
                         f"http://127.0.0.1:{port}/webhooks/grafana",
                         data=encoded(body),
-                        headers={"Content-Type": "application/json"},
+                        headers=webhook_headers(),
                     ) as answer:
                         await answer.read()
                         statuses[answer.status] = statuses.get(answer.status, 0) + 1

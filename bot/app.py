@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -23,9 +25,12 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import listeners
-from bot.config import ConfigError, Settings
+from bot.config import ConfigError, Settings, check_url_credentials, check_webhook_auth
 from bot.delivery.worker import Deliverer
+from bot.diagnostics.fleet import FleetSources
 from bot.diagnostics.service import DIAGNOSIS_CLAIM_SECONDS, Diagnoser
+from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
+from bot.diagnostics.sources.github_runners import GitHubRunnersClient
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.domain.clock import Clock, utcnow
 from bot.incidents.service import IncidentService
@@ -40,9 +45,12 @@ from bot.silencing.service import Silencer
 from bot.silencing.watcher import SilenceWatcher
 from bot.slack.gateway import SlackGateway
 from bot.status.reader import StatusReader
-from bot.store import open_store
+from bot.store import Pruned, open_store
+from bot.store.retention import keep_pruning
 from bot.telemetry.metrics import Metrics
 from bot.web import paths
+from bot.web.bodies import READ_TIMEOUT
+from bot.web.github_webhook import GitHubWebhook
 from bot.web.grafana_webhook import MAX_BODY_BYTES, WebhookAuth, WebhookHandler
 from bot.web.health import Health
 from bot.web.routes import EDGES, Edges, add_routes
@@ -56,6 +64,9 @@ log = logging.getLogger(__name__)
 #: empties its alert list for a moment resolves nothing).
 RESOLVE_AFTER_CHECKS = 3
 SLACK_TIMEOUT_SECONDS = 15
+#: The runner supply's client, for the services that read it (None when GitHub's runners list
+#: is not configured).
+GITHUB_RUNNERS: web.AppKey[GitHubRunnersClient | None] = web.AppKey("github_runners")
 
 
 def slack_client_for(settings: Settings) -> AsyncWebClient:
@@ -101,6 +112,30 @@ def prometheus_client_for(
     return None
 
 
+def github_runners_client_for(
+    settings: Settings, session: aiohttp.ClientSession | None
+) -> GitHubRunnersClient | None:
+    """GitHub's runners list, when GITHUB_TOKEN and one of GITHUB_ORG, GITHUB_REPOSITORY or
+    GITHUB_ENTERPRISE are set (else the runner supply is not measured)."""
+    scope = settings.github_scope()
+    if session is None or scope is None or settings.github_token is None:
+        return None
+    kind, name = scope
+    return GitHubRunnersClient(
+        session,
+        str(settings.github_api_url),
+        settings.github_token.get_secret_value(),
+        RunnerScope(ScopeKind(kind), name),
+    )
+
+
+def count_pruned(metrics: Metrics, pruned: Pruned) -> None:
+    """Retention's work on /metrics, a counter per kind of row."""
+    metrics.inc("queuebot_retention_passes_total")
+    for what, count in dataclasses.asdict(pruned).items():
+        metrics.add("queuebot_retention_pruned_total", count, what=what)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -115,7 +150,14 @@ def create_app(
         raise ConfigError("SLACK_SIGNING_SECRET is not set: Slack requests cannot be verified")
     if not settings.channel:
         raise ConfigError("QUEUEBOT_CHANNEL is not set: alerts have nowhere to go")
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    # keepalive_timeout closes a connection that has not sent a whole request's headers within
+    # it, from when it opened or from the last answer: slow headers (slowloris) and idle
+    # connections alike. The body has its own limit (bot.web.bodies).
+    app = web.Application(
+        client_max_size=MAX_BODY_BYTES,
+        handler_args={"keepalive_timeout": settings.http_read_timeout},
+    )
+    app[READ_TIMEOUT] = settings.http_read_timeout
     metrics = Metrics()
     client = slack_client or slack_client_for(settings)
     auth = WebhookAuth(
@@ -123,10 +165,12 @@ def create_app(
         hmac_secret=settings.webhook_hmac_secret,
         timestamp_header=settings.webhook_hmac_timestamp_header,
     )
+    check_webhook_auth(settings)
+    check_url_credentials(settings)
+    github_scope = settings.github_scope()
     if not auth.enabled:
         log.warning(
-            "QUEUEBOT_WEBHOOK_TOKEN and QUEUEBOT_WEBHOOK_HMAC_SECRET are unset: "
-            "anyone who can reach %s can post alerts",
+            "QUEUEBOT_WEBHOOK_AUTH=none: anyone who can reach %s can post alerts",
             paths.GRAFANA_WEBHOOK_PATH,
         )
 
@@ -134,14 +178,27 @@ def create_app(
         store = await open_store(settings.database)
         renderer = Renderer()
         slack = SlackGateway(client, metrics)
+        uses_github = github_scope is not None and settings.github_token is not None
         outbound = (
-            aiohttp.ClientSession() if settings.grafana_url or settings.prometheus_url else None
+            aiohttp.ClientSession()
+            if settings.grafana_url or settings.prometheus_url or uses_github
+            else None
         )
         prometheus = prometheus_client_for(settings, outbound)
+        # Built for the diagnostics and /queue-status readers of the runner supply.
+        github_runners = github_runners_client_for(settings, outbound)
+        app[GITHUB_RUNNERS] = github_runners
+        sources = FleetSources(
+            # Job events are recorded when GitHub's webhook is set up to send them.
+            store=store if settings.github_webhook_secret is not None else None,
+            jobs=settings.file.jobs,
+            runners=github_runners,
+            prometheus=prometheus,
+            pack=settings.file.queries,
+        )
         diagnoser = Diagnoser(
             store,
-            prometheus,
-            settings.file.queries,
+            sources,
             renderer,
             metrics,
             on_enqueued=lambda: deliverer.wake(),
@@ -184,7 +241,7 @@ def create_app(
             resolve_after=timedelta(seconds=RESOLVE_AFTER_CHECKS * interval),
             clock=clock,
         )
-        reader = StatusReader(store, prometheus, settings.file.queries, clock=clock)
+        reader = StatusReader(store, sources, clock=clock)
         listeners.register(
             bolt,
             ActionHandlers(slack, renderer, diagnoser),
@@ -192,21 +249,45 @@ def create_app(
             StatusHandlers(reader, slack, renderer),
         )
         slack_events = (
-            SlackEvents(bolt, SignatureVerifier(settings.slack_signing_secret.get_secret_value()))
+            SlackEvents(
+                bolt,
+                SignatureVerifier(settings.slack_signing_secret.get_secret_value()),
+                store,
+            )
             if settings.slack_signing_secret
             else None
         )
         app[EDGES] = Edges(
             store=store,
             webhook=WebhookHandler(service, auth, metrics),
-            health=Health(store, metrics),
+            github=GitHubWebhook(
+                store, settings.github_webhook_secret, settings.file.jobs, metrics
+            ),
+            health=Health(
+                store,
+                metrics,
+                background=lambda: {name: not task.done() for name, task in tasks.items()},
+                max_outbox_age=settings.health_max_outbox_age,
+            ),
             slack_events=slack_events,
         )
-        worker = asyncio.create_task(deliverer.run(), name="outbox")
-        watcher = asyncio.create_task(watch.run(interval), name="silence-watch")
-        resumer = asyncio.create_task(
-            diagnoser.watch(DIAGNOSIS_CLAIM_SECONDS), name="diagnostics-resume"
-        )
+        # By what /healthz calls them when one is not running.
+        tasks = {
+            "outbox worker": asyncio.create_task(deliverer.run(), name="outbox"),
+            "silence watcher": asyncio.create_task(watch.run(interval), name="silence-watch"),
+            "diagnostics resumer": asyncio.create_task(
+                diagnoser.watch(DIAGNOSIS_CLAIM_SECONDS), name="diagnostics-resume"
+            ),
+            "retention": asyncio.create_task(
+                keep_pruning(
+                    store,
+                    settings.retention_days * 86400,
+                    jobs_retention_seconds=settings.file.jobs.retention_days * 86400,
+                    on_pruned=functools.partial(count_pruned, metrics),
+                ),
+                name="retention",
+            ),
+        }
         socket = None
         if settings.slack_app_token is not None:
             socket = AsyncSocketModeHandler(bolt, settings.slack_app_token.get_secret_value())
@@ -218,11 +299,13 @@ def create_app(
             try:
                 if socket is not None:
                     await socket.close_async()  # type: ignore[no-untyped-call]
-                for task in (worker, watcher, resumer):
+                for task in tasks.values():
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
                 await diagnoser.close()
+                if github_runners is not None:
+                    await github_runners.close()
             finally:
                 if outbound is not None:
                     await outbound.close()

@@ -7,6 +7,7 @@ after that. Secrets are `SecretStr`, so they never reach a log or a traceback by
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -24,9 +25,16 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.incidents.routing import Route
 from bot.silencing.permissions import SilencePolicy
+
+#: Whose runners queuebot lists (GITHUB_ORG, GITHUB_REPOSITORY or GITHUB_ENTERPRISE).
+GitHubScopeKind = Literal["org", "repo", "enterprise"]
+#: GitHub's account names (organizations, enterprise slugs): letters, digits and hyphens.
+_GITHUB_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
+_GITHUB_REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?/[A-Za-z0-9._-]+")
 
 
 class ConfigError(Exception):
@@ -42,6 +50,8 @@ class FileConfig(BaseModel):
     silence: SilencePolicy = Field(default_factory=SilencePolicy)
     #: Overrides of the diagnostics query pack (signal name → PromQL, and `window`).
     queries: QueryPack = Field(default_factory=QueryPack)
+    #: How GitHub's job events are read.
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
     #: Post the diagnostics report in the thread when an incident opens.
     auto_diagnose: bool = True
 
@@ -65,6 +75,12 @@ class Settings(BaseSettings):
     webhook_hmac_timestamp_header: str | None = Field(
         None, validation_alias="QUEUEBOT_WEBHOOK_HMAC_TIMESTAMP_HEADER"
     )
+    #: "none" is the operator's explicit choice to take webhooks from anyone; unset, a token or
+    #: an HMAC secret is required.
+    webhook_auth: Annotated[
+        Literal["required", "none"],
+        BeforeValidator(lambda v: (v.strip().lower() or "required") if isinstance(v, str) else v),
+    ] = Field("required", validation_alias="QUEUEBOT_WEBHOOK_AUTH")
     grafana_url: AnyHttpUrl | None = Field(None, validation_alias="GRAFANA_URL")
     grafana_token: SecretStr | None = Field(None, validation_alias="GRAFANA_TOKEN")
     silence_check_seconds: float = Field(
@@ -74,7 +90,30 @@ class Settings(BaseSettings):
     grafana_prometheus_datasource_uid: str | None = Field(
         None, validation_alias="GRAFANA_PROMETHEUS_DATASOURCE_UID"
     )
+    #: The runner supply from GitHub's REST API: a token, and whose runners (one of three).
+    github_token: SecretStr | None = Field(None, validation_alias="GITHUB_TOKEN")
+    #: The secret of the GitHub webhook that sends workflow_job events (X-Hub-Signature-256).
+    github_webhook_secret: SecretStr | None = Field(None, validation_alias="GITHUB_WEBHOOK_SECRET")
+    github_org: str | None = Field(None, validation_alias="GITHUB_ORG")
+    github_repository: str | None = Field(None, validation_alias="GITHUB_REPOSITORY")
+    github_enterprise: str | None = Field(None, validation_alias="GITHUB_ENTERPRISE")
+    #: GitHub Enterprise Server's is https://HOST/api/v3.
+    github_api_url: AnyHttpUrl = Field(
+        AnyHttpUrl("https://api.github.com"), validation_alias="GITHUB_API_URL"
+    )
     database: str = Field("./queuebot.db", validation_alias="QUEUEBOT_DATABASE")
+    #: A request's headers, and then its body, must arrive within this; a connection idle
+    #: this long is closed (nginx's client_header_timeout and client_body_timeout are 60 s too;
+    #: behind a load balancer, keep it above the balancer's idle timeout).
+    http_read_timeout: float = Field(
+        60.0, gt=0, le=600, validation_alias="QUEUEBOT_HTTP_READ_TIMEOUT_SECONDS"
+    )
+    #: Resolved incidents, delivered messages and notification bodies are kept this long.
+    retention_days: float = Field(30.0, gt=0, le=3650, validation_alias="QUEUEBOT_RETENTION_DAYS")
+    #: /healthz is unhealthy once a Slack delivery has been owed this long.
+    health_max_outbox_age: float = Field(
+        900.0, gt=0, validation_alias="QUEUEBOT_HEALTH_MAX_OUTBOX_AGE_SECONDS"
+    )
     host: str = Field("0.0.0.0", validation_alias="HOST")  # noqa: S104 - a server listens on all
     port: int = Field(3000, ge=0, le=65535, validation_alias="PORT")
     config_path: Path | None = Field(None, validation_alias="QUEUEBOT_CONFIG")
@@ -97,16 +136,57 @@ class Settings(BaseSettings):
         "webhook_token",
         "webhook_hmac_secret",
         "grafana_token",
+        "github_token",
+        "github_webhook_secret",
         mode="before",
     )
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         return None if value == "" else value
 
-    @field_validator("channel", "webhook_hmac_timestamp_header", mode="before")
+    @field_validator(
+        "channel",
+        "webhook_hmac_timestamp_header",
+        "github_org",
+        "github_repository",
+        "github_enterprise",
+        mode="before",
+    )
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("github_org", "github_enterprise")
+    @classmethod
+    def _github_name(cls, value: str | None) -> str | None:
+        # It becomes a path segment of GitHub's API: a name, never a path.
+        if value is not None and not _GITHUB_NAME.fullmatch(value.strip()):
+            raise ValueError("must be a name (letters, digits and hyphens), like pytorch")
+        return value.strip() if value is not None else None
+
+    @field_validator("github_repository")
+    @classmethod
+    def _github_repository(cls, value: str | None) -> str | None:
+        if value is not None and not _GITHUB_REPOSITORY.fullmatch(value.strip()):
+            raise ValueError("must be owner/repo, like pytorch/pytorch")
+        return value.strip() if value is not None else None
+
+    def github_scope(self) -> tuple[GitHubScopeKind, str] | None:
+        """Whose runners queuebot lists: GITHUB_ORG, GITHUB_REPOSITORY or GITHUB_ENTERPRISE;
+        None when none is set. Raises ConfigError when more than one is."""
+        scopes: tuple[tuple[str, GitHubScopeKind, str | None], ...] = (
+            ("GITHUB_ORG", "org", self.github_org),
+            ("GITHUB_REPOSITORY", "repo", self.github_repository),
+            ("GITHUB_ENTERPRISE", "enterprise", self.github_enterprise),
+        )
+        named = [(variable, kind, value) for variable, kind, value in scopes if value]
+        if len(named) > 1:
+            raise ConfigError(
+                f"{', '.join(v for v, _, _ in named[:-1])} and {named[-1][0]} are set together:"
+                " queuebot lists the runners of one of them; unset the others (GitHub Actions"
+                " sets GITHUB_REPOSITORY in every job)"
+            )
+        return (named[0][1], named[0][2]) if named else None
 
 
 _REQUIRED_FOR_SERVE = {
@@ -114,6 +194,47 @@ _REQUIRED_FOR_SERVE = {
     "SLACK_SIGNING_SECRET": "the Slack app's signing secret (Basic Information → App Credentials)",
     "QUEUEBOT_CHANNEL": "the channel alerts go to (an ID like C0123ABCD or a name like #alerts)",
 }
+
+
+def check_webhook_auth(settings: Settings) -> None:
+    """Fail closed: the Grafana webhook needs a credential unless the operator said none."""
+    has_credential = settings.webhook_token is not None or settings.webhook_hmac_secret is not None
+    if settings.webhook_auth == "none" and has_credential:
+        raise ConfigError(
+            "QUEUEBOT_WEBHOOK_AUTH=none contradicts QUEUEBOT_WEBHOOK_TOKEN or"
+            " QUEUEBOT_WEBHOOK_HMAC_SECRET: unset one or the other"
+        )
+    if settings.webhook_auth == "required" and not has_credential:
+        raise ConfigError(
+            "QUEUEBOT_WEBHOOK_TOKEN or QUEUEBOT_WEBHOOK_HMAC_SECRET is not set: set the secret"
+            " Grafana's contact point sends, or QUEUEBOT_WEBHOOK_AUTH=none to accept webhooks"
+            " from anyone who can reach the bot"
+        )
+
+
+def check_url_credentials(settings: Settings) -> None:
+    """Refuse a user name or password in GRAFANA_URL, SLACK_API_URL or GITHUB_API_URL, without
+    repeating them.
+
+    Grafana's service accounts authenticate with their token as a Bearer credential, and so do
+    Slack's bot token and GitHub's; a request carries one Authorization header: Basic
+    credentials from the URL could only be sent instead of the token, and aiohttp refuses to
+    send both. Dropping
+    them silently would leave an admin believing a proxy's or a user's password is in use when
+    it is not; an admin who puts them there expects them to count, so queuebot says at start
+    that they cannot. (PROMETHEUS_URL may carry them: Prometheus behind Basic auth is usual, and
+    the client sends them.)
+    """
+    for name, url, token in (
+        ("GRAFANA_URL", settings.grafana_url, "GRAFANA_TOKEN (a service-account token"),
+        ("SLACK_API_URL", settings.slack_api_url, "SLACK_BOT_TOKEN (the bot token"),
+        ("GITHUB_API_URL", settings.github_api_url, "GITHUB_TOKEN (a token"),
+    ):
+        if url is not None and (url.username or url.password):
+            raise ConfigError(
+                f"{name} must not carry a user name or password: queuebot authenticates with"
+                f" {token}, sent as Bearer); remove them from the URL"
+            )
 
 
 def load_settings(env: Mapping[str, str] | None = None, *, for_serve: bool = False) -> Settings:
@@ -126,6 +247,8 @@ def load_settings(env: Mapping[str, str] | None = None, *, for_serve: bool = Fal
         settings = Settings.model_validate(source)
     except ValidationError as exc:
         raise ConfigError(_first_error(exc)) from None
+    check_url_credentials(settings)
+    settings.github_scope()
     if for_serve:
         for name, meaning in _REQUIRED_FOR_SERVE.items():
             if not source.get(name, "").strip():
@@ -138,6 +261,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, for_serve: bool = Fal
             "xapp-"
         ):
             raise ConfigError("SLACK_APP_TOKEN is malformed: an app-level token starts with xapp-")
+        check_webhook_auth(settings)
     if settings.config_path is not None:
         settings.file = load_file_config(settings.config_path)
     return settings
@@ -172,5 +296,9 @@ def _first_error(exc: ValidationError) -> str:
     given = error.get("input")
     shown = f", got {given!r}" if isinstance(given, str | int | float) and error["loc"] else ""
     if isinstance(given, str) and any(word in location.lower() for word in ("token", "secret")):
+        shown = ""
+    # A URL with "@" in it may carry a password, and a malformed one cannot be taken apart to
+    # drop it: such a value is not repeated at all.
+    if isinstance(given, str) and location.endswith("_URL") and "@" in given:
         shown = ""
     return f"{location} is malformed: {error['msg']}{shown}"

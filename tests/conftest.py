@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.simulator.simulate import SimulationSpec, Truth, write_file
+from bot.simulator import SimulationSpec, Truth, write_file
 from tests.support.alertmanager import Alertmanager
 from tests.support.integration import require_binary
 from tests.support.prometheus import Prometheus
 
-_CLEARED_PREFIXES = ("SLACK_", "GRAFANA_", "QUEUEBOT_", "PROMETHEUS_")
+_CLEARED_PREFIXES = ("SLACK_", "GRAFANA_", "QUEUEBOT_", "PROMETHEUS_", "GITHUB_")
 _CLEARED_NAMES = {
     "HOST",
     "PORT",

@@ -11,7 +11,7 @@ from bot.sandbox.slack import ONCALL_USER
 from bot.slack.contract import ActionId
 from bot.store.schema import MIGRATIONS
 from bot.store.sqlite import SQLiteStore
-from tests.support.harness import running_stack, serve_bot
+from tests.support.harness import running_stack, serve_bot, webhook_headers
 from tests.support.payloads import reference
 
 APP_TOKEN = "xapp-1-test-app-token"
@@ -57,7 +57,7 @@ class TestTwoReplicas:
             database = tmp_path / "queuebot.db"
             async with serve_bot(stack.sandbox, database) as (_app, other_url):
                 body = json.dumps(reference()).encode()
-                headers = {"Content-Type": "application/json"}
+                headers = webhook_headers()
                 posts = [
                     stack.http.post(f"{url}/webhooks/grafana", data=body, headers=headers)
                     for url in (stack.url, other_url) * 3

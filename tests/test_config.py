@@ -18,6 +18,7 @@ SERVE_ENV = {
     "SLACK_BOT_TOKEN": "xoxb-test-token",
     "SLACK_SIGNING_SECRET": "signing-secret",
     "QUEUEBOT_CHANNEL": "#alerts",
+    "QUEUEBOT_WEBHOOK_TOKEN": "webhook-token",
 }
 
 
@@ -72,6 +73,22 @@ class TestSettings:
         with pytest.raises(ConfigError, match=r"silence\.allowed_groups\.0 is malformed"):
             load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)})
 
+    def test_webhook_auth_none_with_a_token_is_refused(self) -> None:
+        """Opting out of webhook auth while setting a token is a contradiction, named."""
+        with pytest.raises(ConfigError, match="QUEUEBOT_WEBHOOK_AUTH=none contradicts"):
+            load_settings(SERVE_ENV | {"QUEUEBOT_WEBHOOK_AUTH": "none"}, for_serve=True)
+
+    def test_webhook_auth_takes_only_none(self) -> None:
+        """QUEUEBOT_WEBHOOK_AUTH is `none` or unset; anything else is named as malformed."""
+        with pytest.raises(ConfigError, match=r"^QUEUEBOT_WEBHOOK_AUTH is malformed"):
+            load_settings(SERVE_ENV | {"QUEUEBOT_WEBHOOK_AUTH": "off"})
+
+    def test_an_hmac_secret_alone_is_webhook_auth(self) -> None:
+        """Grafana's HMAC signature is enough: no token is needed beside it."""
+        env = {k: v for k, v in SERVE_ENV.items() if k != "QUEUEBOT_WEBHOOK_TOKEN"}
+        settings = load_settings(env | {"QUEUEBOT_WEBHOOK_HMAC_SECRET": "s"}, for_serve=True)
+        assert settings.webhook_hmac_secret is not None
+
     def test_silence_check_interval_must_be_positive(self) -> None:
         with pytest.raises(ConfigError, match=r"^QUEUEBOT_SILENCE_CHECK_SECONDS is malformed"):
             load_settings(SERVE_ENV | {"QUEUEBOT_SILENCE_CHECK_SECONDS": "0"})
@@ -109,6 +126,15 @@ class TestServeCommand:
         assert len(lines) == 1 and "SLACK_BOT_TOKEN" in lines[0]
         assert "Traceback" not in result.stderr
 
+    def test_no_webhook_auth_refuses_to_start(self) -> None:
+        """Without a webhook token or HMAC secret, serve refuses in one line that names both
+        and the explicit way out."""
+        result = _serve({k: v for k, v in SERVE_ENV.items() if k != "QUEUEBOT_WEBHOOK_TOKEN"})
+        assert result.returncode == 2
+        (line,) = result.stderr.strip().splitlines()
+        assert "QUEUEBOT_WEBHOOK_TOKEN or QUEUEBOT_WEBHOOK_HMAC_SECRET is not set" in line
+        assert "QUEUEBOT_WEBHOOK_AUTH=none" in line
+
     def test_malformed_setting_is_one_line(self) -> None:
         """A malformed SLACK_API_URL is named in one line."""
         result = _serve(SERVE_ENV | {"SLACK_API_URL": "not a url"})
@@ -127,3 +153,7 @@ def test_the_readmes_yaml_example_is_valid(tmp_path: Path) -> None:
     assert settings.file.queries.window == "15m"
     assert "my_exporter_queue_depth" in settings.file.queries.queued
     assert settings.file.silence.allowed_groups == ["S0456EFGH"]
+    assert settings.file.jobs.exclude == ("rocm", "xpu", "s390x", "b200", "h100", "macos")
+    assert settings.file.jobs.runner_type.runner_type(["self-hosted", "linux.2xlarge"], None) == (
+        "linux.2xlarge"
+    )

@@ -1,15 +1,25 @@
-"""`queuebot check`: validate the settings and reach every configured service, one line each."""
+"""`queuebot check`: validate the settings and reach every configured service, one line each.
+
+Every line goes through the log redactor before it is printed: the configured secrets, and any
+URL's `user:password@` or credential-named query value, show as `[redacted]` whichever service
+answered with what.
+"""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import aiohttp
 
-from bot.app import slack_client_for
+from bot.app import github_runners_client_for, slack_client_for
 from bot.config import Settings
+from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
+from bot.diagnostics.sources.github_runners import GitHubError, GitHubUnavailable
 from bot.silencing.grafana import API_PREFIX
 from bot.slack.errors import SlackError
 from bot.slack.gateway import SlackGateway
 from bot.store import StoreError, open_store
+from bot.telemetry.redaction import Redactor, known_secrets, redact_url
 
 PROBE_TIMEOUT_SECONDS = 5.0
 
@@ -26,8 +36,91 @@ async def _probe(url: str, token: str | None = None) -> str:
             if response.status == 200:
                 return f"ok (HTTP 200 from {url})"
             return f"FAILED: HTTP {response.status} from {url}"
-    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+    # ValueError: a URL aiohttp will not request (InvalidURL is one), or credentials in it
+    # that it will not send next to an Authorization header.
+    except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
         return f"FAILED: {url}: {type(exc).__name__}: {exc}"
+
+
+def _has_userinfo(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.username is not None or parts.password is not None
+
+
+def _without_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=host).geturl()
+
+
+async def _slack(settings: Settings) -> str:
+    if _has_userinfo(str(settings.slack_api_url)):
+        # slack_sdk sends the bot token as Bearer; aiohttp refuses to add Basic credentials
+        # from the URL as well, so every call the bot makes would fail.
+        return (
+            "slack: FAILED: SLACK_API_URL carries credentials (user:password@), which cannot"
+            " be sent next to the bot token; give the URL without them"
+        )
+    try:
+        identity = await SlackGateway(slack_client_for(settings)).auth_test()
+    except SlackError as exc:
+        return f"slack: FAILED: {exc}"
+    return f"slack: ok (bot {identity.get('user_id')} in team {identity.get('team')})"
+
+
+async def _grafana(settings: Settings) -> str:
+    if settings.grafana_url is None:
+        return "grafana: not configured (GRAFANA_URL): silencing is off"
+    if settings.grafana_token is None:
+        return "grafana: FAILED: GRAFANA_URL is set but GRAFANA_TOKEN is not"
+    # Listing silences needs the token and alert.silences:read, which the bot needs too;
+    # /api/health would answer without any token. The token is the credential: like the
+    # Grafana client, the probe leaves out any user:password@ in GRAFANA_URL.
+    base = _without_userinfo(str(settings.grafana_url)).rstrip("/")
+    result = await _probe(
+        base + API_PREFIX + "/silences", settings.grafana_token.get_secret_value()
+    )
+    if result.startswith("ok"):
+        result += "; GRAFANA_TOKEN may read silences"
+    elif "HTTP 401" in result or "HTTP 403" in result:
+        result += "; GRAFANA_TOKEN is refused or lacks alert.silences:read on the rule's folder"
+    return f"grafana: {result}"
+
+
+async def _prometheus(settings: Settings) -> str:
+    if settings.prometheus_url is None:
+        return "prometheus: not configured (PROMETHEUS_URL)"
+    # Credentials in PROMETHEUS_URL go out as Basic auth, as the bot's client sends them.
+    ready = str(settings.prometheus_url).rstrip("/") + "/-/ready"
+    return f"prometheus: {await _probe(ready)}"
+
+
+async def _github_runners(settings: Settings) -> str:
+    scope = settings.github_scope()
+    if scope is None:
+        return "github runners: not configured (GITHUB_ORG, GITHUB_REPOSITORY or GITHUB_ENTERPRISE)"
+    if settings.github_token is None:
+        named = RunnerScope(ScopeKind(scope[0]), scope[1]).setting
+        return f"github runners: FAILED: {named} is set but GITHUB_TOKEN is not"
+    # The bot's own client, so the token is proved on the very request the bot makes.
+    async with aiohttp.ClientSession() as session:
+        client = github_runners_client_for(settings, session)
+        assert client is not None
+        try:
+            fleet = await client.fleet()
+        except GitHubUnavailable as exc:
+            return f"github runners: FAILED: {exc} (GITHUB_API_URL {redact_url(client.base_url)})"
+        except GitHubError as exc:
+            return f"github runners: FAILED: {exc}"
+    line = (
+        f"github runners: ok ({len(fleet.runners)} runners in {len(fleet.supply)} runner types,"
+        f" {fleet.scope})"
+    )
+    if not fleet.complete:
+        line += f"; only the first {fleet.pages} pages of {fleet.total_count} runners were read"
+    if fleet.unreadable:
+        line += f"; {fleet.unreadable} runners could not be read"
+    return line
 
 
 async def run_check(settings: Settings) -> int:
@@ -39,30 +132,11 @@ async def run_check(settings: Settings) -> int:
         lines.append(f"store: ok ({settings.database})")
     except StoreError as exc:
         lines.append(f"store: FAILED: {exc}")
-    try:
-        identity = await SlackGateway(slack_client_for(settings)).auth_test()
-        lines.append(f"slack: ok (bot {identity.get('user_id')} in team {identity.get('team')})")
-    except SlackError as exc:
-        lines.append(f"slack: FAILED: {exc}")
-    if settings.grafana_url is None:
-        lines.append("grafana: not configured (GRAFANA_URL): silencing is off")
-    elif settings.grafana_token is None:
-        lines.append("grafana: FAILED: GRAFANA_URL is set but GRAFANA_TOKEN is not")
-    else:
-        # Listing silences needs the token and alert.silences:read, which the bot needs too;
-        # /api/health would answer without any token.
-        silences = str(settings.grafana_url).rstrip("/") + API_PREFIX + "/silences"
-        result = await _probe(silences, settings.grafana_token.get_secret_value())
-        if result.startswith("ok"):
-            result += "; GRAFANA_TOKEN may read silences"
-        elif "HTTP 401" in result or "HTTP 403" in result:
-            result += "; GRAFANA_TOKEN is refused or lacks alert.silences:read on the rule's folder"
-        lines.append(f"grafana: {result}")
-    if settings.prometheus_url is None:
-        lines.append("prometheus: not configured (PROMETHEUS_URL)")
-    else:
-        ready = str(settings.prometheus_url).rstrip("/") + "/-/ready"
-        lines.append(f"prometheus: {await _probe(ready)}")
+    lines.append(await _slack(settings))
+    lines.append(await _grafana(settings))
+    lines.append(await _prometheus(settings))
+    lines.append(await _github_runners(settings))
+    shown = Redactor(known_secrets(settings))
     for line in lines:
-        print(line)
+        print(shown(line))
     return 1 if any(": FAILED" in line for line in lines) else 0

@@ -1,20 +1,26 @@
-"""`queuebot diagnose`: the same report as the Slack button, printed as text or JSON."""
+"""`queuebot diagnose`: the same report as the Slack button, printed as text or JSON.
+
+Every configured source is read: GitHub's job events from the store QUEUEBOT_DATABASE names
+(when that file exists), GitHub's runners list (GITHUB_TOKEN and GITHUB_ORG), Prometheus
+(PROMETHEUS_URL, or through Grafana)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import aiohttp
 
-from bot.app import prometheus_client_for
+from bot.app import github_runners_client_for, prometheus_client_for
 from bot.config import ConfigError, Settings
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.signals import collect, no_fleet
-from bot.diagnostics.sources.prometheus import PrometheusError
+from bot.diagnostics.fleet import FleetSources, FleetUnreadable, read_fleet
 from bot.render.diagnosis_text import text_report
+from bot.store import Store, open_store
 
 _DURATION = re.compile(r"^[0-9]+[smh]$")
 
@@ -32,6 +38,10 @@ def parse_time(text: str) -> datetime:
     return when.replace(tzinfo=UTC) if when.tzinfo is None else when
 
 
+def _exists(path: str) -> bool:
+    return Path(path).expanduser().exists()
+
+
 def parse_window(text: str) -> str:
     if not _DURATION.match(text):
         raise ValueError(f"{text!r} is not a duration like 10m, 1h or 90s")
@@ -44,21 +54,36 @@ async def run_diagnose(
     pack = settings.file.queries
     if window:
         pack = pack.model_copy(update={"window": window})
-    async with aiohttp.ClientSession() as session:
-        client = prometheus_client_for(settings, session)
-        if client is None:
-            raise ConfigError(
-                "no metrics source: set PROMETHEUS_URL, or GRAFANA_PROMETHEUS_DATASOURCE_UID"
-                " with GRAFANA_URL and GRAFANA_TOKEN"
+    store: Store | None = None
+    if await asyncio.to_thread(_exists, settings.database):
+        store = await open_store(settings.database)
+    try:
+        async with aiohttp.ClientSession() as session:
+            runners = github_runners_client_for(settings, session)
+            sources = FleetSources(
+                store=store,
+                jobs=settings.file.jobs,
+                runners=runners,
+                prometheus=prometheus_client_for(settings, session),
+                pack=pack,
             )
-        try:
-            fleet = await collect(client, pack, at or datetime.now(UTC))
-        except PrometheusError as exc:
-            print(f"queuebot: {exc}", file=sys.stderr)
-            return 1
-    if not fleet.runner_types():
-        print(f"queuebot: {no_fleet(fleet, client.where)}", file=sys.stderr)
-        return 1
+            if not sources.configured:
+                raise ConfigError(
+                    "no source of fleet data: QUEUEBOT_DATABASE names no store with GitHub's"
+                    " job events, and neither GITHUB_TOKEN with GITHUB_ORG nor PROMETHEUS_URL"
+                    " is set"
+                )
+            try:
+                fleet = await read_fleet(sources, at or datetime.now(UTC))
+            except FleetUnreadable as exc:
+                print(f"queuebot: {exc}", file=sys.stderr)
+                return 1
+            finally:
+                if runners is not None:
+                    await runners.close()
+    finally:
+        if store is not None:
+            await store.close()
     report = diagnose(fleet)
     if output == "json":
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))

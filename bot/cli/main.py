@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import sys
@@ -21,7 +22,7 @@ from bot.domain.notifications import parse_webhook
 from bot.render.renderer import Renderer
 from bot.store import StoreError
 from bot.telemetry.logs import setup_logging
-from bot.telemetry.redaction import known_secrets
+from bot.telemetry.redaction import Redactor, known_secrets
 
 log = logging.getLogger("bot")
 
@@ -35,6 +36,15 @@ def _setup_logging(verbose: bool, settings: Settings) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     settings = load_settings(for_serve=True)
     _setup_logging(args.verbose, settings)
+    # Held up as little as possible by a group of thousands of alerts (bench/loop_stall.py):
+    # - it is parsed in a worker thread, which gives the event loop's thread the interpreter
+    #   back within a millisecond instead of Python's default five;
+    # - what was loaded to start (libraries, schemas, templates) lives as long as the process,
+    #   so it is kept out of the garbage collector's passes, and full passes (which walk every
+    #   object, thousands of alerts included, holding everything else up) are made rarer.
+    sys.setswitchinterval(0.001)
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 100)
     app = create_app(settings)
     log.info("queuebot %s listening on %s:%s", __version__, settings.host, settings.port)
     web.run_app(app, host=settings.host, port=settings.port, print=None, access_log=None)
@@ -142,7 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
 
     demo = sub.add_parser("demo", help="run the bot against a local Slack workspace")
-    demo.add_argument("--host", default="127.0.0.1", help="where the bot listens")
+    demo.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="where the bot and the workspace's page listen (default: this machine only;"
+        " 0.0.0.0 lets other machines act in the page, with a warning)",
+    )
     demo.add_argument("--port", type=int, default=3000, help="the bot's port (0: any free one)")
     demo.add_argument(
         "--slack-port",
@@ -201,7 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except ConfigError as exc:
-        print(f"queuebot: configuration error: {exc}", file=sys.stderr)
+        # A malformed URL setting is quoted back, and may hold user:password@ or ?token=.
+        print(f"queuebot: configuration error: {Redactor(())(str(exc))}", file=sys.stderr)
         return 2
     except StoreError as exc:
         print(f"queuebot: {exc}", file=sys.stderr)

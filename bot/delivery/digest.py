@@ -81,13 +81,16 @@ class DigestWriter:
     async def _post(
         self, item: OutboxItem, incident: Incident, digest: Digest, first: Message
     ) -> Digest:
-        posted = await self._recovery.posted(item, incident, DIGEST_EVENT)
+        # Each incident of the storm owes the digest: an earlier attempt may have been any of
+        # theirs, so the digest is looked for by its own id, not by this item's.
+        posted = await self._recovery.digest_posted(incident, digest)
         if posted is None:
             await self._pacer.wait(await self._recovery.channel_id(incident) or incident.channel)
             await self._store.mark_sending(item.id, time.time())
             posted = await self._slack.post_message(
                 incident.channel, first, metadata=metadata(DIGEST_EVENT, item, digest=digest.id)
             )
+        self._pacer.same(incident.channel, posted.channel_id)
         await self._store.set_digest_posted(digest.id, posted.channel_id, posted.ts, 0)
         try:
             permalink = await self._slack.permalink(posted.channel_id, posted.ts)

@@ -16,7 +16,7 @@ import re
 from bot.domain.incidents import Incident
 from bot.slack.errors import SlackAuthError, SlackChannelError
 from bot.slack.gateway import Posted, SlackGateway
-from bot.store import OutboxItem, Store
+from bot.store import Digest, OutboxItem, Store
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,26 @@ class Recovery:
             log.warning("cannot check whether Slack took item %s before: %s", item.id, exc)
             return None
         return self._found(item, incident, channel_id, ts)
+
+    async def digest_posted(self, incident: Incident, digest: Digest) -> Posted | None:
+        """The storm digest an earlier attempt (for any of its incidents) may have posted."""
+        channel_id = await self.channel_id(incident)
+        if channel_id is None:
+            return None
+        try:
+            ts = await self._slack.find_posted(
+                channel_id,
+                DIGEST_EVENT,
+                {"digest": digest.id},
+                oldest=digest.opened_at.timestamp() - CLOCK_SLACK_SECONDS,
+            )
+        except (SlackAuthError, SlackChannelError) as exc:
+            log.warning("cannot check whether Slack took digest %s before: %s", digest.id, exc)
+            return None
+        if ts is None:
+            return None
+        log.info("Slack already had storm digest %s (ts=%s); not posted again", digest.id, ts)
+        return Posted(channel_id=channel_id, ts=ts)
 
     async def shared(self, item: OutboxItem, incident: Incident, filename: str) -> Posted | None:
         """The file share an earlier attempt of `item` may have left in the thread."""

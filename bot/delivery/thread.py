@@ -62,6 +62,7 @@ class ThreadWriter:
                 self._renderer.incident(shown),
                 metadata=metadata(PARENT_EVENT, item, incident=incident.id),
             )
+        self._pacer.same(incident.channel, posted.channel_id)
         await self._store.set_parent(
             incident.id, posted.channel_id, posted.ts, incident.version, link
         )

@@ -47,6 +47,8 @@ MAX_BACKOFF_SECONDS = 300.0
 LEASE_SECONDS = 30.0
 #: How often the worker looks at the outbox when nothing woke it (a safety net, not the path).
 IDLE_POLL_SECONDS = 5.0
+#: The longest wait between tries while the outbox cannot be read.
+MAX_OUTAGE_POLL_SECONDS = 30.0
 
 
 def backoff(attempts: int) -> float:
@@ -86,14 +88,25 @@ class Deliverer:
         self._wakeup.set()
 
     async def run(self) -> None:
+        """Deliver until cancelled. Nothing else stops it: whatever a pass raises (the store
+        failing in any way, a bug) is logged and the pass tried again, less often while it
+        keeps failing; /healthz says when the outbox is not being delivered."""
+        failures = 0
         try:
             while True:
                 self._wakeup.clear()
                 try:
                     delay = await self._dispatch_due()
-                except StoreError:
-                    log.exception("the outbox cannot be read; trying again shortly")
-                    delay = IDLE_POLL_SECONDS
+                    failures = 0
+                except Exception:
+                    failures += 1
+                    self._metrics.inc("queuebot_delivery_worker_errors_total")
+                    delay = min(IDLE_POLL_SECONDS * 2 ** (failures - 1), MAX_OUTAGE_POLL_SECONDS)
+                    log.exception(
+                        "the outbox cannot be read (%d tries in a row); trying again in %.0fs",
+                        failures,
+                        delay,
+                    )
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
                 # cancellation that lands as the wait ends (python/cpython#86296), and the
                 # worker would then outlive the app's shutdown.
@@ -113,7 +126,7 @@ class Deliverer:
         # One group key's incidents go out in order too, so a new incident's parent (which
         # links the previous one) never overtakes the previous incident's own messages.
         waiting_keys = {self._keys[incident_id] for incident_id in self._active}
-        for due in await self._store.due_incidents():
+        for due in await self._store.due_incidents(self._owner):
             if due.incident_id in self._active or due.group_key in waiting_keys:
                 continue
             waiting_keys.add(due.group_key)
@@ -132,6 +145,7 @@ class Deliverer:
         self._active.pop(incident_id, None)
         self._keys.pop(incident_id, None)
         if not task.cancelled() and task.exception() is not None:
+            self._metrics.inc("queuebot_delivery_worker_errors_total")
             # Not woken again at once: a failing store would make that a busy loop.
             log.error("delivery for incident %s stopped", incident_id, exc_info=task.exception())
             return

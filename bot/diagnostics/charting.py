@@ -1,6 +1,7 @@
-"""The queue over the last hours, as a chart: the runner types' history read from Prometheus
-and drawn by `bot.diagnostics.chart`. Diagnostics share it in the incident's thread;
-/queue-status shows it for the runner types asked about.
+"""The queue over the last hours, as a chart: the runner types' history, from GitHub's job
+events when they are recorded (the jobs queued at each moment, as the alert counts them), else
+from Prometheus, drawn by `bot.diagnostics.chart`. Diagnostics share it in the incident's
+thread; /queue-status shows it for the runner types asked about.
 """
 
 from __future__ import annotations
@@ -10,27 +11,89 @@ import math
 from datetime import datetime, timedelta
 
 from bot.diagnostics.chart import ChartData, Series, render_chart
-from bot.diagnostics.sources.prometheus import PrometheusClient, RangeSeries
-from bot.diagnostics.sources.querypack import QueryPack, Signal
+from bot.diagnostics.fleet import FleetSources
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.sources.job_events import queued_now
+from bot.diagnostics.sources.prometheus import PrometheusError, RangeSeries
+from bot.store import StoreError
 
 CHART_SPAN = timedelta(hours=6)
 CHART_STEP = timedelta(minutes=2)
+#: Job events are counted at each step: every 5 minutes over the 6 hours.
+JOB_CHART_STEP = timedelta(minutes=5)
 MAX_CHARTED = 8
 CHART_TITLE = "Jobs queueing by runner type, last 6 h"
 
 
+class ChartUnavailable(Exception):
+    """The history could not be read (the message says from where and why)."""
+
+
 async def queue_chart(
-    prometheus: PrometheusClient,
-    pack: QueryPack,
+    sources: FleetSources,
     names: list[str],
     end: datetime,
     *,
     marker: datetime | None = None,
 ) -> bytes | None:
     """A PNG of queued jobs and longest wait over the 6 hours before `end` for the runner
-    types `names` (in that order), or None when Prometheus has no series for any of them.
+    types `names` (in that order), or None when no source has history for any of them.
     `marker`, when within the span, is drawn as the alert's firing time."""
     start = end - CHART_SPAN
+    queued: tuple[Series, ...] = ()
+    waits: tuple[Series, ...] = ()
+    if sources.store is not None:
+        try:
+            queued, waits = await _from_jobs(sources, names, start, end)
+        except StoreError as exc:
+            raise ChartUnavailable(f"GitHub job events could not be read: {exc}") from None
+    if not queued and sources.prometheus is not None:
+        try:
+            queued, waits = await _from_prometheus(sources, names, start, end)
+        except PrometheusError as exc:
+            raise ChartUnavailable(exc.detail) from None
+    data = ChartData(
+        title=CHART_TITLE,
+        queued=queued,
+        wait_minutes=waits,
+        start=start,
+        end=end,
+        marker=marker if marker and start <= marker <= end else None,
+        marker_label="alert",
+    )
+    if not data.queued and not data.wait_minutes:
+        return None
+    return await asyncio.to_thread(render_chart, data)
+
+
+async def _from_jobs(
+    sources: FleetSources, names: list[str], start: datetime, end: datetime
+) -> tuple[tuple[Series, ...], tuple[Series, ...]]:
+    assert sources.store is not None
+    steps = int(CHART_SPAN / JOB_CHART_STEP) + 1
+    times = [start + k * JOB_CHART_STEP for k in range(steps)]
+    readings = await asyncio.gather(
+        *(queued_now(sources.store, sources.jobs, t.timestamp()) for t in times)
+    )
+    if not any(name in reading for reading in readings for name in names):
+        return (), ()
+    queued, waits = [], []
+    for name in names:
+        counts, longest = [], []
+        for when, reading in zip(times, readings, strict=True):
+            jobs = reading.get(name, [])
+            counts.append((when, float(len(jobs))))
+            longest.append((when, (when.timestamp() - jobs[0].created_at) / 60 if jobs else 0.0))
+        queued.append(Series(runner_type=name, points=tuple(counts)))
+        waits.append(Series(runner_type=name, points=tuple(longest)))
+    return tuple(queued), tuple(waits)
+
+
+async def _from_prometheus(
+    sources: FleetSources, names: list[str], start: datetime, end: datetime
+) -> tuple[tuple[Series, ...], tuple[Series, ...]]:
+    prometheus, pack = sources.prometheus, sources.pack
+    assert prometheus is not None
     queued, waits = await asyncio.gather(
         prometheus.range(pack.query(Signal.QUEUED), start, end, CHART_STEP),
         prometheus.range(pack.query(Signal.MAX_WAIT), start, end, CHART_STEP),
@@ -50,15 +113,4 @@ async def queue_chart(
             if name in by_name
         )
 
-    data = ChartData(
-        title=CHART_TITLE,
-        queued=series(queued, 1.0),
-        wait_minutes=series(waits, 60.0),
-        start=start,
-        end=end,
-        marker=marker if marker and start <= marker <= end else None,
-        marker_label="alert",
-    )
-    if not data.queued and not data.wait_minutes:
-        return None
-    return await asyncio.to_thread(render_chart, data)
+    return series(queued, 1.0), series(waits, 60.0)

@@ -1,57 +1,72 @@
 """The runbook's checks as pure functions: fleet signals in, a ranked report out.
 
 For each runner type with jobs waiting long, each cause gets a verdict from its own evidence,
-comparing now with the baseline (the same hour on previous days):
+comparing now with the baseline (the same time on previous days), from whichever source
+measured it (bot.diagnostics.evidence):
 
-- increased workload: job starts per minute well above the baseline;
-- long-running jobs: p90 execution time well above the baseline;
-- autoscaling limits: desired or registered runners at the configured maximum;
+- increased workload: demand (arrivals, or starts plus the queue's growth) well above usual;
+- long-running jobs: job time (p90, or the mean where no percentile is measured) well above
+  usual;
+- resource constraints: CPU throttling of runner pods or OOM kills, or a share of jobs
+  failing well above usual (runners too small fail the jobs they are given);
 - infrastructure: runners failing to start or register (desired far above registered for half
-  an hour with registered not growing), or failed ephemeral runners;
-- resource constraints: CPU throttling of runner pods far above normal, or OOM kills.
+  an hour with registered not growing, failed runners), runners offline, or busy runners
+  falling while jobs wait;
+- autoscaling limits: runners at the autoscaler's maximum, or, where the maximum is not
+  measured, busy runners held flat at a ceiling while jobs wait.
 
-The most likely cause is that of the worst-queueing runner type. When one type shows several,
-the more specific explanation wins: starved or failing runners and slow jobs explain a queue
-that a surge or the autoscaler's maximum would otherwise be blamed for. No signal, no verdict:
-"no data" is said, never guessed.
+Causes, not symptoms: a surge or a slowdown drives a runner type to its maximum, so the maximum
+is the primary cause only when demand and job time are usual. No signal, no verdict: "not
+measured" is said, never "ruled out" (starts cannot show a surge at the maximum). The primary
+cause is that of the worst-queueing type, with a confidence; healthy data gets no cause.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
+from bot.diagnostics.evidence import (
+    demand,
+    evidence,
+    runner_state,
+    significant_rise,
+    supply,
+    window_minutes,
+)
+from bot.diagnostics.measures import Signal
 from bot.diagnostics.signals import FleetSignals
-from bot.diagnostics.sources.querypack import Signal
-from bot.domain.diagnosis import Cause, Evidence, Finding, Report, RunnerTypeState, Scope, Verdict
+from bot.diagnostics.workload import moved_from, top_workflows
+from bot.domain.diagnosis import (
+    Cause,
+    Confidence,
+    Evidence,
+    Finding,
+    Report,
+    RunnerTypeState,
+    Scope,
+    Verdict,
+)
 
-#: A runner type is queueing when a job waited this long, or this many jobs wait.
-WAIT_AFFECTED_SECONDS = 600.0
-QUEUED_AFFECTED = 5.0
 #: "Well above the baseline".
 RATIO_LIKELY = 1.5
-MIN_EXTRA_STARTS_PER_MINUTE = 0.5
-#: A rise in job starts counts as a surge when it is this many standard deviations of the
-#: counts above the usual number (see _significant_rise).
+MIN_EXTRA_PER_MINUTE = 0.5
 SURGE_Z = 3.0
-#: Job times: with fewer jobs than this in the window, a p90 above RATIO_LIKELY counts as a
-#: slowdown only with the median above it too, or at this many times the usual p90.
+#: Job times: with fewer jobs than this in the window, a rise counts only with the median (or
+#: the mean) up too, or at this many times usual.
 ENOUGH_JOBS = 50.0
 SLOWDOWN_FEW_JOBS = 2.0
-#: Runners failing to register: desired exceeds registered by this share, now and earlier.
 GAP_SHARE = 0.3
 GAP_MIN = 3.0
 FAILED_RUNNERS_LIKELY = 3.0
-#: Registered runners "not growing": at most this factor above their level 15-30 min ago.
 REGISTERED_STALL = 1.1
 THROTTLED_LIKELY = 0.25
-#: Idle runners while jobs wait: more than this many, and this share of the registered.
+OFFLINE_SHARE = 0.3
+OFFLINE_MIN = 3.0
+FAILING_SHARE = 0.1
+FAILING_RATIO = 2.5
+FAILING_MIN_JOBS = 10.0
 IDLE_WHILE_WAITING = 2.0
-#: A surge or slowdown is traced to the workflows whose rate or time grew this much.
-WORKFLOW_RATIO = 1.5
-MAX_WORKFLOWS = 3
 
-#: When one runner type shows several causes, the first of these explains the others.
 PRECEDENCE = (
     Cause.RESOURCE_CONSTRAINTS,
     Cause.INFRASTRUCTURE,
@@ -69,117 +84,8 @@ def _ratio(now: float | None, base: float | None, floor: float) -> float | None:
     return now / max(base, floor)
 
 
-def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
-    """One runner type as the fleet's signals describe it now."""
-
-    def get(signal: Signal) -> float | None:
-        return fleet.value(signal, name)
-
-    queued, wait = get(Signal.QUEUED), get(Signal.MAX_WAIT)
-    registered = get(Signal.REGISTERED)
-    affected = (wait or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= max(
-        QUEUED_AFFECTED, 0.25 * (registered or 0.0)
-    )
-    return RunnerTypeState(
-        name=name,
-        queued=queued,
-        max_wait_seconds=wait,
-        busy=get(Signal.BUSY),
-        registered=registered,
-        idle=get(Signal.IDLE),
-        desired=get(Signal.DESIRED),
-        max=get(Signal.MAX_RUNNERS),
-        affected=affected and (queued or 0.0) > 0,
-    )
-
-
 def _severity(state: RunnerTypeState) -> float:
     return (state.max_wait_seconds or 0.0) / 60.0 + (state.queued or 0.0)
-
-
-def _top_workflows(fleet: FleetSignals, signal: Signal, name: str, floor: float) -> tuple[str, ...]:
-    now = fleet.workflows.get(signal, {}).get(name, {})
-    base = fleet.workflow_baseline.get(signal, {}).get(name, {})
-    grown = []
-    for workflow, value in now.items():
-        ratio = _ratio(value, base.get(workflow), floor)
-        if ratio is None or ratio >= WORKFLOW_RATIO:
-            grown.append((value - base.get(workflow, 0.0), workflow))
-    return tuple(w for _, w in sorted(grown, reverse=True)[:MAX_WORKFLOWS])
-
-
-def _workload(fleet: FleetSignals, state: RunnerTypeState) -> Check:
-    name = state.name
-    now, base = (
-        fleet.value(Signal.STARTED_PER_MINUTE, name),
-        fleet.base(Signal.STARTED_PER_MINUTE, name),
-    )
-    if now is None or base is None:
-        return Verdict.NO_DATA, ()
-    ratio = _ratio(now, base, 0.1) or 0.0
-    likely = (
-        ratio >= RATIO_LIKELY
-        and now - base >= MIN_EXTRA_STARTS_PER_MINUTE
-        and _significant_rise(now, base, _minutes(fleet.window))
-    )
-    workflows = _top_workflows(fleet, Signal.STARTED_BY_WORKFLOW, name, 0.05) if likely else ()
-    evidence = Evidence(
-        runner_type=name,
-        measure="job starts per minute",
-        now=now,
-        baseline=base,
-        workflows=workflows,
-    )
-    return (Verdict.LIKELY if likely else Verdict.RULED_OUT), (evidence,)
-
-
-def _minutes(window: str) -> float:
-    """`10m`, `90s`, `1h` in minutes (the query pack's rate window)."""
-    unit = {"s": 1 / 60, "m": 1.0, "h": 60.0}.get(window[-1:], 1.0)
-    try:
-        return float(window[:-1]) * unit
-    except ValueError:
-        return 10.0
-
-
-def _significant_rise(now: float, base: float, minutes: float) -> bool:
-    """More jobs started in the window than chance explains: job starts are a Poisson count,
-    so at a few a minute, 21 starts where 12 are usual is noise (z 1.6), 50 is a surge (z 4.8).
-    Without this, a quiet runner type at night reads as a surge now and then."""
-    started, usual = now * minutes, base * minutes
-    return (started - usual) / math.sqrt(started + usual + 1.0) >= SURGE_Z
-
-
-def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
-    name = state.name
-    p90, base90 = fleet.value(Signal.DURATION_P90, name), fleet.base(Signal.DURATION_P90, name)
-    if p90 is None or base90 is None:
-        return Verdict.NO_DATA, ()
-    ratio = _ratio(p90, base90, 1.0) or 0.0
-    p50, base50 = fleet.value(Signal.DURATION_P50, name), fleet.base(Signal.DURATION_P50, name)
-    ratio50 = _ratio(p50, base50, 1.0) or 0.0
-    starts = (fleet.value(Signal.STARTED_PER_MINUTE, name) or 0.0) * _minutes(fleet.window)
-    # The p90 of a few jobs, read from coarse histogram buckets, moves by a bucket (x1.3-1.5)
-    # by chance. With few jobs a rise counts when the median moved too, or the p90 doubled.
-    likely = ratio >= RATIO_LIKELY and (
-        starts >= ENOUGH_JOBS or ratio50 >= RATIO_LIKELY or ratio >= SLOWDOWN_FEW_JOBS
-    )
-    workflows = _top_workflows(fleet, Signal.DURATION_P90_BY_WORKFLOW, name, 1.0) if likely else ()
-    evidence = [
-        Evidence(
-            runner_type=name,
-            measure="p90 job time",
-            now=p90,
-            baseline=base90,
-            unit="s",
-            workflows=workflows,
-        )
-    ]
-    if p50 is not None:
-        evidence.append(
-            Evidence(runner_type=name, measure="p50 job time", now=p50, baseline=base50, unit="s")
-        )
-    return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(evidence)
 
 
 def _idle_while_waiting(state: RunnerTypeState) -> bool:
@@ -187,29 +93,120 @@ def _idle_while_waiting(state: RunnerTypeState) -> bool:
     return idle > IDLE_WHILE_WAITING and idle >= 0.1 * registered
 
 
-def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
-    if state.max is None or (state.desired is None and state.registered is None):
+def _at_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> bool:
+    busy = supply(fleet, state.name)
+    return state.at_max or (busy is not None and busy.flat)
+
+
+def _workload(fleet: FleetSignals, state: RunnerTypeState) -> Check:
+    name = state.name
+    asked = demand(fleet, name)
+    if asked is None:
         return Verdict.NO_DATA, ()
-    evidence = (
-        Evidence(runner_type=state.name, measure="desired runners", now=state.desired, unit=""),
-        Evidence(runner_type=state.name, measure="maximum runners", now=state.max, unit=""),
+    minutes = window_minutes(fleet.window)
+    likely = (
+        (_ratio(asked.now, asked.usual, 0.1) or 0.0) >= RATIO_LIKELY
+        and asked.now - asked.usual >= MIN_EXTRA_PER_MINUTE
+        and significant_rise(asked.now, asked.usual, minutes, SURGE_Z)
     )
-    if state.at_max and not _idle_while_waiting(state):
-        return Verdict.LIKELY, evidence
-    return Verdict.RULED_OUT, evidence
+    by_workflow = (
+        Signal.ARRIVALS_BY_WORKFLOW if asked.measured == "arrivals" else Signal.STARTED_BY_WORKFLOW
+    )
+    if not likely and asked.measured == "starts" and _at_ceiling(fleet, state):
+        # At its maximum a type starts no more jobs whatever the demand: starts alone cannot
+        # rule a surge out there.
+        return Verdict.NO_DATA, ()
+    workflows = top_workflows(fleet, by_workflow, name, 0.05) if likely else ()
+    signal = (
+        Signal.ARRIVALS_PER_MINUTE if asked.measured == "arrivals" else Signal.STARTED_PER_MINUTE
+    )
+    found = [
+        evidence(
+            fleet,
+            signal,
+            name,
+            {
+                "arrivals": "jobs arriving per minute",
+                "starts": "jobs started per minute",
+            }.get(asked.measured, "jobs per minute (started, and the queue's growth)"),
+            now=asked.now,
+            workflows=workflows,
+        ).model_copy(update={"baseline": asked.usual})
+    ]
+    for other in moved_from(fleet, name, workflows) if likely else ():
+        found.append(other)
+    return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
+
+
+def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
+    name = state.name
+    signal, measure = Signal.DURATION_P90, "p90 job time"
+    now, base = fleet.value(signal, name), fleet.base(signal, name)
+    if now is None or base is None:
+        signal, measure = Signal.DURATION_MEAN, "mean job time"
+        now, base = fleet.value(signal, name), fleet.base(signal, name)
+    if now is None or base is None:
+        return Verdict.NO_DATA, ()
+    ratio = _ratio(now, base, 1.0) or 0.0
+    center = Signal.DURATION_P50 if signal is Signal.DURATION_P90 else Signal.DURATION_P90
+    ratio_center = _ratio(fleet.value(center, name), fleet.base(center, name), 1.0) or 0.0
+    minutes = window_minutes(fleet.window)
+    jobs = (
+        fleet.value(Signal.COMPLETED_PER_MINUTE, name)
+        or fleet.value(Signal.STARTED_PER_MINUTE, name)
+        or 0.0
+    ) * minutes
+    # A percentile of a few jobs moves by chance (by a histogram bucket, x1.3-1.5): with few
+    # jobs a rise counts when another measure of the job time rose too, or it doubled.
+    likely = ratio >= RATIO_LIKELY and (
+        jobs >= ENOUGH_JOBS or ratio_center >= RATIO_LIKELY or ratio >= SLOWDOWN_FEW_JOBS
+    )
+    by_workflow = (
+        Signal.DURATION_P90_BY_WORKFLOW
+        if fleet.workflows.get(Signal.DURATION_P90_BY_WORKFLOW, {}).get(name)
+        else Signal.DURATION_MEAN_BY_WORKFLOW
+    )
+    workflows = top_workflows(fleet, by_workflow, name, 1.0) if likely else ()
+    found = [evidence(fleet, signal, name, measure, unit="s", workflows=workflows)]
+    if fleet.value(center, name) is not None:
+        label = "p50 job time" if center is Signal.DURATION_P50 else "p90 job time"
+        found.append(evidence(fleet, center, name, label, unit="s"))
+    return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
+
+
+def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
+    name = state.name
+    if state.max is not None and (state.desired is not None or state.registered is not None):
+        found = (
+            evidence(fleet, Signal.DESIRED, name, "desired runners", baseline=False),
+            evidence(fleet, Signal.MAX_RUNNERS, name, "maximum runners", baseline=False),
+        )
+        likely = state.at_max and not _idle_while_waiting(state)
+        return (Verdict.LIKELY if likely else Verdict.RULED_OUT), found
+    busy = supply(fleet, name)
+    if busy is None:
+        return Verdict.NO_DATA, ()
+    signal = Signal.RUNNING if fleet.value(Signal.RUNNING, name) is not None else Signal.BUSY
+    found = (
+        evidence(fleet, signal, name, "busy runners (jobs running)", now=busy.now),
+        evidence(
+            fleet, signal, name, "busy runners 30 min before", now=busy.before[-1], baseline=False
+        ),
+    )
+    # Without the maximum measured: runners all busy, held at one level while jobs wait.
+    ceiling = busy.flat and busy.now >= 3.0 and not _idle_while_waiting(state)
+    return (Verdict.LIKELY if ceiling else Verdict.RULED_OUT), found
 
 
 def _infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     name = state.name
-    pending = fleet.value(Signal.PENDING_RUNNERS, name)
-    failed = fleet.value(Signal.FAILED_RUNNERS, name)
+    found: list[Evidence] = []
+    likely = False
+    measured = False
     desired, registered = state.desired, state.registered
-    if (desired is None or registered is None) and pending is None and failed is None:
-        return Verdict.NO_DATA, ()
-    evidence: list[Evidence] = []
-    stalled = False
-    if desired is not None and registered is not None:
-        earlier = list(
+    if desired is not None and registered is not None and fleet.earlier.get(Signal.DESIRED):
+        measured = True
+        pairs = list(
             zip(
                 fleet.earlier.get(Signal.DESIRED, []),
                 fleet.earlier.get(Signal.REGISTERED, []),
@@ -218,49 +215,86 @@ def _infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         )
         gaps = [desired - registered]
         registered_before = []
-        for earlier_desired, earlier_registered in earlier:
-            if name in earlier_desired and name in earlier_registered:
-                gaps.append(earlier_desired[name] - earlier_registered[name])
-                registered_before.append(earlier_registered[name])
-        lasting_gap = all(gap >= max(GAP_MIN, GAP_SHARE * desired) for gap in gaps)
-        # Scaling up through a surge, registered runners climb towards desired; failing to
-        # register, they stay where they were.
-        not_growing = bool(registered_before) and registered <= (
+        for then_desired, then_registered in pairs:
+            if name in then_desired and name in then_registered:
+                gaps.append(then_desired[name] - then_registered[name])
+                registered_before.append(then_registered[name])
+        lasting = all(gap >= max(GAP_MIN, GAP_SHARE * desired) for gap in gaps)
+        stalled = bool(registered_before) and registered <= (
             REGISTERED_STALL * min(registered_before) + GAP_MIN
         )
-        stalled = lasting_gap and not_growing
-        evidence.append(
-            Evidence(runner_type=name, measure="registered runners", now=registered, unit="")
-        )
-        evidence.append(Evidence(runner_type=name, measure="desired runners", now=desired))
+        likely = likely or (lasting and stalled)
+        found.append(evidence(fleet, Signal.REGISTERED, name, "registered runners", baseline=False))
+        found.append(evidence(fleet, Signal.DESIRED, name, "desired runners", baseline=False))
+    failed = fleet.value(Signal.FAILED_RUNNERS, name)
     if failed is not None:
-        evidence.append(Evidence(runner_type=name, measure="failed runners", now=failed))
+        measured = True
+        likely = likely or failed >= FAILED_RUNNERS_LIKELY
+        found.append(evidence(fleet, Signal.FAILED_RUNNERS, name, "failed runners", baseline=False))
+    pending = fleet.value(Signal.PENDING_RUNNERS, name)
     if pending is not None:
-        evidence.append(Evidence(runner_type=name, measure="pending runners", now=pending))
-    likely = stalled or (failed or 0.0) >= FAILED_RUNNERS_LIKELY
-    return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(evidence)
+        found.append(
+            evidence(fleet, Signal.PENDING_RUNNERS, name, "pending runners", baseline=False)
+        )
+    offline = fleet.value(Signal.OFFLINE, name)
+    if offline is not None:
+        measured = True
+        total = offline + (fleet.value(Signal.REGISTERED, name) or 0.0)
+        likely = likely or (offline >= OFFLINE_MIN and offline >= OFFLINE_SHARE * total)
+        found.append(evidence(fleet, Signal.OFFLINE, name, "runners offline", baseline=False))
+    busy = supply(fleet, name)
+    if busy is not None:
+        measured = True
+        # Jobs wait and yet fewer runners work than half an hour ago: they are not replaced.
+        if busy.falling and not state.at_max:
+            likely = True
+            signal = (
+                Signal.RUNNING if fleet.value(Signal.RUNNING, name) is not None else Signal.BUSY
+            )
+            found.append(evidence(fleet, signal, name, "busy runners", now=busy.now))
+            found.append(
+                evidence(
+                    fleet,
+                    signal,
+                    name,
+                    "busy runners 30 min before",
+                    now=busy.before[-1],
+                    baseline=False,
+                )
+            )
+    if not measured:
+        return Verdict.NO_DATA, ()
+    return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
 
 
 def _resources(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     name = state.name
     throttled = fleet.value(Signal.CPU_THROTTLED, name)
-    base = fleet.base(Signal.CPU_THROTTLED, name)
     ooms = fleet.value(Signal.OOM_KILLS, name)
-    if throttled is None and ooms is None:
+    failing = fleet.value(Signal.FAILED_SHARE, name)
+    usual_failing = fleet.base(Signal.FAILED_SHARE, name)
+    if throttled is None and ooms is None and (failing is None or usual_failing is None):
         return Verdict.NO_DATA, ()
-    evidence: list[Evidence] = []
+    found: list[Evidence] = []
     starved = False
     if throttled is not None:
+        base = fleet.base(Signal.CPU_THROTTLED, name)
         starved = throttled >= THROTTLED_LIKELY and (base is None or throttled >= 2 * base)
-        evidence.append(
-            Evidence(
-                runner_type=name, measure="CPU throttled", now=throttled, baseline=base, unit="%"
-            )
-        )
+        found.append(evidence(fleet, Signal.CPU_THROTTLED, name, "CPU throttled", unit="%"))
     if ooms is not None:
         starved = starved or ooms >= 1
-        evidence.append(Evidence(runner_type=name, measure="OOM kills", now=ooms))
-    return (Verdict.LIKELY if starved else Verdict.RULED_OUT), tuple(evidence)
+        found.append(evidence(fleet, Signal.OOM_KILLS, name, "OOM kills", baseline=False))
+    if failing is not None and usual_failing is not None:
+        jobs = (fleet.value(Signal.COMPLETED_PER_MINUTE, name) or 0.0) * window_minutes(
+            fleet.window
+        )
+        starved = starved or (
+            jobs >= FAILING_MIN_JOBS
+            and failing >= FAILING_SHARE
+            and failing >= FAILING_RATIO * max(usual_failing, 0.02)
+        )
+        found.append(evidence(fleet, Signal.FAILED_SHARE, name, "jobs failing", unit="%"))
+    return (Verdict.LIKELY if starved else Verdict.RULED_OUT), tuple(found)
 
 
 CHECKS: dict[Cause, Callable[[FleetSignals, RunnerTypeState], Check]] = {
@@ -280,6 +314,17 @@ def _scope(affected: int, total: int) -> Scope:
     return Scope.WIDESPREAD
 
 
+def _confidence(primary: Cause, verdicts: dict[Cause, Check]) -> Confidence:
+    """High when every cause had its evidence; medium when some could not be measured; low
+    when the maximum is named without knowing whether demand or job time changed."""
+    unmeasured = [c for c, (v, _) in verdicts.items() if v is Verdict.NO_DATA]
+    if primary is Cause.AUTOSCALING_LIMITS and (
+        Cause.INCREASED_WORKLOAD in unmeasured or Cause.LONG_RUNNING_JOBS in unmeasured
+    ):
+        return Confidence.LOW
+    return Confidence.MEDIUM if unmeasured else Confidence.HIGH
+
+
 def diagnose(fleet: FleetSignals) -> Report:
     """Turn the fleet's signals into a ranked report."""
     states = sorted(
@@ -291,13 +336,14 @@ def diagnose(fleet: FleetSignals) -> Report:
         for cause, check in CHECKS.items():
             verdicts[cause][state.name] = check(fleet, state)
 
-    # The worst-queueing type with any likely cause decides; its most specific cause wins.
     primary: Cause | None = None
+    confidence: Confidence | None = None
     rank: dict[Cause, tuple[float, int]] = {}
     for state in affected:
         likely = [c for c in PRECEDENCE if verdicts[c][state.name][0] is Verdict.LIKELY]
         if likely and primary is None:
             primary = likely[0]
+            confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})
         for cause in likely:
             rank.setdefault(cause, (_severity(state), -PRECEDENCE.index(cause)))
 
@@ -311,13 +357,12 @@ def diagnose(fleet: FleetSignals) -> Report:
             [Verdict.LIKELY, Verdict.RULED_OUT, Verdict.NO_DATA].index(f.verdict),
         )
     )
-    notes = []
-    for state in affected:
-        if _idle_while_waiting(state):
-            notes.append(
-                f"{state.name}: {state.idle:g} idle runners while {state.queued:g} jobs wait:"
-                " a label or scheduling problem, not capacity."
-            )
+    notes = [
+        f"{state.name}: {state.idle:g} idle runners while {state.queued:g} jobs wait:"
+        " a label or scheduling problem, not capacity."
+        for state in affected
+        if _idle_while_waiting(state)
+    ]
     missing = tuple(f"{signal.value}: {reason}" for signal, reason in sorted(fleet.missing.items()))
     return Report(
         at=fleet.at,
@@ -326,8 +371,15 @@ def diagnose(fleet: FleetSignals) -> Report:
         runner_types=tuple(states),
         findings=tuple(findings),
         primary_cause=primary,
-        notes=tuple(notes),
+        confidence=confidence,
+        notes=tuple(notes) + tuple(fleet.problems),
         missing=missing,
+        sources=tuple(origin.value for origin in fleet.sources),
+        waiting=tuple(
+            (name, tuple((j.workflow, j.job, j.created_at, j.html_url or "") for j in jobs))
+            for name, jobs in fleet.longest.items()
+            if name in {s.name for s in affected}
+        ),
     )
 
 
@@ -342,5 +394,5 @@ def _finding(cause: Cause, by_type: dict[str, Check], affected: list[RunnerTypeS
         verdict, names = Verdict.NO_DATA, []
     else:
         verdict, names = Verdict.RULED_OUT, []
-    evidence = tuple(e for name in names[:5] for e in by_type[name][1])
-    return Finding(cause=cause, verdict=verdict, runner_types=tuple(names), evidence=evidence)
+    evidence_found = tuple(e for name in names[:5] for e in by_type[name][1])
+    return Finding(cause=cause, verdict=verdict, runner_types=tuple(names), evidence=evidence_found)

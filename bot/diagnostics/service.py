@@ -23,15 +23,13 @@ from enum import StrEnum
 
 from bot.delivery import owed
 from bot.delivery.owed import OwedFile
-from bot.diagnostics.charting import CHART_TITLE, MAX_CHARTED, queue_chart
+from bot.diagnostics.charting import CHART_TITLE, MAX_CHARTED, ChartUnavailable, queue_chart
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.signals import collect, no_fleet
-from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
-from bot.diagnostics.sources.querypack import QueryPack
+from bot.diagnostics.fleet import FleetSources, FleetUnreadable, read_fleet
 from bot.domain.clock import Clock, utcnow
 from bot.domain.diagnosis import Report
 from bot.domain.incidents import Incident, IncidentStatus
-from bot.render.mrkdwn import escape_mrkdwn, oneline
+from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
 from bot.render.renderer import Renderer
 from bot.slack.message import Message
 from bot.store import Store
@@ -43,15 +41,16 @@ DIAGNOSING = "diagnosis"
 #: A run's claim on its incident, renewed every third of it while the run lasts: a run whose
 #: bot died is taken over this soon.
 DIAGNOSIS_CLAIM_SECONDS = 15.0
-#: A whole run's reading of Prometheus, all queries together.
+#: A whole run's reading of the fleet, every source together.
 DIAGNOSIS_READ_TIMEOUT_SECONDS = 30.0
 RUNNING = ":hourglass_flowing_sand: Running diagnostics…"
 
 DIAGNOSTICS_OFF = (
-    ":information_source: Diagnostics need a metrics source: set `PROMETHEUS_URL` (the"
-    " Prometheus HTTP API), or `GRAFANA_PROMETHEUS_DATASOURCE_UID` with `GRAFANA_URL` and"
-    " `GRAFANA_TOKEN` to query Prometheus through Grafana. The README's “Diagnostics” section"
-    " lists the metrics queuebot reads."
+    ":information_source: Diagnostics need a source of fleet data: GitHub's job events (set"
+    " `GITHUB_WEBHOOK_SECRET` and point an organization webhook for *Workflow jobs* at"
+    " `/webhooks/github`), GitHub's runners list (`GITHUB_TOKEN` with `GITHUB_ORG`), or"
+    " Prometheus (`PROMETHEUS_URL`, or `GRAFANA_PROMETHEUS_DATASOURCE_UID` with `GRAFANA_URL`"
+    " and `GRAFANA_TOKEN`). The README's “Diagnostics” section says what each gives."
 )
 
 
@@ -66,8 +65,7 @@ class Diagnoser:
     def __init__(
         self,
         store: Store,
-        prometheus: PrometheusClient | None,
-        pack: QueryPack,
+        sources: FleetSources,
         renderer: Renderer,
         metrics: Metrics,
         *,
@@ -75,8 +73,7 @@ class Diagnoser:
         clock: Clock = utcnow,
     ) -> None:
         self._store = store
-        self._prometheus = prometheus
-        self._pack = pack
+        self._sources = sources
         self._on_enqueued = on_enqueued
         self._renderer = renderer
         self._metrics = metrics
@@ -85,35 +82,32 @@ class Diagnoser:
 
     @property
     def configured(self) -> bool:
-        return self._prometheus is not None
+        return self._sources.configured
 
     async def report(self, at: datetime | None = None) -> Report:
-        """Diagnostics at `at` (default now); raises PrometheusError when nothing can be read."""
-        if self._prometheus is None:
-            raise PrometheusError("no metrics source is configured")
+        """Diagnostics at `at` (default now); FleetUnreadable when nothing can be read."""
+        if not self._sources.configured:
+            raise FleetUnreadable("no source of fleet data is configured")
         when = at or self._clock()
         try:
             async with asyncio.timeout(DIAGNOSIS_READ_TIMEOUT_SECONDS):
-                fleet = await collect(self._prometheus, self._pack, when)
+                fleet = await read_fleet(self._sources, when)
         except TimeoutError:
-            raise PrometheusError(
-                f"Prometheus at {self._prometheus.where} did not answer within"
-                f" {DIAGNOSIS_READ_TIMEOUT_SECONDS:g}s"
+            raise FleetUnreadable(
+                f"the fleet's sources did not answer within {DIAGNOSIS_READ_TIMEOUT_SECONDS:g}s"
             ) from None
-        if not fleet.runner_types():
-            raise PrometheusError(no_fleet(fleet, self._prometheus.where))
         return diagnose(fleet)
 
     async def chart(self, report: Report, fired_at: datetime | None = None) -> bytes | None:
         """A PNG of queued jobs and longest wait for the queueing runner types, or None."""
-        if self._prometheus is None or not report.affected:
+        if not report.affected:
             return None
         names = [t.name for t in report.affected[:MAX_CHARTED]]
-        return await queue_chart(self._prometheus, self._pack, names, report.at, marker=fired_at)
+        return await queue_chart(self._sources, names, report.at, marker=fired_at)
 
     async def run(self, incident_id: int) -> Outcome:
         """Diagnose for the incident's thread: running notice, report, chart."""
-        if self._prometheus is None:
+        if not self._sources.configured:
             return Outcome.NOT_CONFIGURED
         incident = await self._store.get_incident(incident_id)
         if incident is None or not (incident.channel_id and incident.parent_ts):
@@ -130,7 +124,7 @@ class Diagnoser:
 
     async def resume(self) -> None:
         """Finish the runs whose bot died before their report was owed (their claim lapsed)."""
-        if self._prometheus is None:
+        if not self._sources.configured:
             return
         for unfinished in await self._store.unfinished_diagnoses():
             incident = await self._store.get_incident(unfinished.incident_id)
@@ -174,17 +168,17 @@ class Diagnoser:
         """The report (or why there is none) and the chart to share after it."""
         try:
             report = await self.report()
-        except PrometheusError as exc:
+        except FleetUnreadable as exc:
             log.warning("diagnostics failed: %s (incident=%s)", exc, incident.id)
             text = (
-                ":warning: *Diagnostics could not read the fleet's metrics:* "
-                f"{escape_mrkdwn(oneline(exc.detail))[:300]}. Try again in a minute."
+                ":warning: *Diagnostics could not read the fleet:* "
+                f"{clip(escape_mrkdwn(oneline(str(exc))), 600)}. Try again in a minute."
             )
             return self._renderer.notice(text), None
         message = self._renderer.diagnostics(report)
         try:
             png = await self.chart(report, incident.group.started_at)
-        except PrometheusError as exc:
+        except ChartUnavailable as exc:
             log.warning("no chart: %s (incident=%s)", exc, incident.id)
             return message, None
         if png is None:
@@ -226,7 +220,7 @@ class Diagnoser:
 
     def schedule(self, incident: Incident) -> None:
         """Diagnose a newly opened incident in the background (auto_diagnose)."""
-        if self._prometheus is None or incident.status is not IncidentStatus.FIRING:
+        if not self._sources.configured or incident.status is not IncidentStatus.FIRING:
             return
         task = asyncio.create_task(self._auto(incident.id), name=f"diagnose-{incident.id}")
         self._tasks.add(task)

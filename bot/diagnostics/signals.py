@@ -14,8 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from bot.diagnostics.measures import BY_WORKFLOW, Origin, Signal
 from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
-from bot.diagnostics.sources.querypack import QueryPack, Signal
+from bot.diagnostics.sources.querypack import QueryPack
+from bot.store import QueuedJob
 
 #: The baseline: the same time of day on this many previous days.
 BASELINE_DAYS = 7
@@ -30,11 +32,19 @@ WITH_BASELINE = (
     Signal.DURATION_P90_BY_WORKFLOW,
     Signal.CPU_THROTTLED,
     Signal.MAX_WAIT,
+    Signal.ARRIVALS_PER_MINUTE,
+    Signal.ARRIVALS_BY_WORKFLOW,
+    Signal.COMPLETED_PER_MINUTE,
+    Signal.QUEUE_TIME_P90,
+    Signal.DURATION_MEAN,
+    Signal.DURATION_MEAN_BY_WORKFLOW,
+    Signal.FAILED_SHARE,
+    Signal.RUNNING,
+    Signal.BUSY,
 )
 #: Read also this long ago, so that "for long" can be told from "just now".
 EARLIER = (timedelta(minutes=15), timedelta(minutes=30))
-WITH_EARLIER = (Signal.DESIRED, Signal.REGISTERED)
-BY_WORKFLOW = (Signal.STARTED_BY_WORKFLOW, Signal.DURATION_P90_BY_WORKFLOW)
+WITH_EARLIER = (Signal.DESIRED, Signal.REGISTERED, Signal.BUSY, Signal.QUEUED, Signal.RUNNING)
 
 Values = dict[str, float]  # runner type → value
 WorkflowValues = dict[str, dict[str, float]]  # runner type → workflow → value
@@ -51,6 +61,17 @@ class FleetSignals:
     workflow_baseline: dict[Signal, WorkflowValues] = field(default_factory=dict)
     #: Signals that could not be read now, with the reason.
     missing: dict[Signal, str] = field(default_factory=dict)
+    #: Where each value came from, per signal and runner type (one source: unset).
+    origins: dict[Signal, dict[str, Origin]] = field(default_factory=dict)
+    #: The longest-waiting jobs now, and when the oldest was created (job events only).
+    longest: dict[str, list[QueuedJob]] = field(default_factory=dict)
+    since: dict[str, float] = field(default_factory=dict)
+    #: The sources this reading came from, and what could not be read at all.
+    sources: tuple[Origin, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    def origin(self, signal: Signal, runner_type: str) -> Origin | None:
+        return self.origins.get(signal, {}).get(runner_type)
 
     def value(self, signal: Signal, runner_type: str) -> float | None:
         return self.now.get(signal, {}).get(runner_type)
@@ -115,7 +136,7 @@ async def collect(
 ) -> FleetSignals:
     """Read `signals` of `pack` (all, by default) at `at`, the baseline of those in
     `with_baseline` and the earlier values of those in `with_earlier`."""
-    reading = tuple(signals)
+    reading = tuple(s for s in signals if pack.measures(s))
     baselined = tuple(s for s in with_baseline if s in reading)
     earlier = tuple(s for s in with_earlier if s in reading)
     gate = asyncio.Semaphore(CONCURRENCY)

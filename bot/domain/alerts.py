@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from datetime import datetime
 from enum import StrEnum
 from urllib.parse import parse_qsl, urlsplit
@@ -83,7 +84,8 @@ class AlertGroup(BaseModel):
     @property
     def lead(self) -> Alert:
         """The alert that speaks for the group: the first firing one, else the first."""
-        return (self.firing or self.alerts)[0]
+        # Asked for often, of groups of thousands of alerts: stop at the first firing one.
+        return next((a for a in self.alerts if a.status is AlertStatus.FIRING), self.alerts[0])
 
     def field(self, name: str) -> str:
         """An annotation or label of the group, any case: annotations first, then labels."""
@@ -147,25 +149,41 @@ class AlertGroup(BaseModel):
 
 _RULE_IN_SILENCE_URL = "__alert_rule_uid__="
 _RULE_IN_GENERATOR_URL = re.compile(r"/alerting/grafana/([^/?#]+)/view")
+#: What Grafana accepts as a UID (pkg/util: letters, digits, '-' and '_', at most 40), plus '.'
+#: for the Kubernetes-style names Grafana is moving to. Anything else (`~.+`, `.*`) is not a
+#: rule UID, whichever field it came in.
+_RULE_UID = re.compile(r"[A-Za-z0-9._-]{1,253}")
 
 
 def rule_uid_of(
     rule_uid: str, silence_url: str, generator_url: str, labels: Labels | None = None
 ) -> str:
-    """The Grafana rule UID: `ruleUID` (Grafana ≥ 12.4), the silenceURL matcher, generatorURL."""
-    if rule_uid:
-        return rule_uid
-    if labels and labels.get("__alert_rule_uid__"):
-        return labels["__alert_rule_uid__"]
+    """The Grafana rule UID: `ruleUID` (Grafana ≥ 12.4), the silenceURL's equality matcher on
+    `__alert_rule_uid__`, generatorURL; the first that is shaped like a UID."""
+    for candidate in _rule_uid_candidates(rule_uid, silence_url, generator_url, labels or {}):
+        if _RULE_UID.fullmatch(candidate):
+            return candidate
+    return ""
+
+
+def _rule_uid_candidates(
+    rule_uid: str, silence_url: str, generator_url: str, labels: Labels
+) -> Iterator[str]:
+    """In order of trust; lazily, since the first is usually the one (and URLs of thousands of
+    alerts are slow to parse)."""
+    yield rule_uid
+    yield labels.get("__alert_rule_uid__", "")
     try:
         query, path = urlsplit(silence_url).query, urlsplit(generator_url).path
     except ValueError:  # a malformed URL names no rule
-        return ""
+        return
+    # `__alert_rule_uid__=~.+` starts with the prefix too: its "~.+" is refused by the shape.
     for key, value in parse_qsl(query):
         if key == "matcher" and value.startswith(_RULE_IN_SILENCE_URL):
-            return value.removeprefix(_RULE_IN_SILENCE_URL)
-    found = _RULE_IN_GENERATOR_URL.search(path)
-    return found.group(1) if found else ""
+            yield value.removeprefix(_RULE_IN_SILENCE_URL)
+    in_path = _RULE_IN_GENERATOR_URL.search(path)
+    if in_path:
+        yield in_path.group(1)
 
 
 def fingerprint_of(labels: Labels) -> str:

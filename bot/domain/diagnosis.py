@@ -65,6 +65,15 @@ NEXT_STEPS = {
 }
 
 
+class Confidence(StrEnum):
+    """How sure the primary cause is: every cause measured (high), some not (medium), or the
+    maximum named without knowing whether demand or job time changed (low)."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
 class Verdict(StrEnum):
     LIKELY = "likely"
     RULED_OUT = "ruled_out"
@@ -83,6 +92,8 @@ class Evidence(BaseModel):
     unit: str = ""
     #: Workflows behind it (a surge's or a slowdown's), busiest change first.
     workflows: tuple[str, ...] = ()
+    #: Where the number came from (GitHub job events, GitHub runners, Prometheus).
+    source: str = ""
 
 
 class Finding(BaseModel):
@@ -117,6 +128,8 @@ class RunnerTypeState(BaseModel):
     desired: float | None = None
     max: float | None = None
     affected: bool = False
+    #: When the longest-waiting job was created (job events only).
+    since: float | None = None
 
     @property
     def at_max(self) -> bool:
@@ -153,9 +166,15 @@ class Report(BaseModel):
     runner_types: tuple[RunnerTypeState, ...]
     findings: tuple[Finding, ...]
     primary_cause: Cause | None
+    confidence: Confidence | None = None
     notes: tuple[str, ...] = ()
     #: Signals that could not be read, with why (said plainly, never guessed around).
     missing: tuple[str, ...] = ()
+    #: The sources read (GitHub job events, GitHub runners, Prometheus).
+    sources: tuple[str, ...] = ()
+    #: The longest-waiting jobs of each queueing runner type: (workflow, job, created at (Unix
+    #: seconds), link to the job).
+    waiting: tuple[tuple[str, tuple[tuple[str, str, float, str], ...]], ...] = ()
 
     @property
     def affected(self) -> tuple[RunnerTypeState, ...]:
@@ -167,6 +186,8 @@ class Report(BaseModel):
             "window": self.window,
             "scope": self.scope.value,
             "primary_cause": self.primary_cause.value if self.primary_cause else "none",
+            "confidence": self.confidence.value if self.confidence else None,
+            "sources": list(self.sources),
             "findings": [
                 {
                     "cause": f.cause.value,

@@ -23,6 +23,8 @@ from bot.domain.alerts import (
     rule_uid_of,
 )
 
+#: Alerts in one notification at most (Grafana and Alertmanager send a whole group at once).
+MAX_ALERTS = 10_000
 _ZERO_TIME_YEAR = 1  # Grafana and Alertmanager send 0001-01-01T00:00:00Z for "not ended"
 
 
@@ -79,7 +81,7 @@ class GrafanaWebhook(_WebhookBody):
     """Grafana-managed alerting's webhook body (`version: "1"`)."""
 
     version: Literal["1"]
-    alerts: list[GrafanaWebhookAlert] = Field(min_length=1, max_length=10_000)
+    alerts: list[GrafanaWebhookAlert] = Field(min_length=1, max_length=MAX_ALERTS)
     orgId: int | None = None
     title: str = ""
     state: str = ""
@@ -92,13 +94,21 @@ class AlertmanagerWebhook(_WebhookBody):
     """Prometheus Alertmanager's webhook body (`version: "4"`)."""
 
     version: Literal["4"]
-    alerts: list[WebhookAlert] = Field(min_length=1, max_length=10_000)
+    alerts: list[WebhookAlert] = Field(min_length=1, max_length=MAX_ALERTS)
 
     _consistent = model_validator(mode="after")(_status_matches_alerts)
 
 
 WebhookBody = Annotated[GrafanaWebhook | AlertmanagerWebhook, Field(discriminator="version")]
 WEBHOOK_ADAPTER: TypeAdapter[GrafanaWebhook | AlertmanagerWebhook] = TypeAdapter(WebhookBody)
+
+
+class TimeOutOfRange(ValueError):
+    """A time pydantic accepts but that cannot be moved to UTC (year 1 at +01:00)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field, self.problem = field, problem
 
 
 def _end(value: datetime | None) -> datetime | None:
@@ -111,19 +121,32 @@ def _utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+def _in_range(value: datetime | None) -> bool:
+    try:
+        _end(value)
+    except (OverflowError, ValueError):
+        return False
+    return True
+
+
 def to_alert_group(body: GrafanaWebhook | AlertmanagerWebhook) -> AlertGroup:
     """The domain view of a parsed webhook body."""
     alerts = []
-    for raw in body.alerts:
+    for index, raw in enumerate(body.alerts):
         extra = raw if isinstance(raw, GrafanaWebhookAlert) else None
+        try:
+            starts_at, ends_at = _utc(raw.startsAt), _end(raw.endsAt)
+        except (OverflowError, ValueError) as exc:
+            field = "startsAt" if _in_range(raw.endsAt) else "endsAt"
+            raise TimeOutOfRange(f"alerts.{index}.{field}", str(exc)) from None
         alerts.append(
             Alert(
                 status=raw.status,
                 fingerprint=raw.fingerprint or fingerprint_of(raw.labels),
                 labels=raw.labels,
                 annotations=raw.annotations,
-                starts_at=_utc(raw.startsAt),
-                ends_at=_end(raw.endsAt),
+                starts_at=starts_at,
+                ends_at=ends_at,
                 generator_url=raw.generatorURL,
                 silence_url=extra.silenceURL if extra else "",
                 dashboard_url=extra.dashboardURL if extra else "",
@@ -153,5 +176,7 @@ def to_alert_group(body: GrafanaWebhook | AlertmanagerWebhook) -> AlertGroup:
 
 
 def parse_webhook(raw: bytes) -> AlertGroup:
-    """Parse a webhook body; raises pydantic.ValidationError (or ValueError) when malformed."""
+    """Parse a webhook body; raises pydantic.ValidationError, or TimeOutOfRange, when
+    malformed. A group of thousands of alerts takes a while: callers on the event loop run it
+    in a thread."""
     return to_alert_group(WEBHOOK_ADAPTER.validate_json(raw))

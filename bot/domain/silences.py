@@ -6,12 +6,24 @@ Grafana's silence API shares; `Duration` is the choice the Silence… modal offe
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
 RULE_UID_LABEL = "__alert_rule_uid__"
+
+#: A label name every Alertmanager can read in a `filter=` query: the classic Prometheus rule.
+#: Alertmanager 0.25's parser (pkg/labels/parse.go) reads the name as `[a-zA-Z_:][a-zA-Z0-9_:]*`
+#: with blanks around it and cannot quote one, so any other name would be misread: `type!`
+#: makes `type!="x"` a negative matcher, `type ` is read as `type`, a quote breaks the query.
+#: 0.27 and later also read a quoted UTF-8 name (matchers/compat, unless in classic mode), which
+#: 0.25 answers with 400; only names every version reads the same are written.
+PLAIN_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
 class Matcher(BaseModel):
@@ -33,13 +45,41 @@ class Matcher(BaseModel):
     def __str__(self) -> str:
         return f"{self.name}{self.operator}{self.value}"
 
-    def filter(self) -> str:
-        """The matcher in Alertmanager's `filter=` syntax: name="value", quotes escaped."""
+    @property
+    def plain_name(self) -> bool:
+        return PLAIN_LABEL_NAME.fullmatch(self.name) is not None
+
+    def filter(self) -> str | None:
+        """The matcher in Alertmanager's `filter=` syntax, name="value" with the value's quotes
+        and backslashes escaped; None when the name cannot be written there (PLAIN_LABEL_NAME),
+        so the caller leaves it out of the query and checks it with `matches` instead."""
+        if not self.plain_name:
+            return None
         quoted = self.value.replace("\\", "\\\\").replace('"', '\\"')
         return f'{self.name}{self.operator}"{quoted}"'
 
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether an alert with `labels` is selected, as Alertmanager decides: a missing label
+        is the empty string, a regex is anchored at both ends."""
+        value = str(labels.get(self.name, ""))
+        if self.is_regex:
+            try:
+                hit = re.fullmatch(self.value, value) is not None
+            except re.error:
+                return False
+        else:
+            hit = value == self.value
+        return hit == self.is_equal
+
 
 MatcherSet = tuple[Matcher, ...]
+
+
+def matchers_digest(sets: tuple[MatcherSet, ...]) -> str:
+    """A short fingerprint of matcher sets: the Silence… modal carries the one it showed, so
+    what is sent can be checked to be what was shown."""
+    canonical = json.dumps([[m.model_dump(by_alias=True) for m in s] for s in sets])
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
 class Person(BaseModel):

@@ -8,6 +8,7 @@ Slack deliveries it owes into the outbox, and commits. Only then does the webhoo
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -33,23 +34,28 @@ STORM_THRESHOLD = 10
 STORM_WINDOW = timedelta(seconds=60)
 #: Grafana's default group interval: it sends a group's news at most this often.
 DUPLICATE_WINDOW = timedelta(minutes=5)
+DUPLICATE = "duplicate of a notification already seen"
 
 
 def content_key(group: AlertGroup) -> str:
     """What a notification says, without how it was sent: status, and each alert's identity,
     state, times and values."""
-    alerts = sorted(
-        (
-            a.fingerprint,
-            a.status.value,
-            a.starts_at.isoformat(),
-            a.ends_at.isoformat() if a.ends_at else "",
-            sorted(a.values.items()),
+    lines = sorted(
+        json.dumps(
+            [
+                a.fingerprint,
+                a.status.value,
+                a.starts_at.isoformat(),
+                a.ends_at.isoformat() if a.ends_at else "",
+                sorted(a.values.items()),
+            ]
         )
         for a in group.alerts
     )
-    text = json.dumps([group.status.value, alerts], default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    digest = hashlib.sha256(group.status.value.encode())
+    for line in lines:
+        digest.update(b"\n" + line.encode())
+    return digest.hexdigest()
 
 
 class IncidentService:
@@ -84,7 +90,8 @@ class IncidentService:
     async def accept(self, group: AlertGroup, body: str) -> tuple[Decision, int | None]:
         """Store the notification and its consequences; returns the decision and incident id."""
         now = self._clock()
-        content = content_key(group)
+        # Thousands of alerts take a while to key: not on the event loop.
+        content = await asyncio.to_thread(content_key, group)
         async with self._store.transaction() as tx:
             current = await tx.current_incident(group.group_key)
             decision = decide(current, group, now)
@@ -96,7 +103,7 @@ class IncidentService:
                 # Grafana in HA sends each notification from every replica, and a lagging
                 # replica's copy can come after a newer one: the same content again within a
                 # group interval is that copy, never news (it would undo a change).
-                decision = Decision(Action.IGNORE, "duplicate of a notification already seen")
+                decision = Decision(Action.IGNORE, DUPLICATE)
             incident_id = current.id if current else None
             if decision.action is Action.OPEN:
                 assert decision.group is not None
@@ -138,8 +145,10 @@ class IncidentService:
                     if decision.event is not None:
                         await owed.reply(tx, current.id, decision.event)
                     await owed.parent_edit(tx, current.id)
+            # A copy of what was already seen says nothing new: its body is not kept again.
+            kept = None if decision.reason == DUPLICATE else body
             await tx.add_notification(
-                group.group_key, now, body, decision.reason, incident_id, content
+                group.group_key, now, kept, decision.reason, incident_id, content
             )
         log.info(
             "notification accepted: %s (incident=%s group_key=%r alerts=%d)",

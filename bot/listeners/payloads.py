@@ -90,6 +90,8 @@ class ModalContext(BaseModel):
     incident: int = Field(ge=1)
     channel: str | None = None
     response_url: str | None = None
+    #: `matchers_digest` of the matchers the modal showed: only those may be sent.
+    shown: str | None = None
 
     def encode(self) -> str:
         return self.model_dump_json(exclude_none=True)

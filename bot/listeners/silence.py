@@ -1,10 +1,11 @@
 """Handlers for Silence…, the Silence modal's submission and Unsilence.
 
 Silence… acks, checks what it can without Grafana (configured? allowed? still firing, not yet
-silenced?) and opens the modal at once, inside Slack's 3-second trigger window. The submission
-is checked (a custom end time must be in the future) and answered with errors in the modal or
-an empty ack that closes it; the silence is created after the ack, and whatever goes wrong is
-told to the person privately.
+silenced?) and opens the modal at once, inside Slack's 3-second trigger window. The modal shows
+every matcher the silence will have and carries their digest; the silence is created only with
+those matchers. The submission is checked (a custom end time must be in the future) and answered
+with errors in the modal or an empty ack that closes it; the silence is created after the ack,
+and whatever goes wrong is told to the person privately.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
 from bot.domain.clock import Clock, utcnow
-from bot.domain.silences import Person
+from bot.domain.silences import Person, matchers_digest
 from bot.listeners.answer import incident_button, tell, tell_clicker
 from bot.listeners.payloads import (
     BadSilenceInput,
@@ -26,7 +27,9 @@ from bot.listeners.payloads import (
     ViewSubmission,
     silence_end,
 )
+from bot.render.mrkdwn import link
 from bot.render.renderer import Renderer, RenderError
+from bot.render.silence_modal import MatchersTooLong
 from bot.silencing.service import Silencer, SilenceRefused
 from bot.slack.errors import SlackError
 from bot.slack.gateway import SlackGateway
@@ -66,8 +69,20 @@ class SilenceHandlers:
                 incident=incident_id,
                 channel=payload.channel.id if payload.channel else None,
                 response_url=payload.response_url,
+                shown=matchers_digest(sets),
             )
-            view = self._renderer.silence_modal(incident, sets, context.encode())
+            try:
+                view = self._renderer.silence_modal(incident, sets, context.encode())
+            except MatchersTooLong:
+                text = (
+                    ":warning: This silence would have more matchers than the silence dialog"
+                    " can show, and queuebot only makes a silence it has shown. Nothing was"
+                    " silenced."
+                )
+                if incident.group.lead.silence_url:
+                    url = incident.group.lead.silence_url
+                    text += " Use " + link(url, "Grafana's silence page") + " instead."
+                raise SilenceRefused(text) from None
             if not payload.trigger_id:
                 raise SilenceRefused(":warning: Slack sent no trigger to open the silence dialog.")
             await self._slack.open_view(payload.trigger_id, view)
@@ -102,7 +117,9 @@ class SilenceHandlers:
         user = submission.user
         person = Person(id=user.id, name=await self._name(user.id, user.username or user.name))
         try:
-            await self._silencer.silence(context.incident, person, ends_at, form.comment)
+            await self._silencer.silence(
+                context.incident, person, ends_at, form.comment, shown=context.shown
+            )
         except SilenceRefused as refused:
             await self._tell(context, user.id, refused.text)
         except Exception:

@@ -9,16 +9,18 @@ the fleet again, posts the fresh answer for everyone and removes the private one
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
-from bot.diagnostics.sources.prometheus import PrometheusError
+from bot.diagnostics.charting import ChartUnavailable
 from bot.domain.queue_status import QueueStatus
-from bot.listeners.answer import tell
+from bot.listeners.answer import tell, tell_clicker
 from bot.listeners.payloads import BlockActions
+from bot.listeners.rate_limit import PER_WINDOW, PerUserLimit
 from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
 from bot.render.renderer import Renderer
 from bot.slack.contract import QUEUE_STATUS_COMMAND
@@ -68,17 +70,35 @@ def parse_request(text: str) -> StatusRequest | NotUnderstood:
     return NotUnderstood(f"`{QUEUE_STATUS_COMMAND} {shown}` is not something I understand.")
 
 
+def too_often(wait: float) -> str:
+    return (
+        f":hourglass: You have asked for `{QUEUE_STATUS_COMMAND}` {PER_WINDOW} times in the"
+        f" last minute; ask again in {max(1, math.ceil(wait))} s."
+    )
+
+
 class StatusHandlers:
-    def __init__(self, reader: StatusReader, slack: SlackGateway, renderer: Renderer) -> None:
+    def __init__(
+        self,
+        reader: StatusReader,
+        slack: SlackGateway,
+        renderer: Renderer,
+        limit: PerUserLimit | None = None,
+    ) -> None:
         self._reader = reader
         self._slack = slack
         self._renderer = renderer
+        self._limit = limit or PerUserLimit()
 
     async def on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
         request = parse_request(str(command.get("text") or ""))
         if isinstance(request, NotUnderstood):
             usage = self._renderer.queue_status_usage(request.problem)
             await ack(text=usage.text, blocks=usage.blocks, response_type="ephemeral")
+            return
+        wait = self._limit.wait(str(command.get("user_id") or ""))
+        if wait:
+            await ack(text=too_often(wait), response_type="ephemeral")
             return
         await ack()
         await self._answer(
@@ -98,6 +118,10 @@ class StatusHandlers:
         request = parse_request(payload.actions[0].value or "")
         if not isinstance(request, StatusRequest):
             request = StatusRequest()
+        wait = self._limit.wait(payload.user.id)
+        if wait:
+            await tell_clicker(self._slack, self._renderer, payload, too_often(wait))
+            return
         shared = await self._answer(
             StatusRequest(query=request.query, public=True),
             user=payload.user.id,
@@ -159,8 +183,8 @@ class StatusHandlers:
             return None, None
         try:
             png = await self._reader.chart(status)
-        except PrometheusError as exc:
-            return None, f"No chart: {exc.detail}"
+        except ChartUnavailable as exc:
+            return None, f"No chart: {exc}"
         if png is None:
             return None, None
         names = ", ".join(d.state.name for d in status.details)

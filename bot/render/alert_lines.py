@@ -5,14 +5,17 @@ from __future__ import annotations
 from bot.domain.alerts import Alert, AlertGroup, AlertStatus
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.render.layout import fit_lines
-from bot.render.mrkdwn import clip, escape_mrkdwn, link, oneline, safe_url
+from bot.render.mrkdwn import clip, inert, link, safe_url
 from bot.render.values import value_summary
 from bot.slack import limits
+from bot.slack.limits import slack_len
 
 #: Alerts listed one per line in a message; the rest are counted.
 MAX_LISTED_ALERTS = 10
 MAX_LINE_CHARS = 280
-#: Longer links are left out of alert lines (the View alert button still has the lead's).
+MAX_NAME_CHARS = 120
+#: Longer links (as written in mrkdwn, `&` escaped) are left out of alert lines (the View
+#: alert button still has the lead's).
 MAX_LINE_LINK = 500
 
 
@@ -30,16 +33,16 @@ def alert_line(alert: Alert, common: dict[str, str], icon: str | None = None) ->
     if icon is None:
         icon = ":red_circle:" if alert.status is AlertStatus.FIRING else ":large_green_circle:"
     own = {k: v for k, v in alert.shown_labels.items() if common.get(k) != v}
-    parts = [f"*{escape_mrkdwn(oneline(alert.name))}*"]
+    parts = [f"*{inert(alert.name, MAX_NAME_CHARS)}*"]
     if own:
-        parts.append(escape_mrkdwn(oneline(" ".join(f"{k}={v}" for k, v in own.items()))))
+        parts.append(inert(" ".join(f"{k}={v}" for k, v in own.items()), MAX_LINE_CHARS))
     values = value_summary(alert)
     if values:
         parts.append(values)
     line = clip(" · ".join(parts), MAX_LINE_CHARS)
     target = safe_url(alert.generator_url)
-    if target is not None and len(target) <= MAX_LINE_LINK:
-        line += " · " + link(target, "view")
+    if target is not None and slack_len(view := link(target, "view")) <= MAX_LINE_LINK:
+        line += " · " + view
     return f"{icon} {line}"
 
 

@@ -7,10 +7,10 @@ before it reaches mrkdwn: a metric label must not be able to ping anyone either.
 from __future__ import annotations
 
 import math
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from bot.domain.diagnosis import Evidence, Finding, Report, RunnerTypeState, Scope, Verdict
-from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
+from bot.render.mrkdwn import inert
 from bot.render.values import format_duration, format_number
 
 VERDICT_ICONS = {
@@ -21,13 +21,13 @@ VERDICT_ICONS = {
 VERDICT_WORDS = {
     Verdict.LIKELY: "likely",
     Verdict.RULED_OUT: "ruled out",
-    Verdict.NO_DATA: "no data",
+    Verdict.NO_DATA: "not measured",
 }
 MAX_TYPES_LISTED = 8
 
 
 def _plain(text: str, limit: int = 80) -> str:
-    return escape_mrkdwn(clip(oneline(text), limit))
+    return inert(text, limit)
 
 
 def workflow_name(ref: str) -> str:
@@ -56,14 +56,49 @@ def evidence_text(evidence: Evidence, *, markup: bool = True) -> str:
     if evidence.workflows:
         names = ", ".join(workflow_name(w) for w in evidence.workflows)
         text += f", mostly {_plain(names, 120) if markup else names}"
+    if evidence.source:
+        text += f" [{evidence.source}]"
     return text
+
+
+def since_text(state: RunnerTypeState) -> str:
+    """`since 14:02 UTC` for the oldest job waiting, when job events tell it."""
+    if state.since is None or not math.isfinite(state.since):
+        return ""
+    return "since " + datetime.fromtimestamp(state.since, UTC).strftime("%H:%M UTC")
+
+
+def longest_waiting_lines(report: Report, *, markup: bool = True, limit: int = 3) -> list[str]:
+    """The longest-waiting jobs of the queueing runner types, linked to their runs."""
+    lines = []
+    for name, jobs in report.waiting[:MAX_TYPES_LISTED]:
+        shown = []
+        for workflow, job, created, url in jobs[:limit]:
+            waited = amount(report.at.timestamp() - created, "s")
+            label = f"{workflow} / {job}" if workflow else job
+            if markup:
+                text = inert(label, 80)
+                link = url.replace("&", "&amp;")
+                shown.append(f"<{link}|{text}> {waited}" if _linkable(url) else f"{text} {waited}")
+            else:
+                shown.append(f"{label} {waited}" + (f" {url}" if url else ""))
+        if shown:
+            who = _plain(name) if markup else name
+            lines.append(f"{who} waiting longest: " + "; ".join(shown))
+    return lines
+
+
+def _linkable(url: str) -> bool:
+    return url.startswith(("https://", "http://")) and not any(c in url for c in "<>|\n ")
 
 
 def type_text(state: RunnerTypeState, *, markup: bool = True) -> str:
     name = f"*{_plain(state.name)}*" if markup else state.name
     parts = [f"{amount(state.queued, '')} queued"]
     if state.max_wait_seconds is not None:
-        parts.append(f"longest wait {amount(state.max_wait_seconds, 's')}")
+        wait = f"longest wait {amount(state.max_wait_seconds, 's')}"
+        since = since_text(state) if state.queued else ""
+        parts.append(f"{wait} ({since})" if since else wait)
     if state.busy is not None and state.registered is not None:
         parts.append(f"{amount(state.busy, '')}/{amount(state.registered, '')} runners busy")
     if state.max is not None:
@@ -76,8 +111,9 @@ def report_headline(report: Report) -> str:
     if not affected:
         return "No runner type has jobs waiting long right now."
     if report.primary_cause is None:
-        return "Jobs are waiting, but no cause stands out from the data."
-    return f"Most likely: {report.primary_cause.label}"
+        return "Jobs are waiting, but no clear cause stands out from the data."
+    sure = f" (confidence {report.confidence.value})" if report.confidence else ""
+    return f"Most likely: {report.primary_cause.label}{sure}"
 
 
 def scope_text(report: Report, *, markup: bool = True) -> str:
@@ -121,6 +157,10 @@ def text_report(report: Report) -> str:
     lines.append("Runner types, worst first:")
     for state in report.runner_types[:20]:
         lines.append("  " + type_text(state, markup=False))
+    for line in longest_waiting_lines(report, markup=False):
+        lines.append("  " + line)
+    if report.sources:
+        lines.append("Read from: " + ", ".join(report.sources))
     for note in report.notes:
         lines.append(f"Note: {note}")
     for missing in report.missing:

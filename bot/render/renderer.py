@@ -47,7 +47,7 @@ class Renderer:
     def silence_modal(
         self, incident: Incident, sets: tuple[MatcherSet, ...], private_metadata: str
     ) -> dict[str, Any]:
-        """The Silence… modal for `incident`, previewing the matchers in plain text."""
+        """The Silence… modal for `incident`, previewing exactly the matchers in `sets`."""
         return silence_modal_view(self._templates, incident, sets, private_metadata)
 
     def diagnostics(self, report: Report) -> Message:

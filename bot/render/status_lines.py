@@ -9,8 +9,8 @@ from __future__ import annotations
 from bot.domain.diagnosis import RunnerTypeState
 from bot.domain.incidents import Incident
 from bot.domain.queue_status import Compared, FleetView, OpenIncident, QueueStatus, TypeDetail
-from bot.render.diagnosis_text import amount
-from bot.render.mrkdwn import clip, date_token, escape_mrkdwn, link, oneline
+from bot.render.diagnosis_text import amount, since_text
+from bot.render.mrkdwn import clip_plain, date_token, escape_mrkdwn, inert, link, oneline, who
 from bot.render.values import headline
 from bot.slack.contract import QUEUE_STATUS_COMMAND
 
@@ -29,15 +29,15 @@ USAGE = (
 )
 
 NO_METRICS = (
-    ":information_source: No metrics source is configured, so only incidents and silences are"
-    " shown: set `PROMETHEUS_URL` (or `GRAFANA_PROMETHEUS_DATASOURCE_UID` with `GRAFANA_URL`)"
-    " to see the queue per runner type."
+    ":information_source: No source of fleet data is configured, so only incidents and"
+    " silences are shown: send GitHub's workflow_job events to `/webhooks/github` (set"
+    " `GITHUB_WEBHOOK_SECRET`), or set `PROMETHEUS_URL`, to see the queue per runner type."
 )
 
 
 def code(name: str, limit: int = 80) -> str:
     """A runner type as inline code, escaped and shortened."""
-    return "`" + escape_mrkdwn(clip(oneline(name), limit)).replace("`", "'") + "`"
+    return "`" + inert(name.replace("`", "'"), limit) + "`"
 
 
 def fleet_line(fleet: FleetView) -> str:
@@ -47,7 +47,7 @@ def fleet_line(fleet: FleetView) -> str:
     if fleet.error is not None:
         return (
             ":warning: *The fleet's metrics could not be read:* "
-            + clip(escape_mrkdwn(oneline(fleet.error)), 400)
+            + inert(fleet.error, 400)
             + ". Incidents and silences below are current."
         )
     waiting = fleet.waiting
@@ -69,7 +69,9 @@ def fleet_line(fleet: FleetView) -> str:
 def waiting_line(state: RunnerTypeState) -> str:
     parts = [f"{amount(state.queued, '')} queued"]
     if state.max_wait_seconds is not None:
-        parts.append(f"longest wait {amount(state.max_wait_seconds, 's')}")
+        since = since_text(state)
+        wait = f"longest wait {amount(state.max_wait_seconds, 's')}"
+        parts.append(f"{wait} ({since})" if since else wait)
     if state.busy is not None and state.registered is not None:
         parts.append(f"{amount(state.busy, '')}/{amount(state.registered, '')} busy")
     if state.at_max:
@@ -77,20 +79,21 @@ def waiting_line(state: RunnerTypeState) -> str:
     return f"{code(state.name)} " + " · ".join(parts)
 
 
-def waiting_lines(fleet: FleetView) -> list[str]:
+def waiting_lines(fleet: FleetView, most: int = MAX_WAITING_LISTED) -> list[str]:
     waiting = fleet.waiting
-    lines = [waiting_line(t) for t in waiting[:MAX_WAITING_LISTED]]
-    if len(waiting) > MAX_WAITING_LISTED:
-        more = len(waiting) - MAX_WAITING_LISTED
+    lines = [waiting_line(t) for t in waiting[:most]]
+    if len(waiting) > most:
+        more = len(waiting) - most
         lines.append(
             f"…and {more} more runner types with jobs waiting"
-            f" (`{QUEUE_STATUS_COMMAND} <prefix>` shows any of them)"
+            # Escaped: Slack reads a bare <prefix> as a link.
+            f" (`{QUEUE_STATUS_COMMAND} &lt;prefix&gt;` shows any of them)"
         )
     return lines
 
 
 def _title(incident: Incident, url: str | None, limit: int = 150) -> str:
-    text = clip(oneline(headline(incident.group)), limit)
+    text = clip_plain(oneline(headline(incident.group)), limit)
     return link(url, text) if url else escape_mrkdwn(text)
 
 
@@ -111,34 +114,38 @@ def incident_line(entry: OpenIncident) -> str:
     return ":red_circle: " + " · ".join(parts)
 
 
-def incident_lines(status: QueueStatus) -> list[str]:
+def incident_lines(status: QueueStatus, most: int | None = None) -> list[str]:
     if not status.incidents:
         return ["*Open incidents:* none."]
+    shown = status.incidents[:most]
     lines = [f"*Open incidents ({status.firing_total}):*"]
-    lines += [incident_line(entry) for entry in status.incidents]
-    if status.firing_total > len(status.incidents):
-        lines.append(f"…and {status.firing_total - len(status.incidents)} more")
+    lines += [incident_line(entry) for entry in shown]
+    if status.firing_total > len(shown):
+        lines.append(f"…and {status.firing_total - len(shown)} more")
     return lines
 
 
 def silence_line(entry: OpenIncident) -> str:
     silence = entry.incident.silence
     assert silence is not None
-    who = "@" + escape_mrkdwn(clip(oneline(silence.by.name), 80))
     line = (
         f":mute: {_title(entry.incident, entry.link, 120)} · until {date_token(silence.ends_at)}"
-        f" · by {who}"
+        f" · by {who(silence.by)}"
     )
     if silence.comment.strip():
-        line += f" · “{clip(escape_mrkdwn(oneline(silence.comment)), 160)}”"
+        line += f" · “{inert(silence.comment, 160)}”"
     return line
 
 
-def silence_lines(status: QueueStatus) -> list[str]:
+def silence_lines(status: QueueStatus, most: int | None = None) -> list[str]:
     if not status.silenced:
         return ["*Active silences:* none set through queuebot."]
+    shown = status.silenced[:most]
     lines = [f"*Active silences ({len(status.silenced)}):*"]
-    return lines + [silence_line(entry) for entry in status.silenced]
+    lines += [silence_line(entry) for entry in shown]
+    if len(status.silenced) > len(shown):
+        lines.append(f"…and {len(status.silenced) - len(shown)} more")
+    return lines
 
 
 def _compared(value: Compared, unit: str, per: str = "") -> str:
@@ -193,9 +200,9 @@ def detail_intro(status: QueueStatus) -> str:
 def read_line(status: QueueStatus, shared_by: str | None) -> str:
     text = f"Read {date_token(status.at)}"
     if status.fleet.window and status.fleet.configured and status.fleet.error is None:
-        text += f" · rates and waits over the last {escape_mrkdwn(status.fleet.window)}"
+        text += f" · rates and waits over the last {inert(status.fleet.window, 40)}"
     if status.fleet.missing:
-        text += " · no data for " + escape_mrkdwn(", ".join(status.fleet.missing))
+        text += " · no data for " + inert(", ".join(status.fleet.missing), 300)
     if shared_by:
         text += f" · shared by <@{shared_by}> with `{QUEUE_STATUS_COMMAND}`"
     return text

@@ -10,12 +10,13 @@ Slack's Block Kit rules before anyone sends it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
+from bot.render.mrkdwn import clip, clip_plain, escape_mrkdwn, oneline
 from bot.slack import blockkit, limits
 from bot.slack.message import Message
 
@@ -44,7 +45,9 @@ class Templates:
             autoescape=False,  # noqa: S701 - output is JSON built with tojson, not HTML
             keep_trailing_newline=False,
         )
-        self._env.filters.update(clip=clip, oneline=oneline, mrkdwn=escape_mrkdwn)
+        self._env.filters.update(
+            clip=clip, clip_plain=clip_plain, oneline=oneline, mrkdwn=escape_mrkdwn
+        )
         self._env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
         self._env.globals["limits"] = {
             "header": limits.MAX_HEADER_TEXT,
@@ -66,6 +69,18 @@ class Templates:
         if problems:
             raise RenderError(f"{template} broke Slack's rules: {'; '.join(problems)}")
         return message
+
+    def fitted(self, template: str, forms: Iterable[dict[str, Any]]) -> Message:
+        """The first of `forms` (contexts, fullest first, each leaving out more) whose message
+        Slack takes. Each kind's last form is small by construction, so one always fits; a
+        RenderError from here is a template bug."""
+        refused = RenderError(f"{template}: no form to render")
+        for context in forms:
+            try:
+                return self.message(template, context)
+            except RenderError as exc:
+                refused = exc
+        raise refused
 
     def view(self, template: str, context: dict[str, Any]) -> dict[str, Any]:
         """A modal view; RenderError when it is not JSON or breaks Slack's rules."""

@@ -1,4 +1,8 @@
-"""A reply in the incident's thread: what changed, resolved, fired again, or its silence."""
+"""A reply in the incident's thread: what changed, resolved, fired again, or its silence.
+
+Each line has its own budget and the lines are kept whole within one section, so a reply
+fits a message; should it not, its first line (what happened) goes alone.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,16 @@ from bot.domain.incidents import ThreadEvent, ThreadEventKind
 from bot.domain.silences import Silence
 from bot.render.alert_lines import MAX_LINE_CHARS, MAX_LISTED_ALERTS, alert_line, common_shown
 from bot.render.layout import fit_lines
-from bot.render.mrkdwn import clip, date_token, escape_mrkdwn, oneline, who
+from bot.render.mrkdwn import clip, date_token, inert, oneline, who
 from bot.render.templates import Templates
-from bot.render.values import KNOWN_VALUES, format_duration, format_number, value_summary, with_unit
+from bot.render.values import (
+    KNOWN_VALUES,
+    format_duration,
+    format_number,
+    value_name,
+    value_summary,
+    with_unit,
+)
 from bot.slack import limits
 from bot.slack.message import Message
 
@@ -18,12 +29,11 @@ from bot.slack.message import Message
 def thread_event_message(templates: Templates, event: ThreadEvent) -> Message:
     """A reply for the incident's thread; it says what changed and mentions nobody."""
     lines = fit_lines(_event_lines(event), limits.MAX_SECTION_TEXT)
-    context = {
-        "fallback": oneline(lines[0].replace("*", "")),
-        "lines": lines,
-        "context_parts": [],
-    }
-    return templates.message("thread_reply.json.j2", context)
+    fallback = clip(oneline(lines[0].replace("*", "")), 500)
+    forms = (
+        {"fallback": fallback, "lines": kept, "context_parts": []} for kept in (lines, lines[:1])
+    )
+    return templates.fitted("thread_reply.json.j2", forms)
 
 
 def _event_lines(event: ThreadEvent) -> list[str]:
@@ -39,7 +49,7 @@ def _event_lines(event: ThreadEvent) -> list[str]:
         span = format_duration(event.duration or timedelta(0))
         lines = [f":large_green_circle: *Resolved* after {span}."]
         if event.note:
-            lines.append(escape_mrkdwn(event.note))
+            lines.append(inert(event.note, MAX_LINE_CHARS))
         values = value_summary(group.lead)
         if values and single:
             lines.append(f"Last firing values: {values}")
@@ -54,9 +64,9 @@ def _event_lines(event: ThreadEvent) -> list[str]:
     lines = [":arrows_counterclockwise: *Changed*"]
     for change in event.changes[:MAX_LISTED_ALERTS]:
         known = KNOWN_VALUES.get(change.key)
-        label = known.label if known else escape_mrkdwn(oneline(change.key))
+        label = known.label if known else value_name(change.key)
         unit = known.unit if known else ""
-        who = "" if single else f"{escape_mrkdwn(oneline(change.alert))}: "
+        who = "" if single else f"{inert(change.alert, 120)}: "
         lines.append(f"• {who}{label}: {format_number(change.old)} → {with_unit(change.new, unit)}")
     common = common_shown(group)
     for alert in event.joined[:MAX_LISTED_ALERTS]:
@@ -64,7 +74,7 @@ def _event_lines(event: ThreadEvent) -> list[str]:
     for alert in event.left[:MAX_LISTED_ALERTS]:
         lines.append(f"• No longer firing: {alert_line(alert, common, ':large_green_circle:')}")
     if event.summary:
-        lines.append(f"• Summary: {clip(escape_mrkdwn(oneline(event.summary)), MAX_LINE_CHARS)}")
+        lines.append(f"• Summary: {inert(event.summary, MAX_LINE_CHARS)}")
     hidden = max(len(event.changes), len(event.joined), len(event.left)) - MAX_LISTED_ALERTS
     if hidden > 0:
         lines.append(f"…and more ({hidden} not shown)")
@@ -76,16 +86,17 @@ def _silence_lines(event: ThreadEvent) -> list[str]:
     assert silence is not None
     until = date_token(silence.ends_at)
     if event.kind is ThreadEventKind.SILENCED and event.note:
-        return [f":mute: *Silence {escape_mrkdwn(event.note)}*: now until {until}."]
+        return [f":mute: *Silence {inert(event.note, MAX_LINE_CHARS)}*: now until {until}."]
     if event.kind is ThreadEventKind.SILENCED:
         # Whole minutes: the end was chosen a moment before the silence was made.
         minutes = round((silence.ends_at - silence.starts_at).total_seconds() / 60)
         span = format_duration(timedelta(minutes=minutes))
         lines = [f":mute: *Silenced* by {who(silence.by)} until {until} ({span})."]
         if silence.comment.strip():
-            comment = clip(escape_mrkdwn(oneline(silence.comment)), MAX_LINE_CHARS)
-            lines.append(f"“{comment}”")
-        ids_text = ", ".join(f"`{escape_mrkdwn(i)}`" for i in silence.ids)
+            lines.append(f"“{inert(silence.comment, MAX_LINE_CHARS)}”")
+        ids_text = ", ".join(f"`{inert(i, 80)}`" for i in silence.ids[:MAX_LISTED_ALERTS])
+        if len(silence.ids) > MAX_LISTED_ALERTS:
+            ids_text += f" and {len(silence.ids) - MAX_LISTED_ALERTS} more"
         lines.append(f"{_matchers_text(silence)} · Grafana silence {ids_text}")
         return lines
     if event.kind is ThreadEventKind.UNSILENCED:
@@ -96,10 +107,10 @@ def _silence_lines(event: ThreadEvent) -> list[str]:
             whose = f"the silence by {who(silence.by)} was until {until}"
         return [f":bell: *Unsilenced* by {actor} ({whose}). Notifications resume."]
     if event.note:
-        return [f":bell: *Silence {escape_mrkdwn(event.note)}*; notifications resume."]
+        return [f":bell: *Silence {inert(event.note, MAX_LINE_CHARS)}*; notifications resume."]
     return [f":bell: *Silence ended* as planned ({until}); notifications resume."]
 
 
 def _matchers_text(silence: Silence) -> str:
     shown = "; ".join(", ".join(str(m) for m in s) for s in silence.matchers)
-    return "Matches `" + clip(escape_mrkdwn(oneline(shown)), 400) + "`"
+    return "Matches `" + inert(shown, 400) + "`"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from bot.domain.alerts import Alert, AlertGroup
-from bot.render.mrkdwn import escape_mrkdwn, oneline
+from bot.render.mrkdwn import clip, inert, oneline
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,9 @@ KNOWN_VALUES: dict[str, KnownValue] = {
     "max_queue_size": KnownValue("Max queue size", "", "queue_size_threshold"),
 }
 _THRESHOLD_KEYS = {v.threshold_key for v in KNOWN_VALUES.values() if v.threshold_key}
+#: A value's name from the alert is shortened to this; the values on one line to the other.
+MAX_VALUE_NAME = 80
+MAX_VALUE_SUMMARY = 600
 
 
 def format_duration(span: timedelta) -> str:
@@ -41,7 +44,9 @@ def format_duration(span: timedelta) -> str:
 def format_number(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "no value"
-    if value == int(value) and abs(value) < 1e15:
+    if abs(value) >= 1e15:
+        return f"{value:.3g}"  # 1e+300, not three hundred digits
+    if value == int(value):
         return str(int(value))
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
@@ -51,8 +56,9 @@ def with_unit(value: float | None, unit: str) -> str:
     return f"{shown} {unit}" if unit and value is not None else shown
 
 
-def key_values(alert: Alert) -> list[str]:
-    """The alert's values as "*Name:* value (threshold t)", well-known ones first."""
+def key_values(alert: Alert, *, known_only: bool = False) -> list[str]:
+    """The alert's values as "*Name:* value (threshold t)", well-known ones first (only
+    those with `known_only`)."""
     items: list[str] = []
     for key, known in KNOWN_VALUES.items():
         if key not in alert.values:
@@ -62,16 +68,22 @@ def key_values(alert: Alert) -> list[str]:
             threshold = with_unit(alert.values[known.threshold_key], known.unit)
             text += f" (threshold {threshold})"
         items.append(text)
-    for key in sorted(alert.values):
+    for key in [] if known_only else sorted(alert.values):
         if key in KNOWN_VALUES or key in _THRESHOLD_KEYS:
             continue
-        items.append(f"*{escape_mrkdwn(oneline(key))}:* {format_number(alert.values[key])}")
+        items.append(f"*{value_name(key)}:* {format_number(alert.values[key])}")
     return items
+
+
+def value_name(key: str) -> str:
+    """A value's name from the alert, as mrkdwn: escaped and shortened."""
+    return inert(key, MAX_VALUE_NAME)
 
 
 def value_summary(alert: Alert) -> str:
     """Key values on one line, for replies and compact lists."""
-    return ", ".join(item.replace("*", "") for item in key_values(alert))
+    summary = ", ".join(item.replace("*", "") for item in key_values(alert))
+    return clip(summary, MAX_VALUE_SUMMARY)
 
 
 def headline(group: AlertGroup) -> str:

@@ -123,8 +123,9 @@ class GrafanaClient:
         self._session = session
         self._timeout = timeout
         netloc = host_of(base_url)
-        # Credentials in GRAFANA_URL are dropped: the token authenticates, and a URL that is
-        # shown or logged must not carry a password.
+        # Settings refuse credentials in GRAFANA_URL (bot.config); should a URL with some reach
+        # here all the same, they are dropped: the token authenticates, and a URL that is shown
+        # or logged must not carry a password.
         self.base_url = urlsplit(base_url.rstrip("/"))._replace(netloc=netloc).geturl()
         #: Where Grafana is, for messages people read.
         self.where = f"Grafana at {netloc}"
@@ -187,6 +188,9 @@ class GrafanaClient:
         comment: str,
     ) -> str:
         """Create a silence and return its id (Grafana answers 202, Alertmanager 200)."""
+        if not matchers:
+            # Grafana would refuse it (422), but nothing may ever ask for a silence of everything.
+            raise ValueError("a silence needs at least one matcher")
         body = {
             "matchers": [m.model_dump(by_alias=True) for m in matchers],
             "startsAt": _iso(starts_at),
@@ -212,7 +216,9 @@ class GrafanaClient:
     async def find_silences(self, matcher: Matcher, marker: str) -> list[GrafanaSilence]:
         """Active silences with `matcher` whose comment carries `marker`: how a create whose
         answer was lost is found again."""
-        data = await self._call("GET", "/silences", params=[("filter", matcher.filter())])
+        written = matcher.filter()
+        params = [("filter", written)] if written is not None else []
+        data = await self._call("GET", "/silences", params=params)
         if not isinstance(data, list):
             raise GrafanaRejected(
                 f"{self.where} answered the silence list with {type(data).__name__}"
@@ -231,8 +237,17 @@ class GrafanaClient:
         await self._call("DELETE", f"/silence/{silence_id}", not_found=True)
 
     async def alerts(self, matchers: Iterable[Matcher]) -> list[GrafanaAlert]:
-        """Every current alert the matchers select, silenced or not."""
-        params = [("filter", m.filter()) for m in matchers]
+        """Every current alert the matchers select, silenced or not.
+
+        Matchers whose label name the `filter=` syntax cannot carry (`Matcher.filter`) stay out
+        of the query and are applied here to the labels of each alert listed, so a name never
+        turns into another matcher and the answer is exactly what the matchers select.
+        """
+        matchers = tuple(matchers)
+        if not matchers:
+            raise ValueError("listing alerts needs at least one matcher")
+        params = [("filter", f) for m in matchers if (f := m.filter()) is not None]
+        unwritten = [m for m in matchers if m.filter() is None]
         params += [("active", "true"), ("silenced", "true"), ("inhibited", "true")]
         data = await self._call("GET", "/alerts", params=params)
         if not isinstance(data, list):
@@ -242,6 +257,11 @@ class GrafanaClient:
         found: list[GrafanaAlert] = []
         for item in data:
             if not isinstance(item, dict):
+                continue
+            labels = item.get("labels")
+            if unwritten and not (
+                isinstance(labels, dict) and all(m.matches(labels) for m in unwritten)
+            ):
                 continue
             raw_status = item.get("status")
             status: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}

@@ -5,6 +5,13 @@ They are the ones Grafana itself puts in an alert's silenceURL (research: Grafan
 a silence is "rule-specific", so a service account with `alert.silences:create` on the rule's
 folder may create it. An alert without a rule UID (an Alertmanager v4 notification) is silenced
 on all its labels.
+
+Whoever sends the webhook writes the silenceURL, so its matchers are not taken on trust: the
+silence is built from the alert's own rule UID and labels, and a silenceURL matcher is added
+only when it is an equality the alert itself satisfies (a label the alert has, with the alert's
+value, or `__alert_rule_uid__` with the alert's own rule UID). Such a matcher can only narrow
+the silence; a regex, a negative matcher or a label the alert lacks never gets in. Every
+matcher is an equality on a non-empty literal value, so no set matches the empty string.
 """
 
 from __future__ import annotations
@@ -21,8 +28,13 @@ _NOT_MATCHED = {"alertname", "grafana_folder"}
 MAX_SILENCES_PER_INCIDENT = 10
 
 
+def _private(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
 def _from_silence_url(url: str) -> MatcherSet:
-    """The `matcher=` parameters of Grafana's silenceURL, exactly as Grafana wrote them."""
+    """The `matcher=` parameters of Grafana's silenceURL, read as Grafana's silence page reads
+    them (operators included, so that what is not an equality can be recognised and left out)."""
     try:
         query = urlsplit(url).query
     except ValueError:
@@ -47,40 +59,71 @@ def _from_silence_url(url: str) -> MatcherSet:
     return tuple(found)
 
 
-def alert_matchers(alert: Alert) -> MatcherSet:
-    """The matchers that silence exactly this alert, Grafana's way."""
-    from_url = _from_silence_url(alert.silence_url)
-    if any(m.name == RULE_UID_LABEL for m in from_url):
-        return from_url
+def _vouched(matcher: Matcher, alert: Alert) -> bool:
+    """Whether the alert itself satisfies `matcher` as a literal equality on what it carries."""
+    if matcher.is_regex or not matcher.is_equal or not matcher.value:
+        return False
+    if matcher.name == RULE_UID_LABEL:
+        return bool(alert.rule_uid) and matcher.value == alert.rule_uid
+    return alert.labels.get(matcher.name) == matcher.value
+
+
+def _own(alert: Alert) -> list[Matcher]:
+    """Grafana's way: the rule UID and the labels that are not private, the name or the folder;
+    without a rule UID, every label (the name too), so that nothing else is caught. Empty values
+    are left out: Alertmanager reads a missing label as "", so they would narrow nothing."""
     if alert.rule_uid:
         labels = {
-            k: v
-            for k, v in sorted(alert.labels.items())
-            if k not in _NOT_MATCHED and not (k.startswith("__") and k.endswith("__"))
+            k: v for k, v in alert.labels.items() if k not in _NOT_MATCHED and not _private(k)
         }
-        return (
-            Matcher(name=RULE_UID_LABEL, value=alert.rule_uid),
-            *(Matcher(name=k, value=v) for k, v in labels.items()),
-        )
-    return tuple(Matcher(name=k, value=v) for k, v in sorted(alert.labels.items()) if v)
+        uid = [Matcher(name=RULE_UID_LABEL, value=alert.rule_uid)]
+    else:
+        labels, uid = dict(alert.labels), []
+    return uid + [Matcher(name=k, value=v) for k, v in labels.items() if v]
+
+
+def _ordered(matchers: Iterable[Matcher]) -> MatcherSet:
+    """The rule UID first, then by name, each once."""
+    unique = dict.fromkeys(matchers)
+    return tuple(sorted(unique, key=lambda m: (m.name != RULE_UID_LABEL, m.name, m.value)))
+
+
+def alert_matchers(alert: Alert) -> MatcherSet:
+    """The matchers that silence exactly this alert, Grafana's way; silenceURL's matchers only
+    where the alert vouches for them (see the module docstring)."""
+    vouched = (m for m in _from_silence_url(alert.silence_url) if _vouched(m, alert))
+    return _ordered([*_own(alert), *vouched])
+
+
+def _pins_rule(matchers: MatcherSet, rule_uid: str, alertname: str) -> bool:
+    """Whether a set still names its rule: the rule UID, or (no UID) the alert name."""
+    if rule_uid:
+        return Matcher(name=RULE_UID_LABEL, value=rule_uid) in matchers
+    return bool(alertname) and Matcher(name="alertname", value=alertname) in matchers
 
 
 def silence_matchers(group: AlertGroup) -> tuple[MatcherSet, ...]:
     """One matcher set per rule of the incident (alerts of one rule share what they have in
-    common), so a silence covers the incident's alerts and nothing beyond their rules."""
-    by_rule: dict[str, list[MatcherSet]] = {}
+    common), so a silence covers the incident's alerts and nothing beyond their rules.
+
+    Empty when some alert has nothing a silence could match: a silence must cover every alert
+    of the incident, and an empty set would match every alert in Grafana. A common part that
+    no longer names the rule is never used; the alerts then get a silence each.
+    """
+    by_rule: dict[tuple[str, str], list[MatcherSet]] = {}
     for alert in group.firing or group.alerts:
         own = alert_matchers(alert)
-        key = alert.rule_uid or alert.labels.get("alertname", "") or str(own)
-        by_rule.setdefault(key, []).append(own)
+        if not own:
+            return ()
+        by_rule.setdefault((alert.rule_uid, alert.labels.get("alertname", "")), []).append(own)
     sets: list[MatcherSet] = []
-    for matcher_sets in by_rule.values():
+    for (rule_uid, alertname), matcher_sets in by_rule.items():
         common = _common(matcher_sets)
-        if common:
+        if len(matcher_sets) > 1 and _pins_rule(common, rule_uid, alertname):
             sets.append(common)
         else:
             sets.extend(matcher_sets)
-    return tuple(dict.fromkeys(s for s in sets if s))
+    return tuple(dict.fromkeys(sets))
 
 
 def _common(sets: Iterable[MatcherSet]) -> MatcherSet:

@@ -1,10 +1,12 @@
 """Silencing incidents from Slack: making and lifting Grafana silences.
 
-`Silencer.silence` creates a real Grafana silence (one per matcher set, see `bot.silences`) and
-records it with the incident; `unsilence` expires it. Both hold the incident's silencing claim
-(`bot.silence_ledger`), so double clicks and two people at once make one silence. Whatever stops
-them is a `SilenceRefused` whose text the person who clicked reads: a Grafana failure explained,
-with what to fix, and the incident left as it was.
+`Silencer.silence` creates a real Grafana silence (one per matcher set, see
+`bot.silencing.matchers`) and records it with the incident; `unsilence` expires it. Both hold
+the incident's silencing claim (`bot.silencing.ledger`), so double clicks and two people at once
+make one silence. A silence is made only with the matchers the person was shown: when the
+incident's alerts changed since the modal opened, nothing is sent. Whatever stops them is a
+`SilenceRefused` whose text the person who clicked reads: a Grafana failure explained, with what
+to fix, and the incident left as it was.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from datetime import datetime
 
 from bot.domain.clock import Clock, utcnow
 from bot.domain.incidents import Incident, IncidentStatus, ThreadEvent, ThreadEventKind
-from bot.domain.silences import RULE_UID_LABEL, MatcherSet, Person, Silence
+from bot.domain.silences import RULE_UID_LABEL, MatcherSet, Person, Silence, matchers_digest
 from bot.render.mrkdwn import date_token, escape_mrkdwn, link, oneline, who
 from bot.silencing.grafana import (
     GrafanaClient,
@@ -140,7 +142,15 @@ class Silencer:
             )
         sets = silence_matchers(incident.group)
         if not sets:
-            raise SilenceRefused(":warning: These alerts carry no labels a silence could match.")
+            text = (
+                ":warning: Some of these alerts carry nothing a silence could match (no rule UID,"
+                " no labels), and a silence without matchers would silence every alert in"
+                " Grafana. Nothing was silenced."
+            )
+            if incident.group.lead.silence_url:
+                text += " Use " + link(incident.group.lead.silence_url, "Grafana's silence page")
+                text += " instead."
+            raise SilenceRefused(text)
         if len(sets) > MAX_SILENCES_PER_INCIDENT:
             raise SilenceRefused(
                 f":warning: This incident spans {len(sets)} rules; silence them in Grafana."
@@ -168,9 +178,18 @@ class Silencer:
     # -- silence -------------------------------------------------------------------------------
 
     async def silence(
-        self, incident_id: int, person: Person, ends_at: datetime, comment: str
+        self,
+        incident_id: int,
+        person: Person,
+        ends_at: datetime,
+        comment: str,
+        *,
+        shown: str | None,
     ) -> Silence:
-        """Create the incident's silence in Grafana and record it; one at a time per incident."""
+        """Create the incident's silence in Grafana and record it; one at a time per incident.
+
+        `shown` is the `matchers_digest` of what the person saw in the modal: when the matchers
+        are not those any more, nothing is created."""
         incident = await self.incident(incident_id)
         grafana = self._require_grafana(incident)
         await self._allowed(person.id)
@@ -181,6 +200,12 @@ class Silencer:
             # Whoever held the claim before may have silenced it meanwhile.
             incident = await self.incident(incident_id)
             sets = self._silenceable(incident)
+            if shown != matchers_digest(sets):
+                raise SilenceRefused(
+                    ":warning: The incident's alerts changed after the silence dialog opened,"
+                    " so the silence would no longer match what it showed. Nothing was"
+                    " silenced: press *Silence…* again to see what it would match now."
+                )
             now = self._clock()
             # Lets a silence whose creation answer was lost be found again.
             marker = f"queuebot incident {incident_id} request {owner[:12]}"

@@ -61,7 +61,7 @@ class SilenceWatcher:
                 log.exception("checking silences failed; trying again in %.0fs", interval)
 
     async def check(self) -> None:
-        """One pass over the firing incidents queuebot silenced."""
+        """One pass over the firing incidents queuebot silenced, counted when it is done."""
         if self._grafana is None:
             return
         for incident in await self._store.silenced_incidents():
@@ -78,6 +78,7 @@ class SilenceWatcher:
                 log.exception("checking the silence of incident %s failed", incident.id)
             finally:
                 await self._ledger.release(incident.id, owner)
+        self._metrics.inc("queuebot_silence_checks_total")
 
     async def _check_one(
         self, grafana: GrafanaClient, incident: Incident, silence: Silence

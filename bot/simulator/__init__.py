@@ -1,1 +1,26 @@
-"""A simulated CI runner fleet: history for tests, the demo and benchmarks."""
+"""A simulated CI runner fleet: history for tests, the demo and benchmarks.
+
+`spec` says what is asked and what was staged, `profiles` the runner types and their problems,
+`queue_model` runs each type, `history` keeps the samples, `openmetrics` writes them for
+promtool, and `simulate` ties them together behind `queuebot simulate`.
+"""
+
+from bot.simulator.history import FleetHistory, RunnerTypeHistory
+from bot.simulator.profiles import runner_type_names
+from bot.simulator.simulate import simulate, simulate_history, write_file
+from bot.simulator.spec import BUCKETS, CAUSES, MAX_HOURS, Scenario, SimulationSpec, Truth
+
+__all__ = [
+    "BUCKETS",
+    "CAUSES",
+    "MAX_HOURS",
+    "FleetHistory",
+    "RunnerTypeHistory",
+    "Scenario",
+    "SimulationSpec",
+    "Truth",
+    "runner_type_names",
+    "simulate",
+    "simulate_history",
+    "write_file",
+]

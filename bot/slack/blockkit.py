@@ -3,9 +3,10 @@
 Problems are strings in Slack's own form, `<what is wrong> [json-pointer:/blocks/0/text/text]`,
 the same text Slack puts into `errors` when it answers `invalid_blocks`
 (https://docs.slack.dev/reference/block-kit/blocks). `slack_error` names the error Slack gives.
+Lengths are counted by `bot.slack.limits.slack_len`, which counts an emoji as two: never less
+than Slack counts, so what passes here Slack takes.
 """
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,6 +39,8 @@ from bot.slack.limits import (
     MAX_TEXT_OBJECT,
     MAX_TOTAL_BLOCK_CHARS,
     MAX_VIEW_TITLE,
+    json_len,
+    slack_len,
 )
 
 MESSAGE_BLOCK_TYPES = frozenset(
@@ -74,7 +77,7 @@ def blocks_char_count(blocks: Sequence[Any]) -> int:
     Slack does not document the measure; slackapi/bolt-js#2509 shows structure counts too (a
     divider lowers the limit), so the compact serialisation is the conservative reading.
     """
-    return len(json.dumps(list(blocks), separators=(",", ":"), ensure_ascii=False))
+    return json_len(list(blocks))
 
 
 def truncate_text(text: str) -> tuple[str, bool]:
@@ -159,7 +162,7 @@ class _Checker:
             return
         if not isinstance(value, str):
             self.add("must be a string", pointer)
-        elif len(value) > limit:
+        elif slack_len(value) > limit:
             self.add(f"must be less than {limit + 1} characters", pointer)
 
     def text(

@@ -1,10 +1,11 @@
 """What `/queue-status` shows: the fleet's queue now, the open incidents and their silences.
 
-The fleet is read from a handful of the query pack's signals (not the whole diagnostics set)
-within STATUS_READ_TIMEOUT_SECONDS; open incidents and silences come from the store, with the
-links to their threads stored when those were posted. A part that cannot be read is reported
-in one line and the others are still shown: the on-call asking "is CI slow right now?" gets
-what queuebot has, never nothing.
+The fleet is read from every configured source (GitHub's job events give each type's queue as
+the alert counts it, with since when; Prometheus is asked a handful of its signals, not the
+whole diagnostics set) within STATUS_READ_TIMEOUT_SECONDS; open incidents and silences come
+from the store, with the links to their threads stored when those were posted. A part that
+cannot be read is reported in one line and the others are still shown: the on-call asking "is
+CI slow right now?" gets what queuebot has, never nothing.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import logging
 import re
 from datetime import datetime
 
-from bot.diagnostics.charting import MAX_CHARTED, queue_chart
-from bot.diagnostics.checks import runner_state
-from bot.diagnostics.signals import FleetSignals, collect, no_fleet
-from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
-from bot.diagnostics.sources.querypack import QueryPack, Signal
+from bot.diagnostics.charting import MAX_CHARTED, ChartUnavailable, queue_chart
+from bot.diagnostics.evidence import runner_state
+from bot.diagnostics.fleet import FleetSources, FleetUnreadable, read_fleet
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.signals import FleetSignals
 from bot.domain.clock import Clock, utcnow
 from bot.domain.diagnosis import RunnerTypeState
 from bot.domain.incidents import Incident
@@ -33,7 +34,7 @@ from bot.store import Store
 
 log = logging.getLogger(__name__)
 
-#: Prometheus slower than this is reported as slow, and the answer goes out without it.
+#: Sources slower than this are reported as slow, and the answer goes out without them.
 STATUS_READ_TIMEOUT_SECONDS = 5.0
 #: Open incidents listed; the rest are counted.
 MAX_INCIDENTS = 10
@@ -53,12 +54,14 @@ DETAIL_SIGNALS = (
     *SUMMARY_SIGNALS,
     Signal.RUNNING,
     Signal.STARTED_PER_MINUTE,
+    Signal.DURATION_MEAN,
     Signal.DURATION_P50,
     Signal.DURATION_P90,
 )
 DETAIL_BASELINE = (
     Signal.MAX_WAIT,
     Signal.STARTED_PER_MINUTE,
+    Signal.DURATION_MEAN,
     Signal.DURATION_P50,
     Signal.DURATION_P90,
 )
@@ -88,15 +91,13 @@ class StatusReader:
     def __init__(
         self,
         store: Store,
-        prometheus: PrometheusClient | None,
-        pack: QueryPack,
+        sources: FleetSources,
         *,
         clock: Clock = utcnow,
         read_timeout: float = STATUS_READ_TIMEOUT_SECONDS,
     ) -> None:
         self._store = store
-        self._prometheus = prometheus
-        self._pack = pack
+        self._sources = sources
         self._clock = clock
         self._read_timeout = read_timeout
 
@@ -126,46 +127,39 @@ class StatusReader:
 
     async def chart(self, status: QueueStatus) -> bytes | None:
         """The last 6 hours of the detailed runner types as a PNG; None if there is nothing
-        to draw. Raises PrometheusError when Prometheus cannot give the history."""
-        if self._prometheus is None or not status.details:
+        to draw. Raises ChartUnavailable when no source can give the history."""
+        if not status.details:
             return None
         names = [d.state.name for d in status.details]
         try:
             async with asyncio.timeout(self._read_timeout):
-                return await queue_chart(self._prometheus, self._pack, names, status.at)
+                return await queue_chart(self._sources, names, status.at)
         except TimeoutError:
-            raise PrometheusError(self._too_slow()) from None
+            raise ChartUnavailable(self._too_slow()) from None
 
     def _too_slow(self) -> str:
-        where = self._prometheus.where if self._prometheus else "?"
-        return f"Prometheus at {where} did not answer within {self._read_timeout:g}s"
+        return f"the fleet's sources did not answer within {self._read_timeout:g}s"
 
     async def _fleet(
         self, at: datetime, signals: tuple[Signal, ...], baseline: tuple[Signal, ...]
     ) -> tuple[FleetView, FleetSignals | None]:
-        if self._prometheus is None:
-            return FleetView(configured=False, window=self._pack.window), None
+        window = self._sources.pack.window
+        if not self._sources.configured:
+            return FleetView(configured=False, window=window), None
         try:
             async with asyncio.timeout(self._read_timeout):
-                read = await collect(
-                    self._prometheus,
-                    self._pack,
-                    at,
-                    signals=signals,
-                    with_baseline=baseline,
-                    with_earlier=(),
+                read = await read_fleet(
+                    self._sources, at, signals=signals, with_baseline=baseline, with_earlier=()
                 )
         except TimeoutError:
             log.warning("queue status: %s", self._too_slow())
-            return FleetView(error=self._too_slow(), window=self._pack.window), None
-        names = read.runner_types()
-        if not names:
-            error = no_fleet(read, self._prometheus.where)
-            log.warning("queue status: %s", error)
-            return FleetView(error=error, window=self._pack.window), None
-        types = tuple(runner_state(read, name) for name in names)
+            return FleetView(error=self._too_slow(), window=window), None
+        except FleetUnreadable as exc:
+            log.warning("queue status: %s", exc)
+            return FleetView(error=str(exc), window=window), None
+        types = tuple(runner_state(read, name) for name in read.runner_types())
         missing = tuple(signal.value for signal in read.missing)
-        return FleetView(types=types, window=self._pack.window, missing=missing), read
+        return FleetView(types=types, window=window, missing=missing), read
 
     async def _incidents(
         self, at: datetime
@@ -211,7 +205,11 @@ def _detail(fleet: FleetSignals, state: RunnerTypeState) -> TypeDetail:
         state=state,
         running=fleet.value(Signal.RUNNING, name),
         wait=compared(Signal.MAX_WAIT),
-        arrivals=compared(Signal.STARTED_PER_MINUTE),
+        arrivals=compared(
+            Signal.ARRIVALS_PER_MINUTE
+            if fleet.value(Signal.ARRIVALS_PER_MINUTE, name) is not None
+            else Signal.STARTED_PER_MINUTE
+        ),
         duration_p50=compared(Signal.DURATION_P50),
         duration_p90=compared(Signal.DURATION_P90),
     )

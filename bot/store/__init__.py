@@ -1,4 +1,5 @@
-"""The incident store: incidents, the notifications that made them, and the Slack outbox.
+"""The incident store: incidents, the notifications that made them, the Slack outbox, and what
+is remembered across replicas (claims, requests seen).
 
 `Store` (in `bot.store.interface`) is what every backend answers; `open_store` picks the backend
 from QUEUEBOT_DATABASE (a SQLite path today).
@@ -9,10 +10,14 @@ from __future__ import annotations
 from bot.store.interface import (
     Digest,
     Due,
+    JobActivity,
+    JobRow,
     NewIncident,
     OutboxItem,
     OutboxKind,
     OutboxState,
+    Pruned,
+    QueuedJob,
     Store,
     StoreError,
     Transaction,
@@ -34,10 +39,14 @@ async def open_store(database: str) -> Store:
 __all__ = [
     "Digest",
     "Due",
+    "JobActivity",
+    "JobRow",
     "NewIncident",
     "OutboxItem",
     "OutboxKind",
     "OutboxState",
+    "Pruned",
+    "QueuedJob",
     "Store",
     "StoreError",
     "Transaction",

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from bot.domain.alerts import AlertGroup
 from bot.domain.incidents import Incident, IncidentStatus
+from bot.domain.jobs import JobEvent
 
 
 class OutboxKind(StrEnum):
@@ -102,8 +103,68 @@ class NewIncident:
     digest_id: int | None = None
 
 
+@dataclass(frozen=True)
+class QueuedJob:
+    """A job waiting for a runner at some moment."""
+
+    runner_type: str
+    repository: str
+    workflow: str
+    job: str
+    created_at: float  # Unix seconds
+    html_url: str | None = None
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One job's part in a window's activity: its seconds are the wait of a start, the run of a
+    completion, 0 for an arrival."""
+
+    runner_type: str
+    repository: str
+    workflow: str
+    seconds: float
+    #: A completion that failed (the job's conclusion is `failure`).
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class JobActivity:
+    """Jobs created, taken by a runner, and completed within [since, until)."""
+
+    since: float
+    until: float
+    arrivals: list[JobRow]
+    starts: list[JobRow]
+    completions: list[JobRow]
+
+
 class StoreError(Exception):
-    """The store could not be opened or written."""
+    """The store could not be opened, read or written; the message says why."""
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What one pass of retention removed."""
+
+    incidents: int = 0
+    notifications: int = 0
+    bodies: int = 0
+    outbox: int = 0
+    digests: int = 0
+
+    @property
+    def rows(self) -> int:
+        return self.incidents + self.notifications + self.bodies + self.outbox + self.digests
+
+    def __add__(self, other: Pruned) -> Pruned:
+        return Pruned(
+            incidents=self.incidents + other.incidents,
+            notifications=self.notifications + other.notifications,
+            bodies=self.bodies + other.bodies,
+            outbox=self.outbox + other.outbox,
+            digests=self.digests + other.digests,
+        )
 
 
 class Transaction(Protocol):
@@ -123,11 +184,13 @@ class Transaction(Protocol):
         self,
         group_key: str,
         received_at: datetime,
-        body: str,
+        body: str | None,
         outcome: str,
         incident_id: int | None,
         content_key: str | None = None,
-    ) -> int: ...
+    ) -> int:
+        """Record a notification; its `body` is kept (once per distinct body) unless None."""
+        ...
 
     async def seen_since(self, group_key: str, content_key: str, since: datetime) -> bool:
         """Whether a notification with this content arrived for the group key since `since`."""
@@ -154,6 +217,47 @@ class Transaction(Protocol):
 
 class Store(Protocol):
     def transaction(self) -> AbstractAsyncContextManager[Transaction]: ...
+
+    async def probe(self) -> None:
+        """Write to the store as a webhook would: StoreError says why it cannot (a full disk,
+        an I/O error, its file deleted or replaced)."""
+        ...
+
+    async def first_seen(self, key: str, expires_at: float) -> bool:
+        """Remember `key` until `expires_at`; False if it is remembered already (a replayed
+        request, on any replica sharing the store)."""
+        ...
+
+    async def record_job(self, event: JobEvent, delivery: str, remember_until: float) -> bool:
+        """Merge a `workflow_job` delivery into its job; False (nothing changed) when the
+        delivery `delivery` was recorded before (GitHub's redelivery keeps its id)."""
+        ...
+
+    async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
+        """Jobs waiting for a runner at `at` for `queued_after` seconds or more, created no more
+        than `max_age` seconds before."""
+        ...
+
+    async def job_activity(self, since: float, until: float) -> JobActivity: ...
+
+    async def running_jobs(self, at: float, lookback: float) -> dict[tuple[str, str], int]:
+        """Jobs a runner was working on at `at`, per (runner type, repository), among those
+        started no more than `lookback` seconds before."""
+        ...
+
+    async def first_job_created(self) -> float | None:
+        """When the earliest job kept was created (Unix seconds); None with no jobs."""
+        ...
+
+    async def prune_jobs(self, before: float) -> int:
+        """Forget jobs created before `before`; how many."""
+        ...
+
+    async def prune(self, before: float) -> Pruned:
+        """Remove what retention lets go of (Unix seconds): resolved incidents and their
+        rows, delivered outbox entries, notifications and bodies, all older than `before`;
+        then give the freed space back."""
+        ...
 
     async def get_incident(self, incident_id: int) -> Incident | None: ...
 
@@ -186,8 +290,9 @@ class Store(Protocol):
 
     async def diagnosis_unfinished(self, diagnosis_id: int) -> bool: ...
 
-    async def due_incidents(self) -> list[Due]:
-        """Every incident with pending deliveries, oldest first, with its first one's time."""
+    async def due_incidents(self, owner: str | None = None) -> list[Due]:
+        """Every incident with pending deliveries, oldest first, with its first one's time
+        (`owner`'s own leases do not hold it back)."""
         ...
 
     async def next_item(self, incident_id: int) -> OutboxItem | None: ...
@@ -210,7 +315,9 @@ class Store(Protocol):
         ...
 
     async def claim_item(self, item_id: int, owner: str, until: float) -> bool:
-        """Lease a pending item to `owner` until `until`; False if another holds it."""
+        """Lease a pending item to `owner` until `until`; False if another holds it. An
+        owner's own lease is its to take again: a worker whose write of an outcome failed
+        tries again at once, not when its lease runs out."""
         ...
 
     async def release_leases(self, owner: str) -> None: ...

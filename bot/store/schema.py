@@ -91,4 +91,58 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX diagnoses_unfinished ON diagnoses (id) WHERE finished_at IS NULL;
     """,
+    """
+    CREATE TABLE store_identity (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        store_id TEXT NOT NULL,
+        checked_at REAL
+    );
+    CREATE TABLE seen_requests (
+        key TEXT PRIMARY KEY,
+        expires_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX seen_requests_expiry ON seen_requests (expires_at);
+    CREATE TABLE notification_bodies (
+        sha256 TEXT PRIMARY KEY,
+        deflated BLOB NOT NULL
+    ) WITHOUT ROWID;
+    ALTER TABLE notifications ADD COLUMN body_sha256 TEXT;
+    CREATE INDEX notifications_received ON notifications (received_at);
+    CREATE INDEX notifications_incident ON notifications (incident_id);
+    CREATE INDEX notifications_body ON notifications (body_sha256);
+    CREATE INDEX incidents_resolved ON incidents (resolved_at) WHERE status = 'resolved';
+    CREATE INDEX incidents_previous ON incidents (previous_id);
+    CREATE INDEX incidents_digest ON incidents (digest_id);
+    CREATE INDEX outbox_finished ON outbox (done_at) WHERE state != 'pending';
+    CREATE INDEX outbox_incident ON outbox (incident_id);
+    CREATE INDEX diagnoses_incident ON diagnoses (incident_id);
+    CREATE INDEX diagnoses_note ON diagnoses (note_id)
+    """,
+    """
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL,
+        run_attempt INTEGER NOT NULL,
+        repository TEXT NOT NULL,
+        workflow TEXT NOT NULL,
+        job TEXT NOT NULL,
+        labels TEXT NOT NULL,
+        runner_type TEXT NOT NULL,
+        html_url TEXT,
+        head_branch TEXT,
+        status TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        started_at REAL,
+        completed_at REAL,
+        left_queue_at REAL,
+        conclusion TEXT,
+        runner_name TEXT,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX jobs_created ON jobs (created_at);
+    CREATE INDEX jobs_started ON jobs (started_at) WHERE started_at IS NOT NULL;
+    CREATE INDEX jobs_completed ON jobs (completed_at) WHERE completed_at IS NOT NULL;
+    CREATE INDEX jobs_in_queue ON jobs (created_at) WHERE left_queue_at IS NULL;
+    CREATE INDEX jobs_long_waits ON jobs (created_at) WHERE left_queue_at - created_at >= 3600
+    """,
 )

@@ -1,138 +1,150 @@
-"""The SQLite incident store (aiosqlite), with its schema migrations.
+"""The SQLite incident store: the store's queries on one SQLite file.
 
-One connection, one asyncio lock: SQLite allows one writer, and a transaction on a shared
-connection must not interleave with another coroutine's statements. `BEGIN IMMEDIATE` takes the
-database's write lock at the start, so a second process on the same file waits instead of
-interleaving too.
+The connection, its lock and its guarantees (durable commits, errors as StoreError, the file's
+identity) are `bot.store.sqlite_db`'s; one write transaction's statements are
+`bot.store.sqlite_tx`'s; what retention removes is `bot.store.sqlite_retention`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
-import aiosqlite
-
 from bot.domain.incidents import Incident
+from bot.domain.jobs import JobEvent
 from bot.store.interface import (
     Digest,
     Due,
+    JobActivity,
     OutboxItem,
     OutboxKind,
     OutboxState,
-    StoreError,
+    Pruned,
+    QueuedJob,
     UnfinishedDiagnosis,
 )
-from bot.store.rows import DIGEST_COLUMNS, INCIDENT_COLUMNS, digest_from, incident_from
-from bot.store.schema import MIGRATIONS
+from bot.store.rows import (
+    DIGEST_COLUMNS,
+    INCIDENT_COLUMNS,
+    ParsedGroups,
+    digest_from,
+    incident_from,
+)
+from bot.store.sqlite_db import SQLiteDatabase, translated
+from bot.store.sqlite_jobs import activity, prune_jobs, queued_at, record_job, running_at
+from bot.store.sqlite_retention import BATCH, prune_before
 from bot.store.sqlite_tx import SQLiteTransaction
 
 
-def _prepare(path: str) -> str:
-    """Expand `~` and create the file's directory (blocking, so run in a thread)."""
-    if path == ":memory:":
-        return path
-    full = Path(path).expanduser()
-    full.parent.mkdir(parents=True, exist_ok=True)
-    return str(full)
-
-
 class SQLiteStore:
-    """`bot.store.Store` on one SQLite file."""
+    """`bot.store.Store` on one SQLite file (`bot.store.sqlite_db` holds the connection)."""
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
-        self._db = db
-        self._lock = asyncio.Lock()
+    def __init__(self, database: SQLiteDatabase, clock: Callable[[], float] = time.time) -> None:
+        self._database = database
+        self._now = clock
+        self._groups = ParsedGroups()
 
     @classmethod
-    async def open(cls, path: str) -> SQLiteStore:
-        try:
-            path = await asyncio.to_thread(_prepare, path)
-            db = await aiosqlite.connect(path, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the SQLite database {path!r}: {exc}") from exc
-        store = cls(db)
-        try:
-            db.row_factory = sqlite3.Row
-            await db.execute("PRAGMA busy_timeout = 5000")
-            await db.execute("PRAGMA journal_mode = WAL")
-            await db.execute("PRAGMA synchronous = NORMAL")
-            await db.execute("PRAGMA foreign_keys = ON")
-            await store._migrate()
-        except sqlite3.Error as exc:
-            await db.close()
-            raise StoreError(f"{path!r} is not a usable queuebot database: {exc}") from exc
-        except StoreError:
-            await db.close()
-            raise
-        return store
-
-    async def _migrate(self) -> None:
-        # Read the version under the write lock, so two processes starting together on one
-        # file migrate it once: the second waits, then finds nothing left to do.
-        await self._db.execute("BEGIN IMMEDIATE")
-        try:
-            async with self._db.execute("PRAGMA user_version") as cursor:
-                row = await cursor.fetchone()
-            current = int(row[0]) if row else 0
-            if current > len(MIGRATIONS):
-                raise StoreError(
-                    f"the database has schema version {current}, newer than this queuebot knows"
-                )
-            for version, script in enumerate(MIGRATIONS[current:], start=current + 1):
-                for statement in script.split(";"):
-                    if statement.strip():
-                        await self._db.execute(statement)
-                await self._db.execute(f"PRAGMA user_version = {version}")
-        except BaseException:
-            await self._db.execute("ROLLBACK")
-            raise
-        await self._db.execute("COMMIT")
+    async def open(cls, path: str, clock: Callable[[], float] = time.time) -> SQLiteStore:
+        """Open (creating and migrating) the file; `clock` gives Unix seconds (tests and
+        benchmarks that play time forward pass their own)."""
+        return cls(await SQLiteDatabase.open(path), clock)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SQLiteTransaction]:
-        async with self._lock:
-            try:
-                await self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot start a transaction: {exc}") from exc
-            try:
-                yield SQLiteTransaction(self._db)
-                await self._db.execute("COMMIT")
-            except BaseException as exc:
-                await self._db.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"transaction failed: {exc}") from exc
-                raise
+        async with self._database.transaction() as db:
+            yield SQLiteTransaction(db, self._groups, self._now)
 
     async def _write(self, sql: str, params: tuple[Any, ...]) -> int:
-        async with self._lock:
-            cursor = await self._db.execute(sql, params)
-            return cursor.rowcount
+        return await self._database.write(sql, params)
 
     async def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        async with self._lock, self._db.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        return await self._database.fetch(sql, params)
+
+    async def probe(self) -> None:
+        await self._database.probe(self._now())
+
+    async def first_seen(self, key: str, expires_at: float) -> bool:
+        now = self._now()
+        async with self._database.transaction() as db:
+            await db.execute("DELETE FROM seen_requests WHERE expires_at < ?", (now,))
+            cursor = await db.execute(
+                "INSERT INTO seen_requests (key, expires_at) VALUES (?, ?)"
+                " ON CONFLICT (key) DO NOTHING",
+                (key, expires_at),
+            )
+            return cursor.rowcount == 1
+
+    async def record_job(self, event: JobEvent, delivery: str, remember_until: float) -> bool:
+        async with self._database.transaction() as db:
+            cursor = await db.execute(
+                "INSERT INTO seen_requests (key, expires_at) VALUES (?, ?)"
+                " ON CONFLICT (key) DO NOTHING",
+                (f"github:{delivery}", remember_until),
+            )
+            if cursor.rowcount != 1:
+                return False
+            await record_job(db, event, self._now())
+        return True
+
+    async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
+        async with self._database.lock:
+            with translated("the store cannot be read"):
+                return await queued_at(self._database.db, at, queued_after, max_age)
+
+    async def job_activity(self, since: float, until: float) -> JobActivity:
+        async with self._database.lock:
+            with translated("the store cannot be read"):
+                return await activity(self._database.db, since, until)
+
+    async def running_jobs(self, at: float, lookback: float) -> dict[tuple[str, str], int]:
+        async with self._database.lock:
+            with translated("the store cannot be read"):
+                return await running_at(self._database.db, at, lookback)
+
+    async def first_job_created(self) -> float | None:
+        rows = await self._fetch("SELECT MIN(created_at) FROM jobs")
+        return float(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    async def prune_jobs(self, before: float) -> int:
+        total = 0
+        while True:
+            async with self._database.transaction() as db:
+                pruned = await prune_jobs(db, before, BATCH * 10)
+            total += pruned
+            if not pruned:
+                return total
+
+    async def prune(self, before: float) -> Pruned:
+        total = Pruned()
+        while True:
+            # One batch a transaction: webhooks wait for the write lock only that long.
+            async with self._database.transaction() as db:
+                pruned = await prune_before(db, before)
+            total += pruned
+            if not pruned.rows:
+                break
+        if total.rows:
+            await self._database.release_free_pages()
+        return total
 
     async def get_incident(self, incident_id: int) -> Incident | None:
         rows = await self._fetch(
             f"SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id = ?",  # noqa: S608
             (incident_id,),
         )
-        return incident_from(rows[0]) if rows else None
+        return incident_from(rows[0], self._groups) if rows else None
 
     async def silenced_incidents(self) -> list[Incident]:
         rows = await self._fetch(
             f"SELECT {INCIDENT_COLUMNS} FROM incidents"  # noqa: S608
             " WHERE silence_json IS NOT NULL AND status = 'firing' ORDER BY id"
         )
-        return [incident_from(row) for row in rows]
+        return [incident_from(row, self._groups) for row in rows]
 
     async def firing_incidents(self, limit: int) -> tuple[list[Incident], int]:
         rows = await self._fetch(
@@ -140,7 +152,9 @@ class SQLiteStore:
             " WHERE status = 'firing' ORDER BY started_at DESC, id DESC LIMIT ?",
             (limit,),
         )
-        return [incident_from(row) for row in rows], (int(rows[0]["total"]) if rows else 0)
+        return [incident_from(row, self._groups) for row in rows], (
+            int(rows[0]["total"]) if rows else 0
+        )
 
     async def claim(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
         # One statement, atomic under SQLite's write lock: a free or lapsed claim is taken,
@@ -149,7 +163,7 @@ class SQLiteStore:
             "INSERT INTO claims (incident_id, purpose, owner, until) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (incident_id, purpose) DO UPDATE SET owner = excluded.owner,"
             " until = excluded.until WHERE claims.until < ?",
-            (incident_id, purpose, owner, until, time.time()),
+            (incident_id, purpose, owner, until, self._now()),
         )
         return claimed == 1
 
@@ -178,14 +192,16 @@ class SQLiteStore:
             (incident_id, purpose, owner),
         )
 
-    async def due_incidents(self) -> list[Due]:
+    async def due_incidents(self, owner: str | None = None) -> list[Due]:
         # The first pending item decides: items of one incident go out strictly in order.
         rows = await self._fetch(
-            "SELECT o.incident_id, i.group_key, MAX(o.not_before, COALESCE(o.lease_until, 0))"
+            "SELECT o.incident_id, i.group_key, MAX(o.not_before, CASE WHEN o.lease_owner = ?"
+            " THEN 0 ELSE COALESCE(o.lease_until, 0) END)"
             " FROM outbox o"
             " JOIN incidents i ON i.id = o.incident_id"
             " WHERE o.id IN (SELECT MIN(id) FROM outbox WHERE state = 'pending'"
-            " GROUP BY incident_id) ORDER BY o.id"
+            " GROUP BY incident_id) ORDER BY o.id",
+            (owner,),
         )
         return [Due(int(row[0]), str(row[1]), float(row[2])) for row in rows]
 
@@ -226,11 +242,12 @@ class SQLiteStore:
         *,
         posted_ts: str | None = None,
     ) -> None:
+        # A delivered item's payload (a whole alert group, for a big group) is needed no more.
         await self._write(
             "UPDATE outbox SET state = ?, last_error = ?, done_at = ?, attempts = attempts + 1,"
-            " lease_owner = NULL, lease_until = NULL, posted_ts = COALESCE(?, posted_ts)"
-            " WHERE id = ?",
-            (state.value, error, time.time(), posted_ts, item_id),
+            " lease_owner = NULL, lease_until = NULL, posted_ts = COALESCE(?, posted_ts),"
+            " payload = CASE WHEN ? = 'done' THEN '' ELSE payload END WHERE id = ?",
+            (state.value, error, self._now(), posted_ts, state.value, item_id),
         )
 
     async def posted_ts(self, item_id: int) -> str | None:
@@ -241,8 +258,9 @@ class SQLiteStore:
         # One UPDATE is atomic under SQLite's write lock, across processes too.
         claimed = await self._write(
             "UPDATE outbox SET lease_owner = ?, lease_until = ? WHERE id = ?"
-            " AND state = 'pending' AND (lease_until IS NULL OR lease_until < ?)",
-            (owner, until, item_id, time.time()),
+            " AND state = 'pending' AND (lease_until IS NULL OR lease_until < ?"
+            " OR lease_owner = ?)",
+            (owner, until, item_id, self._now(), owner),
         )
         return claimed == 1
 
@@ -314,7 +332,7 @@ class SQLiteStore:
             " ORDER BY id",
             (digest_id,),
         )
-        return [incident_from(row) for row in rows]
+        return [incident_from(row, self._groups) for row in rows]
 
     async def set_digest_posted(
         self, digest_id: int, channel_id: str, ts: str, version: int
@@ -334,22 +352,15 @@ class SQLiteStore:
         )
 
     async def add_digest_page(self, digest_id: int, ts: str) -> None:
-        async with self._lock:
-            await self._db.execute("BEGIN IMMEDIATE")
-            try:
-                async with self._db.execute(
-                    "SELECT pages_json FROM digests WHERE id = ?", (digest_id,)
-                ) as cursor:
-                    row = await cursor.fetchone()
-                pages = [*json.loads(row[0]), ts] if row else [ts]
-                await self._db.execute(
-                    "UPDATE digests SET pages_json = ? WHERE id = ?",
-                    (json.dumps(pages), digest_id),
-                )
-            except BaseException:
-                await self._db.execute("ROLLBACK")
-                raise
-            await self._db.execute("COMMIT")
+        async with self._database.transaction() as db:
+            async with db.execute(
+                "SELECT pages_json FROM digests WHERE id = ?", (digest_id,)
+            ) as cursor:
+                row = await cursor.fetchone()
+            pages = [*json.loads(row[0]), ts] if row else [ts]
+            await db.execute(
+                "UPDATE digests SET pages_json = ? WHERE id = ?", (json.dumps(pages), digest_id)
+            )
 
     async def close(self) -> None:
-        await self._db.close()
+        await self._database.close()

@@ -6,8 +6,11 @@ statement here is part of one atomic change.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import time
+import zlib
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -15,12 +18,28 @@ import aiosqlite
 
 from bot.domain.incidents import Incident
 from bot.store.interface import Digest, NewIncident, OutboxKind
-from bot.store.rows import DIGEST_COLUMNS, INCIDENT_COLUMNS, digest_from, incident_from
+from bot.store.rows import (
+    DIGEST_COLUMNS,
+    INCIDENT_COLUMNS,
+    ParsedGroups,
+    digest_from,
+    incident_from,
+)
 
 
 class SQLiteTransaction:
-    def __init__(self, db: aiosqlite.Connection) -> None:
+    def __init__(
+        self,
+        db: aiosqlite.Connection,
+        groups: ParsedGroups,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._db = db
+        self._groups = groups
+        self._now = clock
+
+    def _stamp(self) -> str:
+        return datetime.fromtimestamp(self._now()).astimezone().isoformat()
 
     async def _one(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Row | None:
         async with self._db.execute(sql, params) as cursor:
@@ -33,25 +52,27 @@ class SQLiteTransaction:
             " ORDER BY generation DESC LIMIT 1",
             (group_key,),
         )
-        return incident_from(row) if row else None
+        return incident_from(row, self._groups) if row else None
 
     async def incident(self, incident_id: int) -> Incident | None:
         row = await self._one(
             f"SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id = ?",  # noqa: S608
             (incident_id,),
         )
-        return incident_from(row) if row else None
+        return incident_from(row, self._groups) if row else None
 
     async def holds(self, incident_id: int, purpose: str, owner: str) -> bool:
         row = await self._one(
             "SELECT 1 FROM claims WHERE incident_id = ? AND purpose = ? AND owner = ?"
             " AND until >= ?",
-            (incident_id, purpose, owner, time.time()),
+            (incident_id, purpose, owner, self._now()),
         )
         return row is not None
 
     async def insert_incident(self, new: NewIncident) -> Incident:
-        now = datetime.now().astimezone().isoformat()
+        now = self._stamp()
+        group_json = new.group.model_dump_json()
+        self._groups.remember(group_json, new.group)
         cursor = await self._db.execute(
             "INSERT INTO incidents (group_key, generation, channel, status, group_json,"
             " started_at, resolved_at, previous_id, created_at, updated_at, digest_id)"
@@ -61,7 +82,7 @@ class SQLiteTransaction:
                 new.generation,
                 new.channel,
                 new.status.value,
-                new.group.model_dump_json(),
+                group_json,
                 new.started_at.isoformat(),
                 new.resolved_at.isoformat() if new.resolved_at else None,
                 new.previous_id,
@@ -75,20 +96,22 @@ class SQLiteTransaction:
             (cursor.lastrowid,),
         )
         assert row is not None
-        return incident_from(row)
+        return incident_from(row, self._groups)
 
     async def save_incident(self, incident: Incident) -> None:
+        group_json = incident.group.model_dump_json()
+        self._groups.remember(group_json, incident.group)
         await self._db.execute(
             "UPDATE incidents SET status = ?, group_json = ?, resolved_at = ?, fired_count = ?,"
             " version = ?, silence_json = ?, updated_at = ? WHERE id = ?",
             (
                 incident.status.value,
-                incident.group.model_dump_json(),
+                group_json,
                 incident.resolved_at.isoformat() if incident.resolved_at else None,
                 incident.fired_count,
                 incident.version,
                 incident.silence.model_dump_json() if incident.silence else None,
-                datetime.now().astimezone().isoformat(),
+                self._stamp(),
                 incident.id,
             ),
         )
@@ -97,15 +120,26 @@ class SQLiteTransaction:
         self,
         group_key: str,
         received_at: datetime,
-        body: str,
+        body: str | None,
         outcome: str,
         incident_id: int | None,
         content_key: str | None = None,
     ) -> int:
+        sha256 = None
+        if body is not None:
+            # Bodies are kept once each, by content (Grafana re-sends the same one often), and
+            # deflated: a group's alerts repeat each other, a tenth of the size or less.
+            raw = body.encode()
+            sha256 = hashlib.sha256(raw).hexdigest()
+            await self._db.execute(
+                "INSERT INTO notification_bodies (sha256, deflated) VALUES (?, ?)"
+                " ON CONFLICT (sha256) DO NOTHING",
+                (sha256, zlib.compress(raw, 1)),
+            )
         cursor = await self._db.execute(
-            "INSERT INTO notifications (group_key, received_at, body, outcome, incident_id,"
-            " content_key) VALUES (?, ?, ?, ?, ?, ?)",
-            (group_key, received_at.isoformat(), body, outcome, incident_id, content_key),
+            "INSERT INTO notifications (group_key, received_at, body, body_sha256, outcome,"
+            " incident_id, content_key) VALUES (?, ?, '', ?, ?, ?, ?)",
+            (group_key, received_at.isoformat(), sha256, outcome, incident_id, content_key),
         )
         return int(cursor.lastrowid or 0)
 
@@ -151,18 +185,18 @@ class SQLiteTransaction:
     async def enqueue(self, incident_id: int, kind: OutboxKind, payload: str = "") -> int:
         cursor = await self._db.execute(
             "INSERT INTO outbox (incident_id, kind, payload, created_at) VALUES (?, ?, ?, ?)",
-            (incident_id, kind.value, payload, time.time()),
+            (incident_id, kind.value, payload, self._now()),
         )
         return int(cursor.lastrowid or 0)
 
     async def add_diagnosis(self, incident_id: int, note_id: int) -> int:
         cursor = await self._db.execute(
             "INSERT INTO diagnoses (incident_id, note_id, requested_at) VALUES (?, ?, ?)",
-            (incident_id, note_id, time.time()),
+            (incident_id, note_id, self._now()),
         )
         return int(cursor.lastrowid or 0)
 
     async def finish_diagnosis(self, diagnosis_id: int) -> None:
         await self._db.execute(
-            "UPDATE diagnoses SET finished_at = ? WHERE id = ?", (time.time(), diagnosis_id)
+            "UPDATE diagnoses SET finished_at = ? WHERE id = ?", (self._now(), diagnosis_id)
         )

@@ -1,8 +1,10 @@
-"""What of a secret-bearing value may be shown: text with credentials taken out, and a URL's
-host without its credentials or path.
+"""What of a secret-bearing value may be shown: text with credentials taken out, a URL without
+its credentials, and a URL's host without its credentials or path.
 
 Whatever queuebot logs or says to a person goes through here first, so a known secret or
-anything shaped like a Slack or Grafana token or an HTTP credential shows as `[redacted]`.
+anything shaped like a Slack, Grafana or GitHub token, an HTTP credential, a URL's
+`user:password@` or a credential-named query parameter (`?token=`, `&api_key=`,
+`X-Amz-Signature=`) shows as `[redacted]`.
 """
 
 from __future__ import annotations
@@ -24,11 +26,24 @@ _SHAPES = re.compile(
     r"|xapp-[A-Za-z0-9-]+"
     # Grafana service-account tokens.
     r"|glsa_[A-Za-z0-9_]+"
+    # GitHub tokens: personal (classic ghp_, fine-grained github_pat_), OAuth (gho_), GitHub
+    # App installation (ghs_) and user-to-server (ghu_) and refresh (ghr_) tokens.
+    r"|\bgithub_pat_[A-Za-z0-9_]+"
+    r"|\bgh[pousr]_[A-Za-z0-9]+"
     # An Authorization credential (RFC 7235 token68) after its scheme; the scheme stays. Basic
     # needs 8 characters, what base64 of the shortest user:password pair takes, so that prose
     # such as "Bearer <token> or Basic auth" in the webhook's own refusal stays readable.
     r"|(?P<scheme>\b(?i:bearer)\s+)[A-Za-z0-9._~+/-]+=*"
     r"|(?P<basic>\b(?i:basic)\s+)[A-Za-z0-9._~+/-]{8,}=*"
+    # A URL's userinfo (RFC 3986 §3.2.1), whatever the scheme (https, postgresql): up to the
+    # last "@" before the path, so a password holding an unescaped "@" goes whole.
+    r"|(?P<userinfo>\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#]+@"
+    # A query parameter named as a credential is (token, access_token, api_key, apiKey,
+    # client_secret, password, X-Amz-Signature, ...); the name stays, so the URL still says
+    # what it carried.
+    r"|(?P<param>[?&;](?i:(?:[\w.~-]*[_.-])?"
+    r"(?:token|secret|password|passwd|pwd|apikey|key|sig|signature|auth|credential)"
+    r")=)[^&#\s]+"
 )
 #: Shorter known values would blank out ordinary words wherever they occur.
 MIN_SECRET_LENGTH = 4
@@ -59,7 +74,7 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self._known is not None:
             text = self._known.sub(REDACTED, text)
-        return _SHAPES.sub(_keep_scheme, text)
+        return _SHAPES.sub(_keep_prefix, text)
 
     def value(self, value: Any) -> Any:
         """`value` with every string in it redacted (lists, tuples and dict values too)."""
@@ -72,9 +87,18 @@ class Redactor:
         return value
 
 
-def _keep_scheme(match: re.Match[str]) -> str:
-    scheme = match.group("scheme") or match.group("basic") or ""
-    return scheme + REDACTED
+def _keep_prefix(match: re.Match[str]) -> str:
+    if match.group("userinfo"):
+        return f"{match.group('userinfo')}{REDACTED}@"
+    prefix = match.group("scheme") or match.group("basic") or match.group("param") or ""
+    return prefix + REDACTED
+
+
+def redact_url(url: str) -> str:
+    """`url` as it may be shown: scheme, host, port and path kept; its `user:password@` and
+    credential-named query values as `[redacted]` (the same shapes `Redactor` takes out of
+    any text)."""
+    return _SHAPES.sub(_keep_prefix, url)
 
 
 def host_of(url: str) -> str:

@@ -1,12 +1,15 @@
 """The Grafana / Alertmanager webhook receiver: authenticate, parse, hand over, answer fast.
 
-Answers: 202 once the notification is stored; 401 for missing or wrong credentials; 400 with a
-JSON reason for a body that is not a Grafana (version "1") or Alertmanager (version "4") webhook;
-413 above 1 MiB; 503 when the store cannot take it (Grafana sends it again at the next flush).
+Answers: 202 once the notification is stored; 401 for missing or wrong credentials; 415 for a
+body that is not declared JSON (a cross-site form post is text/plain, and Grafana and
+Alertmanager always send application/json); 400 with a JSON reason for a body that is not a
+Grafana (version "1") or Alertmanager (version "4") webhook; 413 above 1 MiB; 503 when the store
+cannot take it (Grafana sends it again at the next flush).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
@@ -19,10 +22,11 @@ from typing import Any
 from aiohttp import web
 from pydantic import SecretStr, ValidationError
 
-from bot.domain.notifications import parse_webhook
+from bot.domain.notifications import TimeOutOfRange, parse_webhook
 from bot.incidents.service import IncidentService
 from bot.store import StoreError
 from bot.telemetry.metrics import Metrics
+from bot.web.bodies import SlowBody, read_body, slow_body_answer
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +105,22 @@ class WebhookAuth:
             raise Unauthorized("signature does not match the body")
 
 
-_REJECTIONS = {401: "unauthorized", 400: "malformed", 413: "too_large", 503: "store_unavailable"}
+_REJECTIONS = {
+    408: "too_slow",
+    401: "unauthorized",
+    400: "malformed",
+    413: "too_large",
+    415: "not_json",
+    503: "store_unavailable",
+}
+
+
+def is_json(content_type: str) -> bool:
+    """application/json, or a JSON-based type such as application/vnd.x+json (RFC 6839), with
+    or without parameters."""
+    media_type = content_type.partition(";")[0]
+    kind, _, subtype = media_type.strip().lower().partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
 def _error(status: int, reason: str, **extra: Any) -> web.Response:
@@ -128,9 +147,13 @@ class WebhookHandler:
         if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
             return _error(413, f"body larger than {MAX_BODY_BYTES} bytes")
         try:
-            body = await request.read()
+            body = await read_body(request)
         except web.HTTPRequestEntityTooLarge:
             return _error(413, f"body larger than {MAX_BODY_BYTES} bytes")
+        except SlowBody as exc:
+            return slow_body_answer(exc)
+        if not is_json(request.content_type):
+            return _error(415, "the body must be sent as Content-Type: application/json")
         try:
             self._auth.check(request.headers, body)
         except Unauthorized as exc:
@@ -141,7 +164,8 @@ class WebhookHandler:
                 headers={"WWW-Authenticate": 'Bearer realm="queuebot"'},
             )
         try:
-            group = parse_webhook(body)
+            # A group of thousands of alerts takes a while to parse: not on the event loop.
+            group = await asyncio.to_thread(parse_webhook, body)
         except ValidationError as exc:
             details = [
                 {"field": ".".join(str(p) for p in err["loc"]), "problem": err["msg"]}
@@ -152,9 +176,12 @@ class WebhookHandler:
                 "not a Grafana (version 1) or Alertmanager (version 4) webhook body",
                 details=details,
             )
-        except (ValueError, OverflowError) as exc:
-            # A time pydantic accepts but that cannot be moved to UTC (year 1 at +01:00).
-            return _error(400, f"a time in the body is out of range: {exc}")
+        except TimeOutOfRange as exc:
+            return _error(
+                400,
+                "a time in the body is out of range",
+                details=[{"field": exc.field, "problem": exc.problem}],
+            )
         try:
             decision, incident_id = await self._service.accept(group, body.decode("utf-8"))
         except StoreError as exc:

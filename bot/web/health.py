@@ -1,34 +1,100 @@
-"""GET /healthz and GET /metrics: whether the bot is alive, and its own Prometheus metrics.
+"""GET /healthz and GET /metrics: whether the bot can do its job, and its own Prometheus metrics.
 
-A scrape of /metrics also reads gauges from the store (the outbox's depth and the age of its
-oldest entry), so a stuck outbox shows on a dashboard.
+/healthz answers 200 `{"status": "ok"}` only when what the bot promises can happen: every
+background task runs (the outbox worker above all), the store takes a write (a full disk, an
+I/O error or a database file deleted or replaced under the bot all show here), and the oldest
+Slack delivery owed is younger than the limit. Otherwise 503 `{"status": "unhealthy",
+"reasons": [...]}`, each reason one sentence an operator can act on. A change of state is
+logged once, not at every probe.
+
+A scrape of /metrics also reads gauges from the store (incidents still owed a delivery, the
+outbox's depth and the age of its oldest entry), so a stuck outbox shows on a dashboard.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable, Mapping
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from bot.store import Store
+from bot.store import Store, StoreError
 from bot.telemetry.metrics import Metrics
+
+log = logging.getLogger(__name__)
 
 
 class Health:
-    def __init__(self, store: Store, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        store: Store,
+        metrics: Metrics,
+        *,
+        background: Callable[[], Mapping[str, bool]] = dict,
+        max_outbox_age: float = 900.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`background` tells, by name, whether each background task still runs."""
         self._store = store
         self._metrics = metrics
+        self._background = background
+        self._max_outbox_age = max_outbox_age
+        self._clock = clock
+        self._last: list[str] = []
+
+    async def problems(self) -> list[str]:
+        """Why the bot cannot do its job now; empty when it can."""
+        reasons = [
+            f"the {name} is not running"
+            for name, running in self._background().items()
+            if not running
+        ]
+        try:
+            await self._store.probe()
+        except StoreError as exc:
+            reasons.append(f"the store cannot be written: {exc}")
+        try:
+            _, oldest = await self._store.outbox_stats()
+        except StoreError as exc:
+            reasons.append(f"the outbox cannot be read: {exc}")
+        else:
+            age = self._clock() - oldest if oldest else 0.0
+            if age > self._max_outbox_age:
+                reasons.append(
+                    f"the oldest Slack delivery owed has waited {age:.0f} s"
+                    f" (more than {self._max_outbox_age:.0f} s): Slack refuses or is unreachable"
+                )
+        return reasons
 
     async def healthz(self, request: web.Request) -> web.Response:
+        reasons = await self.problems()
+        if reasons != self._last:
+            if reasons:
+                log.error("unhealthy: %s", "; ".join(reasons))
+            else:
+                log.info("healthy again")
+            self._last = reasons
+        if reasons:
+            return web.json_response({"status": "unhealthy", "reasons": reasons}, status=503)
         return web.json_response({"status": "ok"})
 
     async def metrics(self, request: web.Request) -> web.Response:
-        waiting = len(await self._store.due_incidents())
-        pending, oldest = await self._store.outbox_stats()
-        gauges = {
-            "queuebot_incidents_awaiting_delivery": float(waiting),
-            "queuebot_outbox_pending": float(pending),
-            "queuebot_outbox_oldest_age_seconds": max(time.time() - oldest, 0.0) if oldest else 0.0,
-        }
-        text = self._metrics.render(gauges)
-        return web.Response(text=text, content_type="text/plain", charset="utf-8")
+        try:
+            waiting = len(await self._store.due_incidents())
+            pending, oldest = await self._store.outbox_stats()
+        except StoreError as exc:
+            # The counters still tell what happened; the gauges keep their last reading.
+            log.warning("/metrics without the store's gauges: %s", exc)
+        else:
+            # The store is read with await and prometheus_client's collectors are synchronous,
+            # so the gauges are set here and written out at once: nothing awaits in between,
+            # and a scrape always shows what it read itself.
+            self._metrics.set_gauge("queuebot_incidents_awaiting_delivery", waiting)
+            self._metrics.set_gauge("queuebot_outbox_pending", pending)
+            age = max(self._clock() - oldest, 0.0) if oldest else 0.0
+            self._metrics.set_gauge("queuebot_outbox_oldest_age_seconds", age)
+        return web.Response(
+            body=generate_latest(self._metrics), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )

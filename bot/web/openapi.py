@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 import bot
+from bot.domain.jobs import WorkflowJobDelivery
 from bot.domain.notifications import WEBHOOK_ADAPTER
 from bot.web import paths
 from bot.web.grafana_webhook import MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_WINDOW_SECONDS
@@ -33,17 +34,20 @@ Checked in this order:
 
 1. Size: a `Content-Length` above {MAX_BODY_BYTES} bytes, or a body that grows past it
    while being read, is refused with 413 before anything else.
-2. Credentials, when configured: with `QUEUEBOT_WEBHOOK_TOKEN` the request must carry it as
+2. Media type: the body must be declared JSON (`application/json`, with or without
+   parameters, or a `+json` type); anything else gets 415. A browser form on another site
+   can only send `text/plain`, form or multipart bodies.
+3. Credentials, when configured: with `QUEUEBOT_WEBHOOK_TOKEN` the request must carry it as
    `Authorization: Bearer <token>` or as the password of Basic auth (any user name); with
    `QUEUEBOT_WEBHOOK_HMAC_SECRET` the `{SIGNATURE_HEADER}` header must hold the hex
    HMAC-SHA256 of the body (of `<unix seconds>:<body>` when
    `QUEUEBOT_WEBHOOK_HMAC_TIMESTAMP_HEADER` names a timestamp header, which must then be
    within {TIMESTAMP_WINDOW_SECONDS // 60} minutes of the server's clock). With both set,
-   both are required; with neither, anyone who reaches the route may post (the server logs a
-   warning at start).
-3. Body: parsed as JSON whatever the `Content-Type` header says (it is not checked). Besides
-   the schema, a group's `status` must be `firing` exactly when one of its alerts is firing.
-4. Storage: 202 once the notification is stored; Slack is updated afterwards.
+   both are required. The server does not start with neither, unless the operator opts out
+   with `QUEUEBOT_WEBHOOK_AUTH=none` (then anyone who reaches the route may post).
+4. Body: parsed as JSON. Besides the schema, a group's `status` must be `firing` exactly
+   when one of its alerts is firing.
+5. Storage: 202 once the notification is stored; Slack is updated afterwards.
 """
 
 
@@ -106,28 +110,27 @@ _ACCEPTED = {
     "required": ["status", "incident", "outcome"],
 }
 
+_DETAILS: dict[str, Any] = {
+    "type": "array",
+    "maxItems": 10,
+    "description": "The first problems found (at most 10).",
+    "items": {
+        "type": "object",
+        "properties": {
+            "field": {
+                "type": "string",
+                "description": "Dotted path of the field, e.g. `alerts.0.startsAt`; "
+                "empty when the body as a whole is at fault.",
+            },
+            "problem": {"type": "string"},
+        },
+        "required": ["field", "problem"],
+    },
+}
+
 _REFUSED_BODY = {
     "type": "object",
-    "properties": {
-        "error": {"type": "string"},
-        "details": {
-            "type": "array",
-            "maxItems": 10,
-            "description": "The first problems found (at most 10).",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "field": {
-                        "type": "string",
-                        "description": "Dotted path of the field, e.g. `alerts.0.startsAt`; "
-                        "empty when the body as a whole is at fault.",
-                    },
-                    "problem": {"type": "string"},
-                },
-                "required": ["field", "problem"],
-            },
-        },
-    },
+    "properties": {"error": {"type": "string"}, "details": _DETAILS},
     "required": ["error", "details"],
 }
 
@@ -136,6 +139,72 @@ _HEALTH = {
     "properties": {"status": {"const": "ok"}},
     "required": ["status"],
 }
+
+
+_GITHUB_ANSWER = {
+    "type": "object",
+    "properties": {
+        "status": {"enum": ["recorded", "duplicate", "ignored", "pong"]},
+        "job": {"type": "integer", "description": "The job the delivery was about."},
+        "reason": {"type": "string"},
+    },
+    "required": ["status"],
+}
+
+_GITHUB_REFUSED = {
+    "type": "object",
+    "properties": {"error": {"type": "string"}, "details": _DETAILS},
+    "required": ["error"],
+}
+
+
+def _github_schemas() -> dict[str, Any]:
+    """The component schemas the workflow_job delivery's schema refers to."""
+    generated = WorkflowJobDelivery.model_json_schema(
+        mode="validation", ref_template=_SCHEMAS + "{model}"
+    )
+    return dict(generated.get("$defs", {}))
+
+
+def _github_operation() -> dict[str, Any]:
+    body = WorkflowJobDelivery.model_json_schema(
+        mode="validation", ref_template=_SCHEMAS + "{model}"
+    )
+    return {
+        "operationId": "receiveGitHubDelivery",
+        "summary": "Receive one GitHub webhook delivery (workflow_job events)",
+        "description": (
+            "An organization or repository webhook with the event *Workflow jobs* and the"
+            " secret in GITHUB_WEBHOOK_SECRET. `X-Hub-Signature-256` must be `sha256=` and the"
+            " hex HMAC-SHA256 of the body with the secret; `X-GitHub-Delivery` identifies the"
+            " delivery (recorded once); `X-GitHub-Event` is `workflow_job` (or `ping`, once;"
+            " any other is acknowledged and ignored). The body is JSON, or a form carrying it"
+            " in `payload`. Answers 404 while GITHUB_WEBHOOK_SECRET is not set."
+        ),
+        "tags": ["jobs"],
+        "parameters": [
+            {"name": name, "in": "header", "required": False, "schema": {"type": "string"}}
+            for name in ("X-Hub-Signature-256", "X-GitHub-Event", "X-GitHub-Delivery")
+        ],
+        "requestBody": {
+            "required": True,
+            "description": f"At most {MAX_BODY_BYTES} bytes.",
+            "content": {
+                "application/json": {"schema": {k: v for k, v in body.items() if k != "$defs"}}
+            },
+        },
+        "responses": {
+            "200": _json(_GITHUB_ANSWER, "A ping, a delivery recorded before, or ignored."),
+            "202": _json(_GITHUB_ANSWER, "Recorded."),
+            "400": _json(_GITHUB_REFUSED, "Not a workflow_job delivery, with the reason."),
+            "401": _json(_ref("Error"), "Unsigned, or the signature does not match the body."),
+            "404": _json(_ref("Error"), "GITHUB_WEBHOOK_SECRET is not set."),
+            "408": _json(_ref("Error"), "The body did not arrive in time."),
+            "413": _json(_ref("Error"), f"The body is over {MAX_BODY_BYTES} bytes."),
+            "415": _json(_ref("Error"), "Neither JSON nor a form carrying it in `payload`."),
+            "503": _json(_ref("Error"), "The store cannot take it; redeliver later."),
+        },
+    }
 
 
 def _build() -> dict[str, Any]:
@@ -199,6 +268,7 @@ def _build() -> dict[str, Any]:
                             },
                         ),
                         "413": _json(_ref("Error"), f"The body is over {MAX_BODY_BYTES} bytes."),
+                        "415": _json(_ref("Error"), "The body is not declared JSON."),
                         "503": _json(
                             _ref("Error"),
                             "The incident store cannot take the notification now; Grafana and"
@@ -207,6 +277,7 @@ def _build() -> dict[str, Any]:
                     },
                 }
             },
+            paths.GITHUB_WEBHOOK_PATH: {"post": _github_operation()},
             paths.HEALTHZ_PATH: {
                 "get": {
                     "operationId": "health",
@@ -243,6 +314,7 @@ def _build() -> dict[str, Any]:
         "components": {
             "schemas": {
                 **webhook_schemas,
+                **_github_schemas(),
                 "WebhookAccepted": _ACCEPTED,
                 "WebhookRefused": _REFUSED_BODY,
                 "Error": _ERROR,
@@ -263,6 +335,7 @@ def _build() -> dict[str, Any]:
         },
         "tags": [
             {"name": "alerts", "description": "What Grafana or Alertmanager sends."},
+            {"name": "jobs", "description": "What GitHub sends about workflow jobs."},
             {"name": "operations", "description": "What operators and scrapers read."},
         ],
     }

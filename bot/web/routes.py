@@ -12,6 +12,7 @@ from aiohttp import web
 
 from bot.store import Store
 from bot.web import paths
+from bot.web.github_webhook import GitHubWebhook
 from bot.web.grafana_webhook import WebhookHandler
 from bot.web.health import Health
 from bot.web.openapi import serve_openapi
@@ -24,6 +25,7 @@ class Edges:
 
     store: Store
     webhook: WebhookHandler
+    github: GitHubWebhook
     health: Health
     #: None in Socket Mode without a signing secret: nothing could verify an HTTP request.
     slack_events: SlackEvents | None
@@ -36,6 +38,7 @@ def add_routes(app: web.Application, *, slack_over_http: bool) -> None:
     if slack_over_http:
         app.router.add_post(paths.SLACK_EVENTS_PATH, _slack_events)
     app.router.add_post(paths.GRAFANA_WEBHOOK_PATH, _grafana_webhook)
+    app.router.add_post(paths.GITHUB_WEBHOOK_PATH, _github_webhook)
     app.router.add_get(paths.HEALTHZ_PATH, _healthz)
     app.router.add_get(paths.METRICS_PATH, _metrics)
     app.router.add_get(paths.OPENAPI_PATH, serve_openapi)
@@ -50,6 +53,10 @@ async def _slack_events(request: web.Request) -> web.Response:
 
 async def _grafana_webhook(request: web.Request) -> web.Response:
     return await request.app[EDGES].webhook(request)
+
+
+async def _github_webhook(request: web.Request) -> web.Response:
+    return await request.app[EDGES].github(request)
 
 
 async def _healthz(request: web.Request) -> web.Response:

@@ -10,24 +10,36 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
+from bot.cli.main import build_parser
+from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.grafana import GrafanaSandbox
+from bot.sandbox.prometheus import FleetPrometheus
 from bot.sandbox.slack import SlackSandbox
+from bot.simulator import Scenario, SimulationSpec
 from tests.support.harness import BOT_TOKEN
 from tests.support.payloads import FIXTURES
 
 
 def _run_until(
-    command: list[str], marker: str, timeout: float = 30.0, typed: str = ""
+    command: list[str],
+    marker: str,
+    timeout: float = 30.0,
+    typed: str = "",
+    *,
+    with_stderr: bool = False,
 ) -> tuple[str, int]:
-    """Start `command` with `typed` as its input, read its stdout until `marker` shows, then
-    stop it with Ctrl-C."""
+    """Start `command` with `typed` as its input, read its stdout (and stderr, `with_stderr`)
+    until `marker` shows, then stop it with Ctrl-C."""
     process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
         command,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT if with_stderr else subprocess.DEVNULL,
         bufsize=0,
         env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")},
     )
@@ -113,6 +125,23 @@ def test_demo_runs_diagnostics_on_its_simulated_fleet() -> None:
     assert code == 0
 
 
+def test_demo_listens_on_this_machine_unless_asked() -> None:
+    assert build_parser().parse_args(["demo"]).host == "127.0.0.1"
+
+
+def test_demo_on_every_interface_warns_who_can_act_in_it() -> None:
+    """--host 0.0.0.0 is had when asked for, with a warning that the page has no login; the
+    addresses printed for this machine are loopback ones."""
+    every_interface = "0.0.0.0"  # noqa: S104 - what this test is about
+    command = [sys.executable, "-m", "bot", "demo", "--host", every_interface, "--port", "0"]
+    output, code = _run_until([*command, "--no-story"], "[Run diagnostics]", with_stderr=True)
+    assert "WARNING: listening on every interface, as asked" in output
+    assert "act in it as alice or bob" in output
+    assert "open in a browser: http://127.0.0.1:" in output
+    assert "bot:               http://127.0.0.1:" in output
+    assert code == 0
+
+
 def _render(name: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "bot", "render", str(FIXTURES / name)],
@@ -154,6 +183,7 @@ def _check_env(sandbox: SlackSandbox, tmp_path: Path, **extra: str) -> dict[str,
         "SLACK_SIGNING_SECRET": "secret",
         "SLACK_API_URL": sandbox.api_url,
         "QUEUEBOT_CHANNEL": "#queue-alerts",
+        "QUEUEBOT_WEBHOOK_TOKEN": "check-webhook-token",
         "QUEUEBOT_DATABASE": str(tmp_path / "queuebot.db"),
         **extra,
     }
@@ -206,3 +236,171 @@ async def test_check_proves_the_grafana_token(tmp_path: Path) -> None:
         code, out = await _check(env | {"GRAFANA_TOKEN": "glsa_wrong"})
         assert code == 1
         assert b"grafana: FAILED: HTTP 401" in out and b"glsa_wrong" not in out
+
+
+async def _check_all_output(env: dict[str, str]) -> tuple[int | None, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        "check",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    return process.returncode, out.decode(), err.decode()
+
+
+def _with_userinfo(url: str, user: str, password: str) -> str:
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{user}:{password}@{rest}"
+
+
+def _small_fleet() -> FleetPrometheus:
+    return FleetPrometheus(
+        SimulationSpec(
+            scenario=Scenario.HEALTHY, hours=1, runner_types=1, seed=1, end=datetime.now(UTC)
+        )
+    )
+
+
+async def test_check_prints_prometheus_urls_without_their_credentials(tmp_path: Path) -> None:
+    """PROMETHEUS_URL's user:password@ is used but printed as [redacted], and so is a
+    token-named query parameter; neither reaches stdout or stderr."""
+    prom_pw = "prom-pw-never-shown"
+    async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox, _small_fleet() as fleet:
+        env = _check_env(
+            sandbox, tmp_path, PROMETHEUS_URL=_with_userinfo(fleet.url, "prom", prom_pw)
+        )
+        code, out, err = await _check_all_output(env)
+        assert prom_pw not in out and prom_pw not in err
+        assert f"prometheus: ok (HTTP 200 from http://[redacted]@{fleet.url[7:]}/-/ready)" in out
+        assert code == 0, out + err
+        # Unreachable, with a token in the query: the failure names the URL, without it.
+        env |= {"PROMETHEUS_URL": f"http://127.0.0.1:9/?access_token={prom_pw}"}
+        code, out, err = await _check_all_output(env)
+        assert "prometheus: FAILED: http://127.0.0.1:9/?access_token=[redacted]" in out
+        assert prom_pw not in out and prom_pw not in err
+
+
+@pytest.mark.parametrize("variable", ["SLACK_API_URL", "GRAFANA_URL"])
+async def test_credentials_in_slack_or_grafana_urls_are_refused_unsaid(
+    tmp_path: Path, variable: str
+) -> None:
+    """user:password@ in SLACK_API_URL or GRAFANA_URL (whose tokens are the credentials) is a
+    one-line configuration error naming the variable: no traceback, no password printed."""
+    password = "url-pw-never-shown"
+    async with (
+        SlackSandbox(bot_token=BOT_TOKEN) as sandbox,
+        GrafanaSandbox(token="glsa_right") as grafana,
+    ):
+        url = sandbox.api_url if variable == "SLACK_API_URL" else grafana.url
+        urls = {"GRAFANA_URL": grafana.url} | {variable: _with_userinfo(url, "someone", password)}
+        env = _check_env(sandbox, tmp_path, GRAFANA_TOKEN="glsa_right", **urls)
+        code, out, err = await _check_all_output(env)
+    assert code == 2
+    assert "Traceback" not in err, err
+    (line,) = err.strip().splitlines()
+    assert f"{variable} must not carry a user name or password" in line
+    assert password not in out and password not in err
+
+
+async def test_a_malformed_url_setting_is_refused_without_its_credentials(
+    tmp_path: Path,
+) -> None:
+    """The configuration error names the bad URL setting and never shows its password (a URL
+    with credentials is not quoted back at all)."""
+    async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox:
+        bad = "http://prom:prom-pw-never-shown@127.0.0.1:99999/"
+        code, out, err = await _check_all_output(_check_env(sandbox, tmp_path, PROMETHEUS_URL=bad))
+    assert code == 2
+    assert "PROMETHEUS_URL is malformed: Input should be a valid URL, invalid port number" in err
+    assert "prom-pw-never-shown" not in out + err
+
+
+GITHUB_TOKEN = "ghs_checkTestToken0123456789abcdef"
+
+
+async def test_check_lists_the_github_runners(tmp_path: Path) -> None:
+    """With GITHUB_TOKEN and GITHUB_ORG, check lists every page of runners and sums them up."""
+    async with (
+        SlackSandbox(bot_token=BOT_TOKEN) as sandbox,
+        GitHubSandbox(GITHUB_TOKEN) as github,
+    ):
+        for number in range(41):
+            github.add_runners(f"linux.type{number}", idle=32 if number == 40 else 7)
+        env = _check_env(
+            sandbox,
+            tmp_path,
+            GITHUB_TOKEN=GITHUB_TOKEN,
+            GITHUB_ORG="pytorch",
+            GITHUB_API_URL=github.url,
+        )
+        code, out = await _check(env)
+    assert code == 0, out
+    assert b"github runners: ok (312 runners in 41 runner types, org pytorch)\n" in out
+    assert len(github.listings()) == 4
+    assert GITHUB_TOKEN.encode() not in out
+
+
+async def test_check_names_the_permission_the_github_token_lacks(tmp_path: Path) -> None:
+    async with (
+        SlackSandbox(bot_token=BOT_TOKEN) as sandbox,
+        GitHubSandbox(GITHUB_TOKEN) as github,
+    ):
+        github.missing_permission = True
+        env = _check_env(
+            sandbox,
+            tmp_path,
+            GITHUB_TOKEN=GITHUB_TOKEN,
+            GITHUB_ORG="pytorch",
+            GITHUB_API_URL=github.url,
+        )
+        code, out = await _check(env)
+    assert code == 1
+    assert (
+        b"github runners: FAILED: GITHUB_TOKEN needs the organization permission"
+        b" 'Self-hosted runners: read' to list the self-hosted runners of org pytorch"
+    ) in out
+    assert b"slack: ok" in out and GITHUB_TOKEN.encode() not in out
+
+
+async def test_check_reports_a_refused_github_token_without_printing_it(tmp_path: Path) -> None:
+    wrong = "ghp_wrongTokenNeverPrinted000000000000"
+    async with (
+        SlackSandbox(bot_token=BOT_TOKEN) as sandbox,
+        GitHubSandbox(GITHUB_TOKEN) as github,
+    ):
+        env = _check_env(
+            sandbox, tmp_path, GITHUB_TOKEN=wrong, GITHUB_ORG="pytorch", GITHUB_API_URL=github.url
+        )
+        code, out = await _check(env)
+    assert code == 1
+    assert b"github runners: FAILED: GitHub at 127.0.0.1:" in out
+    assert b"refused GITHUB_TOKEN (401 Bad credentials)" in out
+    assert wrong.encode() not in out
+
+
+async def test_check_reports_an_unreachable_github_with_its_url(tmp_path: Path) -> None:
+    async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox:
+        env = _check_env(
+            sandbox,
+            tmp_path,
+            GITHUB_TOKEN=GITHUB_TOKEN,
+            GITHUB_REPOSITORY="pytorch/pytorch",
+            GITHUB_API_URL="http://127.0.0.1:9/api/v3",
+        )
+        code, out = await _check(env)
+    assert code == 1
+    assert (
+        b"github runners: FAILED: cannot reach GitHub at 127.0.0.1:9 (ClientConnectorError)"
+        b" (GITHUB_API_URL http://127.0.0.1:9/api/v3)\n"
+    ) in out
+
+
+async def test_check_says_when_github_runners_are_not_configured(tmp_path: Path) -> None:
+    async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox:
+        code, out = await _check(_check_env(sandbox, tmp_path, GITHUB_ORG="pytorch"))
+    assert code == 1
+    assert b"github runners: FAILED: GITHUB_ORG is set but GITHUB_TOKEN is not" in out

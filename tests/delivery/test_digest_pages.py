@@ -42,3 +42,25 @@ async def test_a_lost_answer_to_a_digest_page_posts_no_second_page(tmp_path: Pat
         assert (pages[0].metadata or {}).get("event_type") == DIGEST_PAGE_EVENT
         assert f"storm={first_page_full}" in stack.text(pages[0])
         assert stack.sandbox.calls("conversations.replies")
+
+
+async def test_a_lost_answer_to_the_digest_posts_no_second_digest(tmp_path: Path) -> None:
+    """Every incident of a storm owes the digest: when Slack took it and its answer was lost,
+    the next incident's attempt finds it by the digest's own id instead of posting it again."""
+    async with running_stack(tmp_path) as stack:
+        for n in range(STORM_THRESHOLD):
+            assert (await stack.webhook(_incident(n))).status == 202
+        await stack.settled(timeout=60)
+        # The digest is posted, and its answer lost, for as many tries as there are incidents.
+        stack.sandbox.faults.add("chat.postMessage", status=500, after=True, count=5)
+        for n in range(STORM_THRESHOLD, STORM_THRESHOLD + 5):
+            assert (await stack.webhook(_incident(n))).status == 202
+        await stack.settled(timeout=60)
+        digests = [
+            m
+            for m in stack.sandbox.messages()
+            if (m.metadata or {}).get("event_type") == "queuebot_digest"
+        ]
+        assert len(digests) == 1
+        for n in range(STORM_THRESHOLD, STORM_THRESHOLD + 5):
+            assert f"storm={n}" in stack.text(digests[0])

@@ -15,7 +15,7 @@ import pytest
 
 from bot.incidents.service import STORM_THRESHOLD
 from bot.sandbox.slack import PostedMessage, SlackSandbox
-from bot.simulator.simulate import Scenario, SimulationSpec
+from bot.simulator import Scenario, SimulationSpec
 from bot.slack.contract import ActionId
 from tests.conftest import PrometheusFactory
 from tests.support.harness import (
@@ -26,6 +26,7 @@ from tests.support.harness import (
     running_stack,
     serve_process,
     stop_process,
+    webhook_headers,
 )
 from tests.support.payloads import encoded, reference, with_values
 from tests.support.servers import free_port
@@ -95,7 +96,7 @@ async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) 
                     async with http.post(
                         f"http://127.0.0.1:{port}/webhooks/grafana",
                         data=encoded(body),
-                        headers={"Content-Type": "application/json"},
+                        headers=webhook_headers(),
                     ) as answer:
                         return answer.status
 
@@ -207,7 +208,7 @@ async def test_kill_9_while_diagnostics_are_delivered_leaves_one_report_and_one_
                 http.post(
                     f"http://127.0.0.1:{port}/webhooks/grafana",
                     data=encoded(reference()),
-                    headers={"Content-Type": "application/json"},
+                    headers=webhook_headers(),
                 ) as answer,
             ):
                 assert answer.status == 202

@@ -38,3 +38,17 @@ async def test_waiting_lets_posts_through_in_order() -> None:
     await asyncio.gather(*(post(n) for n in range(5)))
     assert through == [0, 1, 2, 3, 4]
     assert pacer.delay("C1") > 0  # each took a token: the bucket is empty
+
+
+def test_a_channel_known_by_name_then_by_id_is_one_bucket() -> None:
+    """Posts to `#alerts` before its id was learnt and to its id after share Slack's limit."""
+    clock = FakeClock()
+    pacer = Pacer(per_second=1.0, burst=3, clock=clock)
+    assert [pacer.delay("#alerts") for _ in range(3)] == [0.0, 0.0, 0.0]
+    pacer.same("#alerts", "C1")
+    assert pacer.delay("C1") == 1.0
+    assert pacer.delay("#alerts") > 0
+    clock.now += 10.0
+    assert pacer.delay("#alerts") == 0.0
+    assert [pacer.delay("C1") for _ in range(2)] == [0.0, 0.0]
+    assert pacer.delay("C1") > 0

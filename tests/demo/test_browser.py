@@ -157,3 +157,34 @@ async def test_alert_text_cannot_run_script_or_ping_in_the_page(demo: Demo, page
     assert await shown.first.locator("img[src=x], script, .mention.broadcast").count() == 0
     assert await shown.first.locator("a[href^='https://evil']").count() == 0
     await _shot(page, "09-hostile-alert")
+
+
+async def test_a_rebound_name_gets_nothing_from_the_workspace(demo: Demo) -> None:
+    """DNS rebinding: evil.example's name now points at 127.0.0.1, so its page is same-origin
+    with the workspace to the browser; the workspace answers nothing under that name, neither
+    the page, nor its state, nor the demo's buttons."""
+    chromium = require_binary("chromium", "apt-get install -y chromium")
+    playwright_api = pytest.importorskip("playwright.async_api")
+    rebound = f"http://evil.example:{demo.sandbox.port}"
+    async with playwright_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=chromium, args=["--host-resolver-rules=MAP evil.example 127.0.0.1"]
+        )
+        try:
+            shown = await browser.new_page()
+            answer = await shown.goto(f"{rebound}/")
+            assert answer is not None and answer.status == 421
+            # What the rebinding page's script would do next: read the channel, fire an alert.
+            statuses = await shown.evaluate(
+                """async () => [
+                    (await fetch("/ui/state?user=U0ONCALL")).status,
+                    (await fetch("/ui/control/surge", {
+                        method: "POST",
+                        headers: {"Content-Type": "application/json"},
+                        body: "{}",
+                    })).status,
+                ]"""
+            )
+            assert statuses == [421, 421]
+        finally:
+            await browser.close()

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from bot.diagnostics.checks import diagnose
+from bot.diagnostics.measures import Signal
 from bot.diagnostics.signals import FleetSignals
-from bot.diagnostics.sources.querypack import Signal
 from bot.domain.diagnosis import Cause, Scope, Verdict
 from bot.render.diagnosis_text import text_report
 from bot.render.renderer import Renderer

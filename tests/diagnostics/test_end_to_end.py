@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -21,7 +21,7 @@ from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.sandbox.prometheus import FleetPrometheus
 from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
-from bot.simulator.simulate import Scenario, SimulationSpec, Truth
+from bot.simulator import Scenario, SimulationSpec, Truth
 from bot.slack.contract import ActionId
 from tests.support.harness import Stack, running_stack
 from tests.support.payloads import reference
@@ -30,14 +30,21 @@ from tests.support.prometheus import Prometheus
 Make = Callable[[SimulationSpec], Awaitable[tuple[Prometheus, Truth]]]
 
 
+def _busy_hour() -> datetime:
+    """The latest 18:00 UTC that has passed: the fleet's busy hours, whenever the tests run
+    (what diagnostics make of each hour of the day is bench/diagnosis_accuracy.py's)."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    today = now.replace(hour=18, minute=0, second=0)
+    return today if today <= now else today - timedelta(days=1)
+
+
+#: When the simulated fleets end, and the time diagnostics read them at.
+END = _busy_hour()
+
+
 def _spec(scenario: Scenario, seed: int = 7) -> SimulationSpec:
     return SimulationSpec(
-        scenario=scenario,
-        hours=27,
-        runner_types=6,
-        seed=seed,
-        end=datetime.now(UTC).replace(microsecond=0),
-        step_seconds=120,
+        scenario=scenario, hours=27, runner_types=6, seed=seed, end=END, step_seconds=120
     )
 
 
@@ -47,8 +54,9 @@ def _diagnose(
     env = {"PATH": os.environ["PATH"], "PROMETHEUS_URL": prometheus.url}
     if config is not None:
         env["QUEUEBOT_CONFIG"] = config
+    at = [] if "--at" in extra else ["--at", END.isoformat()]
     result = subprocess.run(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "bot", "diagnose", *extra],
+        [sys.executable, "-m", "bot", "diagnose", *at, *extra],
         capture_output=True,
         text=True,
         timeout=60,
@@ -116,7 +124,7 @@ class TestInSlack:
         config = tmp_path / "queuebot.yml"
         config.write_text("auto_diagnose: false\n")
         async with running_stack(
-            tmp_path, PROMETHEUS_URL=prometheus.url, QUEUEBOT_CONFIG=str(config)
+            tmp_path, clock=lambda: END, PROMETHEUS_URL=prometheus.url, QUEUEBOT_CONFIG=str(config)
         ) as stack:
             assert (await stack.webhook(reference())).status == 202
             (parent,) = await stack.parents(1)
@@ -159,7 +167,9 @@ class TestInSlack:
     ) -> None:
         """auto_diagnose (on by default): the report follows the alert into its thread."""
         prometheus, _ = await prometheus_for(_spec(Scenario.SCALE_UP_FAILURE))
-        async with running_stack(tmp_path, PROMETHEUS_URL=prometheus.url) as stack:
+        async with running_stack(
+            tmp_path, clock=lambda: END, PROMETHEUS_URL=prometheus.url
+        ) as stack:
             assert (await stack.webhook(reference())).status == 202
             (parent,) = await stack.parents(1)
             await stack.sandbox.wait_for(

@@ -1,5 +1,6 @@
-"""The Prometheus client (bot.metrics.prometheus): what each kind of answer means, against
-small local servers answering as Prometheus, Grafana's datasource proxy or a broken proxy do."""
+"""The Prometheus client (bot.diagnostics.sources.prometheus): what each kind of answer means,
+against small local servers answering as Prometheus, Grafana's datasource proxy or a broken proxy
+do."""
 
 from __future__ import annotations
 

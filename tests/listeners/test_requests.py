@@ -7,11 +7,12 @@ import hmac
 import json
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 
-from bot.sandbox.slack import ONCALL_USER
+from bot.sandbox.slack import ONCALL_USER, payloads
 from bot.slack.contract import ActionId
 from tests.support.harness import SIGNING_SECRET, Stack, running_stack
 from tests.support.payloads import reference
@@ -33,6 +34,29 @@ def _signed(body: str, secret: str = SIGNING_SECRET, at: float | None = None) ->
     }
 
 
+def _block_actions(stack: Stack, ts: str, action_id: str) -> dict[str, Any]:
+    """The block_actions payload Slack sends when alice clicks `action_id` on message `ts`."""
+    sandbox = stack.sandbox
+    ws, people = sandbox.workspace, sandbox.people
+    channel, user = people.channel(sandbox.channel_id), people.user(ONCALL_USER)
+    stored = ws.find(channel.id, ts)
+    assert stored is not None
+    clicked = payloads.find_element(stored.blocks, action_id)
+    assert clicked is not None
+    target = ws.issue_response_url(channel.id, user.id, ts, False)
+    return payloads.block_actions(
+        ws.identity,
+        user,
+        channel,
+        stored.to_slack(),
+        clicked,
+        is_ephemeral=False,
+        trigger_id=ws.issue_trigger(user.id).id,
+        response_url=people.response_url(target.id),
+        action_ts=f"{time.time():.6f}",
+    )
+
+
 class TestVerification:
     @pytest.mark.parametrize("case", ["unsigned", "bad-signature", "stale"])
     async def test_unverified_requests_are_refused(self, tmp_path: Path, case: str) -> None:
@@ -50,10 +74,32 @@ class TestVerification:
                 assert response.status == 401
             assert stack.sandbox.calls("auth.test") == []
 
+    async def test_a_replayed_request_is_refused(self, tmp_path: Path) -> None:
+        """A signed request captured and sent again within Slack's five minutes gets 401 and
+        is not handled a second time."""
+        async with running_stack(tmp_path) as stack:
+            ts = await _posted(stack)
+            sandbox = stack.sandbox
+            body = urlencode(
+                {"payload": json.dumps(_block_actions(stack, ts, ActionId.RUN_DIAGNOSTICS.value))}
+            )
+            headers = _signed(body)
+            statuses = []
+            for _ in range(2):
+                async with stack.http.post(
+                    f"{stack.url}/slack/events", data=body, headers=headers
+                ) as response:
+                    statuses.append(response.status)
+            assert statuses == [200, 401]
+            await stack.settled()
+            answers = await sandbox.wait_for(lambda: sandbox.ephemerals() or None)
+            assert len(answers) == 1
+
 
 class TestButtons:
     async def test_diagnostics_without_metrics_say_how_to_set_them_up(self, tmp_path: Path) -> None:
-        """No metrics source: Run diagnostics acks at once and says privately what to set."""
+        """No source of fleet data: Run diagnostics acks at once and says privately what to
+        set."""
         async with running_stack(tmp_path) as stack:
             ts = await _posted(stack)
             action = ActionId.RUN_DIAGNOSTICS.value
@@ -62,6 +108,7 @@ class TestButtons:
             (notice,) = await stack.sandbox.wait_for(
                 lambda: stack.sandbox.ephemerals(ONCALL_USER) or None
             )
+            assert "`GITHUB_WEBHOOK_SECRET`" in notice.text
             assert "`PROMETHEUS_URL`" in notice.text
             assert "`GRAFANA_PROMETHEUS_DATASOURCE_UID`" in notice.text
             assert stack.sandbox.replies(None, ts) == []

@@ -160,7 +160,8 @@ class TestIncidentMessage:
         assert message.text
 
     def test_long_urls_never_break_the_message(self) -> None:
-        """Three 2,990-character URL buttons and a long text: the message still fits."""
+        """Three 2,990-character URL buttons and a long text: the message still fits, the
+        description left out before any of the links."""
         body = reference()
         body["alerts"][0]["annotations"]["description"] = "d" * 5_000
         body["commonAnnotations"]["description"] = "d" * 5_000
@@ -172,7 +173,10 @@ class TestIncidentMessage:
         message = Renderer().incident(_incident(body))
         assert blockkit.validate_message(message.text, message.blocks) == []
         actions = next(b for b in message.blocks if b["type"] == "actions")
-        assert [e["text"]["text"] for e in actions["elements"]] == ["Run diagnostics", "Silence…"]
+        assert [e["text"]["text"] for e in actions["elements"]] == [
+            "Run diagnostics", "Silence…", "Open runbook", "View alert", "Dashboard"
+        ]  # fmt: skip
+        assert "ddddd" not in json.dumps(message.blocks)
 
     def test_many_alerts_with_long_links_are_listed_whole(self) -> None:
         """Alert lines are never cut inside a link, and the count of the rest is kept."""

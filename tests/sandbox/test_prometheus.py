@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 
 from bot.diagnostics.checks import diagnose
+from bot.diagnostics.measures import Signal
 from bot.diagnostics.signals import collect
 from bot.diagnostics.sources.prometheus import (
     PrometheusClient,
@@ -23,9 +24,9 @@ from bot.diagnostics.sources.prometheus import (
     RangeSeries,
     Sample,
 )
-from bot.diagnostics.sources.querypack import DEFAULT_QUERIES, QueryPack, Signal
+from bot.diagnostics.sources.querypack import DEFAULT_QUERIES, QueryPack
 from bot.sandbox.prometheus import FleetPrometheus, bucket_quantile
-from bot.simulator.simulate import Scenario, SimulationSpec, Truth, runner_type_names
+from bot.simulator import Scenario, SimulationSpec, Truth, runner_type_names
 from tests.support.prometheus import Prometheus
 
 PACK = QueryPack()
@@ -129,7 +130,7 @@ async def test_every_default_query_answers_as_a_real_prometheus_holding_the_same
             "the chart's 6 h": (end - timedelta(hours=6), end, 120),
             "off the grid": (end - timedelta(hours=3, seconds=-17.3), end, 173),
         }
-        for signal in Signal:
+        for signal in DEFAULT_QUERIES:
             query = PACK.query(signal)
             for at in times:
                 want = await expected.instant(query, at)
@@ -154,7 +155,7 @@ async def test_the_series_carry_the_labels_a_real_prometheus_gives_them(
     async with FleetPrometheus(spec) as fleet:
         for url in (real.url, fleet.url):
             client = PrometheusClient(http, url)
-            for signal in Signal:
+            for signal in DEFAULT_QUERIES:
                 answer = await client.instant(PACK.query(signal), spec.end)
                 keys = {tuple(sorted(s.labels)) for s in answer}
                 if signal in BY_WORKFLOW:
@@ -222,7 +223,7 @@ async def test_after_the_end_the_fleet_stays_as_it_ended_and_before_the_start_is
     client = PrometheusClient(http, small.url)
     end = small.spec.end
     before = end - timedelta(hours=small.spec.hours, minutes=1)
-    for signal in Signal:
+    for signal in DEFAULT_QUERIES:
         query = PACK.query(signal)
         at_end = await client.instant(query, end)
         assert at_end, signal

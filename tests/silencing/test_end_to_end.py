@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from bot.app import RESOLVE_AFTER_CHECKS
 from bot.sandbox.grafana import GrafanaSandbox
 from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
 from bot.sandbox.slack.models import OpenView, ViewState
@@ -125,8 +126,8 @@ class TestSilenceModal:
         view = await _open_modal(stack, parent)
         (call,) = stack.sandbox.calls("views.open")
         assert call.status == 200
-        shown = str(view.view)
-        assert f"__alert_rule_uid__={RULE_UID}, type=alerting-infra" in shown
+        preview = view.view["blocks"][-1]["text"]["text"]
+        assert preview == f'```__alert_rule_uid__="{RULE_UID}"\ntype="alerting-infra"```'
         labels = [o["value"] for o in view.view["blocks"][1]["element"]["options"]]
         assert labels == ["30m", "1h", "2h", "4h", "8h", "24h", "until"]
 
@@ -226,7 +227,7 @@ class TestSilence:
         parent = await _parent(stack)
         await _silenced(stack, parent)
         assert (await alertmanager.alerts())[0]["status"]["state"] == "suppressed"
-        await asyncio.sleep(0.5)  # the watcher sees the alert while it is there
+        await stack.silence_checks(2)  # the watcher has seen the alert while it is there
         await alertmanager.push_alert(
             GRAFANA_ALERT_LABELS,
             starts_at=now - timedelta(hours=1),
@@ -243,7 +244,8 @@ class TestSilence:
         await alertmanager.push_alert(GRAFANA_ALERT_LABELS)
         parent = await _parent(stack)
         await _silenced(stack, parent)
-        await asyncio.sleep(1.0)  # several checks
+        # Past the checks the alert must be missing for before its incident resolves.
+        await stack.silence_checks(RESOLVE_AFTER_CHECKS + 2)
         current = _current(stack, parent)
         assert "Silenced until" in stack.text(current)
         assert "Resolved" not in stack.text(current)
@@ -426,7 +428,8 @@ class TestUnreliableGrafana:
             await _silenced(stack, parent)
             for fault in ("fail", "html"):
                 proxy.faults = {("GET", "/alerts"): fault}
-                await asyncio.sleep(1.0)  # ten checks, well past the 0.3 s to resolve
+                # Past the checks the alert must be missing for before its incident resolves.
+                await stack.silence_checks(RESOLVE_AFTER_CHECKS + 2)
                 current = _current(stack, parent)
                 assert "Silenced until" in stack.text(current)
                 assert "Resolved" not in stack.text(current)

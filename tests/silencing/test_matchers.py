@@ -16,6 +16,7 @@ from bot.domain.notifications import parse_webhook
 from bot.domain.silences import Duration, Matcher, Person, Silence
 from bot.listeners.payloads import BadSilenceInput, SilenceForm, ViewSubmission, silence_end
 from bot.render.renderer import Renderer
+from bot.render.silence_modal import MatchersTooLong
 from bot.silencing.grafana import GrafanaDenied, GrafanaRejected, GrafanaUnavailable
 from bot.silencing.matchers import silence_matchers
 from bot.silencing.service import explain
@@ -67,8 +68,9 @@ class TestMatchers:
             ["__alert_rule_uid__=dez2aomgvru2oe", "type=alerting-infra"]
         ]
 
-    def test_silence_url_matchers_are_taken_as_grafana_wrote_them(self) -> None:
-        """Matchers in silenceURL win over labels, operators included."""
+    def test_silence_url_matchers_are_taken_only_where_the_alert_vouches(self) -> None:
+        """silenceURL cannot widen the silence: its regex and negative matcher are left out;
+        its rule UID (an equality, so the alert's rule UID) and the alert's labels remain."""
         body = reference()
         body["alerts"][0]["silenceURL"] = (
             "https://grafana.example/alerting/silence/new?alertmanager=grafana"
@@ -77,8 +79,7 @@ class TestMatchers:
         (only,) = silence_matchers(_group(body))
         assert [m.model_dump(by_alias=True) for m in only] == [
             {"name": "__alert_rule_uid__", "value": "abc", "isRegex": False, "isEqual": True},
-            {"name": "zone", "value": "eu", "isRegex": False, "isEqual": False},
-            {"name": "name", "value": "linux.*", "isRegex": True, "isEqual": True},
+            {"name": "type", "value": "alerting-infra", "isRegex": False, "isEqual": True},
         ]
 
     def test_alertmanager_alert_with_private_rule_label(self) -> None:
@@ -250,17 +251,28 @@ class TestRendering:
         )
         assert words in json.dumps(Renderer().thread_event(event).blocks)
 
-    def test_modal_is_a_valid_view_with_a_plain_text_preview(self) -> None:
-        """The modal passes Slack's view rules; the matchers are plain text, never mrkdwn."""
+    def test_modal_is_a_valid_view_previewing_every_matcher(self) -> None:
+        """The modal passes Slack's view rules; the matchers are in a code block, values quoted,
+        in mrkdwn that Slack does not turn into links."""
         incident = _incident()
         view = Renderer().silence_modal(
             incident, silence_matchers(incident.group), '{"v":1,"incident":3}'
         )
         assert blockkit.validate_view(view) == []
         preview = view["blocks"][-1]["text"]
-        assert preview["type"] == "plain_text"
-        assert "__alert_rule_uid__=dez2aomgvru2oe, type=alerting-infra" in preview["text"]
+        assert preview == {
+            "type": "mrkdwn",
+            "text": '```__alert_rule_uid__="dez2aomgvru2oe"\ntype="alerting-infra"```',
+            "verbatim": True,
+        }
         assert view["blocks"][1]["element"]["initial_option"]["value"] == "1h"
+
+    def test_matchers_too_long_for_a_modal_are_refused_not_shortened(self) -> None:
+        """What cannot all be shown is not shown in part: the modal is refused."""
+        incident = _incident()
+        sets = (tuple(Matcher(name=f"l{n}", value="v" * 2990) for n in range(2)),) * 60
+        with pytest.raises(MatchersTooLong):
+            Renderer().silence_modal(incident, sets, '{"v":1,"incident":3}')
 
 
 class TestExplain:

@@ -21,18 +21,19 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from bot.diagnostics.sources.querypack import DEFAULT_QUERIES, QueryPack, Signal
-from bot.simulator.simulate import (
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.sources.querypack import DEFAULT_QUERIES, QueryPack
+from bot.simulator import (
     CAUSES,
     MAX_HOURS,
     Scenario,
     SimulationSpec,
     Truth,
-    run_cli,
     runner_type_names,
     simulate,
     write_file,
 )
+from bot.simulator.simulate import run_cli
 from tests.support.integration import require_binary
 from tests.support.prometheus import Prometheus, stored_samples
 
@@ -333,7 +334,7 @@ async def test_every_query_of_the_pack_answers_for_every_runner_type(
     )
     workflows = {(s["metric"]["name"], s["metric"]["job_workflow_ref"]) for s in pairs}
     assert {name for name, _ in workflows} == set(fleet.names)
-    for signal in Signal:
+    for signal in DEFAULT_QUERIES:
         answer = await fleet.read(signal)
         if signal in BY_WORKFLOW:
             keys = [(labels["name"], labels["workflow"]) for labels, _ in answer]
@@ -359,7 +360,7 @@ class Readings:
 async def _readings(fleet: Fleet, name: str) -> Readings:
     now = {
         signal: (await fleet.by_type(signal))[name]
-        for signal in Signal
+        for signal in DEFAULT_QUERIES
         if signal not in BY_WORKFLOW
     }
     before = {

@@ -4,10 +4,11 @@ renderer makes from real and hostile payloads, messages just inside and just out
 limit, structurally wrong ones, and generated ones. Where the local Slack API refuses, the bot
 refuses with the same error; where the bot accepts, so does the local Slack API.
 
-The bot is stricter on purpose in two places, each tested as such: it keeps a message's blocks
-under 12,000 characters where Slack refuses at about 13,200, and it wants action ids unique in
-the whole message where Slack wants them unique within their block (clicks are told apart by
-action id alone).
+The bot is stricter on purpose in three places, each tested as such: it keeps a message's
+blocks under 12,000 characters where Slack refuses at about 13,200, it wants action ids unique
+in the whole message where Slack wants them unique within their block (clicks are told apart by
+action id alone), and it counts an emoji outside the Basic Multilingual Plane as two characters
+(UTF-16, as Slack's clients do) where the local Slack API counts one (a code point).
 """
 
 from __future__ import annotations
@@ -329,6 +330,16 @@ def test_the_bot_keeps_further_from_slacks_total_than_slack_does() -> None:
     blocks = [{"type": "section", "text": _text("mrkdwn", "x" * 2500)}] * 5
     assert MAX_TOTAL_BLOCK_CHARS < _size(blocks) < 13_200
     assert (bot_error(blocks), sandbox_error(blocks)) == ("msg_blocks_too_long", None)
+
+
+def test_the_bot_counts_an_emoji_as_two_characters() -> None:
+    """1,500 🚨 fill a section for the bot; 1,501 are over for the bot, not for the local API."""
+    inside = [{"type": "section", "text": _text("mrkdwn", "🚨" * 1500)}]
+    over = [{"type": "section", "text": _text("mrkdwn", "🚨" * 1501)}]
+    assert bot_error(inside) is None and sandbox_error(inside) is None
+    assert (bot_error(over), sandbox_error(over)) == ("invalid_blocks", None)
+    header = [{"type": "header", "text": _text("plain_text", "é" * 150)}]
+    assert bot_error(header) is None  # one unit each: accents are not counted as bytes
 
 
 def test_the_bot_wants_action_ids_unique_across_the_message() -> None:

@@ -9,7 +9,7 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +17,17 @@ import pytest
 
 from bot.domain.diagnosis import RunnerTypeState
 from bot.domain.queue_status import FleetView, QueueStatus
+from bot.listeners.rate_limit import PER_WINDOW
 from bot.listeners.status import NotUnderstood, StatusRequest, parse_request
 from bot.render.renderer import Renderer
 from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
 from bot.sandbox.slack.models import Ephemeral
-from bot.simulator.simulate import Scenario, SimulationSpec, Truth, runner_type_names
+from bot.simulator import Scenario, SimulationSpec, Truth, runner_type_names
 from bot.slack import blockkit
 from bot.slack.contract import ActionId, SilenceInput
 from bot.status.reader import matching
 from tests.support.alertmanager import Alertmanager
+from tests.support.github import HOOK_SECRET, deliver, job_delivery
 from tests.support.harness import Stack, running_stack
 from tests.support.payloads import reference
 from tests.support.prometheus import Prometheus
@@ -296,10 +298,30 @@ async def test_without_metrics_incidents_and_silences_only(tmp_path: Path) -> No
         for text in ("", "linux.g5"):
             answer = await _command(stack, text)
             shown = _blocks_text(answer.blocks)
-            assert "No metrics source is configured" in shown and "`PROMETHEUS_URL`" in shown
+            assert (
+                "No source of fleet data is configured" in shown
+                and "`GITHUB_WEBHOOK_SECRET`" in shown
+            )
         summary = await _command(stack)
         shown = _blocks_text(summary.blocks)
         assert f"<{_permalink(stack, parent)}|" in shown and "Active silences:* none" in shown
+
+
+async def test_one_person_asking_too_often_is_told_to_wait(tmp_path: Path) -> None:
+    """Past six asks a minute, the ack itself says how long to wait and nothing is read or
+    posted; someone else is answered as usual."""
+    async with running_stack(tmp_path) as stack:
+        for _ in range(PER_WINDOW):
+            result = await stack.sandbox.slash_command(COMMAND, "")
+            assert result.status == 200 and result.body.strip() == ""
+        await stack.sandbox.wait_for(lambda: len(stack.sandbox.response_posts) == PER_WINDOW)
+        result = await stack.sandbox.slash_command(COMMAND, "")
+        ack = result.json()
+        assert ack["response_type"] == "ephemeral"
+        assert re.search(r"ask again in \d+ s", ack["text"])
+        result = await stack.sandbox.slash_command(COMMAND, "", user_id=SECOND_USER)
+        assert result.body.strip() == ""
+        await stack.sandbox.wait_for(lambda: len(stack.sandbox.response_posts) == PER_WINDOW + 1)
 
 
 @pytest.mark.parametrize(
@@ -381,3 +403,26 @@ def test_metric_labels_and_alert_text_stay_inert() -> None:
         assert "<!channel>" not in text and "<https://evil" not in text
         assert "&lt;!channel&gt;" in text
         assert blockkit.validate_message(shown.text, shown.blocks) == []
+
+
+async def test_the_queue_from_github_job_events_with_since_when(tmp_path: Path) -> None:
+    """With only GitHub's job events (no Prometheus), /queue-status shows each runner type's
+    queue as the alert counts it: jobs queued 5 minutes or more, the longest wait, since when;
+    the detail charts it from the events."""
+    now = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)
+    async with running_stack(
+        tmp_path, clock=lambda: now, GITHUB_WEBHOOK_SECRET=HOOK_SECRET
+    ) as stack:
+        for n, minutes in enumerate((37, 12, 3)):
+            body = job_delivery("queued", 500 + n, now - timedelta(minutes=minutes))
+            status, _ = await deliver(stack.http, stack.url, body)
+            assert status == 202
+        summary = _blocks_text((await _command(stack)).blocks)
+        assert "`linux.2xlarge`" in summary
+        assert "2 queued · longest wait 37m (since 14:23 UTC)" in summary
+        detail = await _command(stack, "linux.2x")
+        assert "linux.2xlarge" in _blocks_text(detail.blocks)
+        (chart,) = await stack.sandbox.wait_for(
+            lambda: [f for f in stack.sandbox.files if f.completed], timeout=30
+        )
+        assert chart.content is not None and chart.content.startswith(b"\x89PNG")

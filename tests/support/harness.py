@@ -28,6 +28,9 @@ from bot.web.routes import EDGES
 
 BOT_TOKEN = "xoxb-test-bot-token"
 SIGNING_SECRET = "test-signing-secret"
+#: The webhook token every test bot requires unless the test sets its own webhook auth.
+WEBHOOK_TOKEN = "test-webhook-token"
+_WEBHOOK_AUTH = ("QUEUEBOT_WEBHOOK_TOKEN", "QUEUEBOT_WEBHOOK_HMAC_SECRET", "QUEUEBOT_WEBHOOK_AUTH")
 CHANNEL_NAME = "queue-alerts"
 
 
@@ -37,21 +40,37 @@ class Answer:
     body: dict[str, Any]
 
 
+def webhook_auth(env: dict[str, str]) -> dict[str, str]:
+    """The test default, QUEUEBOT_WEBHOOK_TOKEN=WEBHOOK_TOKEN, unless `env` sets webhook auth."""
+    return {} if any(name in env for name in _WEBHOOK_AUTH) else {_WEBHOOK_AUTH[0]: WEBHOOK_TOKEN}
+
+
+def webhook_headers(
+    headers: dict[str, str] | None = None, token: str | None = WEBHOOK_TOKEN
+) -> dict[str, str]:
+    """What a test's Grafana sends: JSON, with `token` unless `headers` say otherwise."""
+    credentials = {"Authorization": f"Bearer {token}"} if token else {}
+    return {"Content-Type": "application/json", **credentials, **(headers or {})}
+
+
 @dataclass
 class Stack:
     sandbox: SlackSandbox
     app: web.Application
     url: str
     http: aiohttp.ClientSession
+    #: The token the bot requires, when the test left webhook auth at the default.
+    token: str | None = WEBHOOK_TOKEN
 
     async def webhook(
         self, body: dict[str, Any] | bytes, headers: dict[str, str] | None = None
     ) -> Answer:
+        """Post `body` to the Grafana webhook as the test's Grafana (see `webhook_headers`)."""
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         async with self.http.post(
             f"{self.url}/webhooks/grafana",
             data=io.BytesIO(data),
-            headers={"Content-Type": "application/json", **(headers or {})},
+            headers=webhook_headers(headers, self.token),
         ) as response:
             text = await response.text()
             return Answer(response.status, json.loads(text) if text.startswith("{") else {})
@@ -83,6 +102,10 @@ class Stack:
                 raise AssertionError("the outbox did not drain")
             await asyncio.sleep(0.02)
 
+    async def silence_checks(self, count: int, timeout: float = 10.0) -> None:  # noqa: ASYNC109
+        """Wait until the silence watcher has done `count` more passes than it had so far."""
+        await watched(self.url, "queuebot_silence_checks_total", count, timeout)
+
     def text(self, message: PostedMessage) -> str:
         """The current text of every block of a message, as the bot last wrote it."""
         return json.dumps(message.blocks, ensure_ascii=False) + "\n" + message.text
@@ -96,6 +119,7 @@ def settings_for(database: Path, sandbox: SlackSandbox, **env: str) -> Settings:
             "SLACK_API_URL": sandbox.api_url,
             "QUEUEBOT_CHANNEL": f"#{CHANNEL_NAME}",
             "QUEUEBOT_DATABASE": str(database),
+            **webhook_auth(env),
             **env,
         },
         for_serve=True,
@@ -122,7 +146,8 @@ async def running_stack(
             aiohttp.ClientSession() as http,
         ):
             sandbox.request_url = f"{url}/slack/events"
-            yield Stack(sandbox, app, url, http)
+            token = webhook_auth(env).get("QUEUEBOT_WEBHOOK_TOKEN")
+            yield Stack(sandbox, app, url, http, token)
     finally:
         await sandbox.stop()
 
@@ -158,6 +183,7 @@ async def serve_process(
         "QUEUEBOT_DATABASE": str(database),
         "HOST": "127.0.0.1",
         "PORT": str(port),
+        **webhook_auth(settings),
         **settings,
     }
     with (database.parent / "queuebot.log").open("ab") as log:
@@ -194,15 +220,37 @@ async def drained(port: int, timeout: float = 30.0) -> None:  # noqa: ASYNC109
 
 async def outbox_pending(port: int) -> float:
     """Slack deliveries a `queuebot serve` process still owes, read from its /metrics."""
-    async with (
-        aiohttp.ClientSession() as http,
-        http.get(f"http://127.0.0.1:{port}/metrics") as answer,
-    ):
+    return await metric(f"http://127.0.0.1:{port}", "queuebot_outbox_pending")
+
+
+async def metric(url: str, sample: str, **labels: str) -> float:
+    """The `sample` with exactly `labels` of the bot's /metrics at `url`; 0 for a labelled
+    series not counted yet."""
+    async with aiohttp.ClientSession() as http, http.get(f"{url}/metrics") as answer:
         text = await answer.text()
     for family in text_string_to_metric_families(text):
-        if family.name == "queuebot_outbox_pending":
-            return float(family.samples[0].value)
-    raise AssertionError("/metrics has no queuebot_outbox_pending")
+        for found in family.samples:
+            if found.name == sample and found.labels == labels:
+                return float(found.value)
+    if labels:
+        return 0.0
+    raise AssertionError(f"/metrics has no {sample}")
+
+
+async def counted(url: str, sample: str, value: float, within: float = 10.0, **labels: str) -> None:
+    """Wait until the counter `sample` with `labels` of the bot at `url` reaches `value`."""
+    async with asyncio.timeout(within):
+        while await metric(url, sample, **labels) < value:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+
+
+async def watched(url: str, sample: str, more: float, timeout: float = 10.0) -> None:  # noqa: ASYNC109
+    """Wait until the counter `sample` of the bot at `url` has grown by `more`: the bot's own
+    background work, seen to happen instead of slept through."""
+    async with asyncio.timeout(timeout):
+        target = await metric(url, sample) + more
+        while await metric(url, sample) < target:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
 
 
 async def stop_process(process: asyncio.subprocess.Process) -> None:

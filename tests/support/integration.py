@@ -27,3 +27,11 @@ def require_binary(name: str, install: str) -> str:
             f"install it with: {install}"
         )
     pytest.skip(f"{name} is not installed; install it with: {install}")
+
+
+def require(what: str, problem: str) -> None:
+    """Skip the test (fail it in CI) because `what` it needs is not there: `problem` says why."""
+    message = f"needs {what}, which is not available here: {problem}"
+    if integration_required():
+        pytest.fail(f"{message} ({REQUIRE_VARIABLE}=1 requires it)")
+    pytest.skip(message)

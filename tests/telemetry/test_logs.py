@@ -34,6 +34,7 @@ from bot.telemetry.logs import QUIETED, JsonFormatter, RedactionFilter, setup_lo
 from bot.telemetry.redaction import REDACTED, known_secrets
 from bot.web import paths
 from bot.web.grafana_webhook import SIGNATURE_HEADER
+from tests.support.harness import watched
 from tests.support.payloads import encoded, reference
 from tests.support.servers import free_port
 
@@ -459,8 +460,8 @@ async def test_a_full_run_logs_no_secret(tmp_path: Path) -> None:
 
             await sandbox.wait_for(silenced, timeout=10)
             await serve.logged("silenced until")
-            # One silence check after the silence exists: Grafana is read with the token.
-            await asyncio.sleep(1.0)
+            # A whole silence check after the silence exists: Grafana is read with the token.
+            await watched(serve.url, "queuebot_silence_checks_total", 2)
         finally:
             code = await serve.interrupt()
             # Shown when the test fails: what the process said.

@@ -43,8 +43,8 @@ from hypothesis import strategies as st
 from bot.sandbox.grafana import GrafanaSandbox
 from bot.sandbox.slack import ONCALL_USER, payloads
 from bot.slack.contract import ActionId
-from bot.web.grafana_webhook import MAX_BODY_BYTES
-from tests.support.harness import SIGNING_SECRET, Stack, running_stack
+from bot.web.grafana_webhook import MAX_BODY_BYTES, is_json
+from tests.support.harness import SIGNING_SECRET, Stack, running_stack, webhook_headers
 from tests.support.live import Live, live_stack
 from tests.support.payloads import reference
 
@@ -95,7 +95,8 @@ async def _post(stack: Stack, sent: Sent, headers: dict[str, str] | None = None)
                 yield sent.body[start : start + 65536]
 
         data = chunks()
-    sent_headers = dict(headers or {})
+    sent_headers = webhook_headers(headers, stack.token)
+    del sent_headers["Content-Type"]
     if sent.content_type is not None:
         sent_headers["Content-Type"] = sent.content_type
     async with stack.http.post(
@@ -285,8 +286,11 @@ webhook_requests = st.builds(
 
 def _assert_answer(status: int, answer: Any, sent: Sent) -> None:
     assert status < 500, f"{status} for {sent!r}"
-    assert status in (202, 400, 413), f"{status} for {sent!r}"
-    assert (status == 413) == (len(sent.body) > MAX_BODY_BYTES), f"{status} for {sent!r}"
+    assert status in (202, 400, 413, 415), f"{status} for {sent!r}"
+    too_large = len(sent.body) > MAX_BODY_BYTES
+    assert (status == 413) == too_large, f"{status} for {sent!r}"
+    not_json = not is_json(sent.content_type or "")
+    assert (status == 415) == (not_json and not too_large), f"{status} for {sent!r}"
     if status == 400:
         assert isinstance(answer, dict) and answer["error"] and "details" in answer
 
@@ -304,8 +308,9 @@ def _still_serving(live: Live) -> None:
 
 def test_webhook_answers_every_body_without_a_server_error(tmp_path: Path) -> None:
     """Arbitrary JSON, the reference with a field of the wrong type or an odd value, deep
-    nesting, invalid UTF-8, any Content-Type (or none), empty and huge bodies: 202, 400 or
-    413 (exactly when over 1 MiB), never 5xx; afterwards the bot still takes an alert."""
+    nesting, invalid UTF-8, any Content-Type (or none), empty and huge bodies: 202, 400, 413
+    (exactly when over 1 MiB) or 415 (exactly when not declared JSON), never 5xx; afterwards
+    the bot still takes an alert."""
     with live_stack(tmp_path) as live:
 
         @FUZZ

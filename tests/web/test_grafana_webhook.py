@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.harness import running_stack
+from tests.support.harness import running_stack, webhook_headers
 from tests.support.payloads import reference
 
 TOKEN = "webhook-shared-token"
@@ -65,6 +65,38 @@ class TestToken:
             assert TOKEN not in json.dumps(answer.body)
             await stack.settled()
             assert stack.sandbox.messages() == []
+
+
+class TestNoAuth:
+    async def test_explicitly_open_webhook_takes_an_alert_without_credentials(
+        self, tmp_path: Path
+    ) -> None:
+        """QUEUEBOT_WEBHOOK_AUTH=none is the operator's choice: no credential is asked for."""
+        async with running_stack(tmp_path, QUEUEBOT_WEBHOOK_AUTH="none") as stack:
+            assert stack.token is None
+            assert (await stack.webhook(_body())).status == 202
+            await stack.parents(1)
+
+    @pytest.mark.parametrize(
+        "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]
+    )
+    async def test_a_cross_site_form_post_is_415(self, tmp_path: Path, content_type: str) -> None:
+        """A body not declared JSON (what a browser form on another site can send) gets 415,
+        even on an open webhook, and nothing is posted."""
+        async with running_stack(tmp_path, QUEUEBOT_WEBHOOK_AUTH="none") as stack:
+            answer = await stack.webhook(_body(), {"Content-Type": content_type})
+            assert answer.status == 415
+            assert "application/json" in answer.body["error"]
+            await stack.settled()
+            assert stack.sandbox.messages() == []
+
+    @pytest.mark.parametrize(
+        "content_type", ["application/json; charset=utf-8", "application/vnd.grafana+json"]
+    )
+    async def test_json_with_parameters_is_taken(self, tmp_path: Path, content_type: str) -> None:
+        async with running_stack(tmp_path) as stack:
+            answer = await stack.webhook(_body(), {"Content-Type": content_type})
+            assert answer.status == 202
 
 
 class TestSignature:
@@ -205,7 +237,9 @@ class TestBadBodies:
 
         async with (
             running_stack(tmp_path) as stack,
-            stack.http.post(f"{stack.url}/webhooks/grafana", data=chunks()) as response,
+            stack.http.post(
+                f"{stack.url}/webhooks/grafana", data=chunks(), headers=webhook_headers()
+            ) as response,
         ):
             assert response.status == 413
             assert "larger than" in (await response.json())["error"]

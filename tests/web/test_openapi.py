@@ -50,6 +50,7 @@ CHECKS = [
 
 EXPECTED_OPERATIONS = {
     f"POST {paths.GRAFANA_WEBHOOK_PATH}",
+    f"POST {paths.GITHUB_WEBHOOK_PATH}",
     f"GET {paths.HEALTHZ_PATH}",
     f"GET {paths.METRICS_PATH}",
     f"GET {paths.OPENAPI_PATH}",
@@ -67,7 +68,7 @@ async def _served(live: Live) -> tuple[int, str, Any]:
 
 
 def test_document_is_served_and_valid(tmp_path: Path) -> None:
-    """The bot serves the document; it is valid OpenAPI 3.1 and lists the four routes."""
+    """The bot serves the document; it is valid OpenAPI 3.1 and lists the five routes."""
     with live_stack(tmp_path) as live:
         status, content_type, body = live.run(_served(live))
         assert (status, content_type) == (200, "application/json")

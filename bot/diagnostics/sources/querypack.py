@@ -16,33 +16,9 @@ A fleet with other exporters maps its own metrics in the YAML file:
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import BaseModel, ConfigDict, Field
 
-
-class Signal(StrEnum):
-    """What a query measures, per runner type at one moment."""
-
-    QUEUED = "queued"  # jobs waiting for a runner
-    RUNNING = "running"
-    MAX_WAIT = "max_wait"  # seconds the longest-waiting recent job waited
-    REGISTERED = "registered"  # runners registered with GitHub
-    BUSY = "busy"
-    IDLE = "idle"
-    DESIRED = "desired"  # runners the autoscaler wants
-    MIN_RUNNERS = "min_runners"
-    MAX_RUNNERS = "max_runners"  # the autoscaler's configured maximum
-    STARTED_PER_MINUTE = "started_per_minute"  # job arrival rate
-    STARTED_BY_WORKFLOW = "started_by_workflow"
-    DURATION_P50 = "duration_p50"  # job execution time, seconds
-    DURATION_P90 = "duration_p90"
-    DURATION_P90_BY_WORKFLOW = "duration_p90_by_workflow"
-    PENDING_RUNNERS = "pending_runners"  # ephemeral runners created but not yet running
-    FAILED_RUNNERS = "failed_runners"  # ephemeral runners that failed to start
-    CPU_THROTTLED = "cpu_throttled"  # share of CPU periods throttled on runner pods, 0..1
-    OOM_KILLS = "oom_kills"  # runner containers OOM-killed within the window
-
+from bot.diagnostics.measures import Signal
 
 #: Runner pods are named `<scale set>-<5 chars>-runner-<5 chars>`; the scale set is the type.
 _POD_TO_TYPE = 'label_replace({expr}, "name", "$1", "pod", "(.+)-[a-z0-9]+-runner-[a-z0-9]+")'
@@ -119,6 +95,21 @@ class QueryPack(BaseModel):
     failed_runners: str = DEFAULT_QUERIES[Signal.FAILED_RUNNERS]
     cpu_throttled: str = DEFAULT_QUERIES[Signal.CPU_THROTTLED]
     oom_kills: str = DEFAULT_QUERIES[Signal.OOM_KILLS]
+    # Not in actions-runner-controller's metrics: measured from GitHub's job events and runners
+    # list instead, unless a fleet's own exporters answer them.
+    arrivals_per_minute: str = DEFAULT_QUERIES.get(Signal.ARRIVALS_PER_MINUTE, "")
+    arrivals_by_workflow: str = DEFAULT_QUERIES.get(Signal.ARRIVALS_BY_WORKFLOW, "")
+    completed_per_minute: str = DEFAULT_QUERIES.get(Signal.COMPLETED_PER_MINUTE, "")
+    queue_time_p50: str = DEFAULT_QUERIES.get(Signal.QUEUE_TIME_P50, "")
+    queue_time_p90: str = DEFAULT_QUERIES.get(Signal.QUEUE_TIME_P90, "")
+    duration_mean: str = DEFAULT_QUERIES.get(Signal.DURATION_MEAN, "")
+    failed_share: str = DEFAULT_QUERIES.get(Signal.FAILED_SHARE, "")
+    duration_mean_by_workflow: str = DEFAULT_QUERIES.get(Signal.DURATION_MEAN_BY_WORKFLOW, "")
+    offline: str = DEFAULT_QUERIES.get(Signal.OFFLINE, "")
+
+    def measures(self, signal: Signal) -> bool:
+        """Whether the pack has a query for `signal` (an empty one: Prometheus is not asked)."""
+        return bool(getattr(self, signal.value).strip())
 
     def query(self, signal: Signal) -> str:
         """The PromQL for `signal`, with the rate window filled in."""

@@ -2,7 +2,9 @@
 
 A benchmark in another process injects faults and reads the call log over HTTP:
 `POST /_sandbox/faults` {method, status, retry_after, count, error}, `DELETE /_sandbox/faults`,
-`GET /_sandbox/faults`, `GET /_sandbox/calls?method=chat.postMessage`.
+`GET /_sandbox/faults`, `GET /_sandbox/calls?method=chat.postMessage`. They are not Slack's:
+POST and DELETE say `Content-Type: application/json`, and every request names the address the
+sandbox listens on (guard.py), so a web page cannot make the workspace fail.
 """
 
 from aiohttp import web

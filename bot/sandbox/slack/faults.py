@@ -6,6 +6,10 @@ A fault `after` the call lets the call take effect and loses its answer, as when
 drops after Slack did the work: the caller cannot tell it happened. A `stall` holds the answer
 that many seconds first, as a Slack too slow to answer does: the caller times out, or is still
 waiting when it dies.
+
+A fault names the Web API method it answers (`chat.postMessage`), none for every call, or
+`incoming-webhook` for posts to incoming webhook URLs (`bot.sandbox.slack.incoming`), which
+are no Web API method but fail the same ways.
 """
 
 import math
@@ -17,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+#: The pseudo-method a fault names to answer posts to incoming webhooks.
+INCOMING_WEBHOOK = "incoming-webhook"
 #: Error names for injected statuses when none is given.
 DEFAULT_ERRORS: Mapping[int, str] = MappingProxyType(
     {429: "ratelimited", 500: "internal_error", 503: "service_unavailable"}

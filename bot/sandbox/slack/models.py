@@ -75,6 +75,8 @@ class Channel:
     name: str
     members: set[str] = field(default_factory=set)
     is_private: bool = False
+    #: Archived channels take no messages; only incoming webhooks look at this so far.
+    is_archived: bool = False
 
 
 @dataclass
@@ -102,6 +104,8 @@ class PostedMessage:
     metadata: JSON | None = None
     #: Shared files as Slack lists them in a message: id, name, title.
     files: list[JSON] = field(default_factory=list)
+    #: Legacy secondary attachments, as an incoming webhook posted them.
+    attachments: list[JSON] = field(default_factory=list)
     reply_ts: list[str] = field(default_factory=list)
     versions: list[MessageVersion] = field(default_factory=list)
     edited_by: str | None = None
@@ -138,6 +142,8 @@ class PostedMessage:
             out["metadata"] = self.metadata
         if self.files:
             out["files"] = self.files
+        if self.attachments:
+            out["attachments"] = self.attachments
             out["upload"] = True
         if len(self.versions) > 1:
             out["edited"] = {"user": self.edited_by, "ts": self.versions[-1].edited_ts}

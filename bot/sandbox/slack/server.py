@@ -1,12 +1,17 @@
 """`SlackSandbox`: a local Slack-compatible workspace served over HTTP for tests and the demo.
 
-Point slack_sdk at it with `AsyncWebClient(token=..., base_url=sandbox.api_url)`; point the
+Point slack_sdk at it with `AsyncWebClient(token=..., base_url=sandbox.api_url)`, and a
+notifier that speaks incoming webhooks at `sandbox.incoming.add(channel)`; point the
 sandbox at the app with `request_url` (or connect the app over Socket Mode with `app_token`).
+It listens on 127.0.0.1 unless told otherwise, and answers only requests that name the address
+it listens on (`guard`: DNS rebinding, cross-site posts).
 """
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -15,6 +20,8 @@ from bot.sandbox.slack.api import Method, TokenKind, WebApi
 from bot.sandbox.slack.control import Control
 from bot.sandbox.slack.events import EventHub, SandboxEvent
 from bot.sandbox.slack.faults import Faults, MessageRateLimit
+from bot.sandbox.slack.guard import WILDCARDS, LocalGuard, is_loopback
+from bot.sandbox.slack.incoming import IncomingWebhooks
 from bot.sandbox.slack.interactions import AppLink, InteractionResult
 from bot.sandbox.slack.models import (
     CallRecord,
@@ -35,6 +42,8 @@ from bot.sandbox.slack.webhooks import Webhooks
 from bot.sandbox.slack.workspace import Identity, Workspace
 
 _T = TypeVar("_T")
+
+log = logging.getLogger(__name__)
 
 # The sandbox's own credentials: they open nothing but the sandbox.
 SANDBOX_BOT_TOKEN = "xoxb-sandbox-token"  # noqa: S105
@@ -95,6 +104,10 @@ class SlackSandbox:
             self.sockets.connections_open, "connections:write", TokenKind.APP
         )
         self.webhooks = Webhooks(self.workspace, self.hub)
+        #: Incoming webhooks: `incoming.add(channel)` gives a URL that posts into the channel.
+        self.incoming = IncomingWebhooks(
+            self.workspace, self.hub, self.faults, self.api.rate_limit, lambda: self.url
+        )
         self.link = AppLink(self.workspace, self.hub, self.sockets, signing_secret, request_url)
         self.people = People(self.workspace, self.link, lambda: self.url)
         self.ui = WebUi(self.workspace, self.hub, self.people)
@@ -103,6 +116,7 @@ class SlackSandbox:
         self.default_channel = self.workspace.add_channel(
             channel_name, channel_id, {identity.bot_user_id, ONCALL_USER, SECOND_USER}
         )
+        self.guard = LocalGuard()
         self._app: web.Application | None = None
         self._runner: web.AppRunner | None = None
         self._url: str | None = None
@@ -116,10 +130,11 @@ class SlackSandbox:
         return self._app
 
     def create_app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[self.guard.middleware])
         app.router.add_route("*", "/api/{method}", self.api.handle)
         app.router.add_post("/response/{target}", self.webhooks.respond)
         app.router.add_post("/upload/v1/{file}", self.webhooks.upload)
+        app.router.add_post("/services/{team}/{hook}/{secret}", self.incoming.post)
         app.router.add_get(r"/archives/{channel}/p{digits:\d{7,}}", self.webhooks.archive)
         app.router.add_get("/socket", self.sockets.websocket)
         app.router.add_routes(Control(self.workspace, self.faults).routes())
@@ -136,8 +151,21 @@ class SlackSandbox:
         await self.link.close()
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        """Serve on `host:port` (0 picks a free port); `url` and `api_url` say where."""
+        """Serve on `host:port` (0 picks a free port); `url` and `api_url` say where.
+
+        Anything but loopback lets every machine that reaches `host` act in the workspace
+        (click as anyone, inject faults): it is allowed when asked for, with a warning."""
         self._runner, self._url = await serve(self.web_app, host, port)
+        parts = urlsplit(self._url)
+        bound, bound_port = parts.hostname or host, parts.port or port
+        self.guard.listening(host, bound, bound_port)
+        if host in WILDCARDS or not is_loopback(bound):
+            log.warning(
+                "the local Slack workspace listens on %s port %s: anyone who can reach it can"
+                " act in it; listen on 127.0.0.1 unless that is meant",
+                host or "every interface",
+                bound_port,
+            )
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -159,8 +187,19 @@ class SlackSandbox:
         return self._url
 
     def use_url(self, url: str) -> None:
-        """Say where `web_app` is served when something other than start() serves it."""
+        """Say where `web_app` is served when something other than start() serves it; only
+        requests naming that host and port are answered."""
         self._url = url.rstrip("/")
+        parts = urlsplit(self._url)
+        if parts.hostname is None:
+            raise ValueError(f"not a URL the sandbox can be reached at: {url!r}")
+        self.guard.listening(parts.hostname, parts.hostname, parts.port or 80)
+
+    @property
+    def port(self) -> int:
+        """The port `url` names."""
+        port = urlsplit(self.url).port
+        return 80 if port is None else port
 
     @property
     def api_url(self) -> str:

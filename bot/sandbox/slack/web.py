@@ -6,7 +6,9 @@ and uploaded images. `GET /ui/state` is everything the page shows, as JSON; `GET
 streams a server-sent event on every change, so the page refreshes live. What a person does
 goes through `People`, which builds and signs the same requests Slack would send to the app:
 `POST /ui/click`, `/ui/submit`, `/ui/close`, `/ui/command`. Whoever hosts the sandbox (the
-demo) can add controls of its own (`/ui/control/{name}`, e.g. "fire another alert").
+demo) can add controls of its own (`/ui/control/{name}`, e.g. "fire another alert"). Each of
+these takes only JSON from the page's own origin, and only under an address the workspace
+listens on (guard.py), so no other web page can act or read here.
 """
 
 from __future__ import annotations
@@ -273,10 +275,8 @@ class WebUi:
 
 
 async def _body(request: web.Request) -> JSON:
-    # Only JSON: a browser sends that cross-site only after a CORS preflight, which the
-    # sandbox does not grant, so another page cannot click on someone's behalf.
-    if request.content_type != "application/json":
-        raise web.HTTPUnsupportedMediaType(text="send application/json")
+    # Declared JSON, from the page's own origin, under the workspace's own address: the guard
+    # (guard.py) has refused anything else before a handler runs.
     try:
         body = await request.json()
     except ValueError:

@@ -85,7 +85,8 @@ async def test_control_endpoint_adds_lists_and_clears_faults(
         with pytest.raises(SlackApiError) as raised:
             await client.chat_postMessage(channel=sandbox.channel_id, text="x")
         assert raised.value.response.headers["Retry-After"] == "2"
-        async with session.delete(faults_url) as cleared:
+        json_type = {"Content-Type": "application/json"}
+        async with session.delete(faults_url, headers=json_type) as cleared:
             assert cleared.status == 200
     assert (await client.chat_postMessage(channel=sandbox.channel_id, text="x"))["ok"]
 

@@ -1,0 +1,248 @@
+"""`Demo`: everything `queuebot demo` runs, started and stopped as one (the tests use it too).
+
+The local Slack-compatible workspace, a local Grafana silence API and a simulated fleet behind a
+Prometheus-compatible API (unless `GRAFANA_URL`/`GRAFANA_TOKEN` or `PROMETHEUS_URL` name real
+ones), and the bot itself, the same application `queuebot serve` runs; plus the controls on the
+workspace's page that fire, resolve and refire alerts. The controls are the workspace's own
+`/ui/control/...` endpoints, so they answer only JSON from the page's own origin under the
+address the workspace listens on (bot/sandbox/slack/guard.py): another web page cannot fire.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+from bot.app import create_app
+from bot.config import load_settings
+from bot.demo.alerts import REFERENCE_RESOLVED, reference_alert, surge_alert
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
+from bot.diagnostics.sources.querypack import QueryPack
+from bot.domain.notifications import parse_webhook
+from bot.sandbox.grafana import PREFIX as GRAFANA_API
+from bot.sandbox.grafana import GrafanaSandbox
+from bot.sandbox.prometheus import FleetPrometheus
+from bot.sandbox.serving import serve
+from bot.sandbox.slack import (
+    SlackSandbox,
+)
+from bot.sandbox.slack.web import UiControl
+from bot.simulator import Scenario, SimulationSpec
+from bot.web import paths
+
+DEMO_CHANNEL = "ci-infra-alerts"
+
+#: The simulated fleet: 8 runner types, 8 days (diagnostics compare with the 7 days before).
+FLEET_TYPES = 8
+FLEET_HOURS = 8 * 24 + 1
+FLEET_STEP_SECONDS = 120
+#: A mix with a surge on one runner type and the autoscaler's limit on another.
+FLEET_SEED = 1
+
+
+class Demo:
+    """Everything `queuebot demo` runs, started and stopped as one (the tests use it too)."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 3000,
+        slack_port: int = 0,
+        environ: Mapping[str, str] | None = None,
+        scratch: Path,
+    ) -> None:
+        self.host, self.port, self.slack_port = host, port, slack_port
+        self.environ = dict(os.environ if environ is None else environ)
+        self.scratch = scratch
+        bot_token = "xoxb-demo-" + secrets.token_hex(8)
+        signing_secret = secrets.token_hex(16)
+        self._bot_token, self._signing_secret = bot_token, signing_secret
+        #: What the demo's Grafana (the controls, the story, a curl) sends the bot's webhook.
+        self.webhook_token = secrets.token_hex(16)
+        self.sandbox = SlackSandbox(
+            bot_token=bot_token, signing_secret=signing_secret, channel_name=DEMO_CHANNEL
+        )
+        self.grafana: GrafanaSandbox | None = None
+        self.fleet: FleetPrometheus | None = None
+        self.prometheus_url = ""
+        self.bot_url = ""
+        self._runner: web.AppRunner | None = None
+        self._http: aiohttp.ClientSession | None = None
+
+    @property
+    def webhook_url(self) -> str:
+        return f"{self.bot_url}{paths.GRAFANA_WEBHOOK_PATH}"
+
+    async def start(self) -> None:
+        """Start the workspace, the stand-ins and the bot; raises OSError if `port` is taken.
+
+        The bot and the workspace (its page, the controls, the Slack API) listen on `host`;
+        the stand-ins for Grafana and Prometheus, which only the bot calls, on loopback."""
+        await self.sandbox.start(host=self.host, port=self.slack_port)
+        env = self.environ
+        grafana_url, grafana_token = env.get("GRAFANA_URL"), env.get("GRAFANA_TOKEN")
+        if not (grafana_url and grafana_token):
+            # Alerts the demo plays stay firing until resolved (Alertmanager would let a silent
+            # one lapse after resolve_timeout and the bot would take it as resolved).
+            self.grafana = GrafanaSandbox(
+                token=secrets.token_hex(16), resolve_timeout=timedelta(days=1)
+            )
+            await self.grafana.start()
+            grafana_url, grafana_token = self.grafana.url, self.grafana.token or ""
+        self.prometheus_url = env.get("PROMETHEUS_URL", "")
+        if not self.prometheus_url:
+            self.fleet = FleetPrometheus(
+                SimulationSpec(
+                    scenario=Scenario.MIX,
+                    hours=FLEET_HOURS,
+                    runner_types=FLEET_TYPES,
+                    seed=FLEET_SEED,
+                    end=datetime.now(UTC).replace(microsecond=0),
+                    step_seconds=FLEET_STEP_SECONDS,
+                )
+            )
+            await self.fleet.start()
+            self.prometheus_url = self.fleet.url
+        config = self.scratch / "queuebot.yml"
+        # The demo shows what the Run diagnostics button does, so it is not run by itself.
+        config.write_text("auto_diagnose: false\n")
+        settings = load_settings(
+            {
+                "SLACK_BOT_TOKEN": self._bot_token,
+                "SLACK_SIGNING_SECRET": self._signing_secret,
+                "SLACK_API_URL": self.sandbox.api_url,
+                "QUEUEBOT_CHANNEL": f"#{DEMO_CHANNEL}",
+                "QUEUEBOT_DATABASE": str(self.scratch / "queuebot.db"),
+                "QUEUEBOT_CONFIG": str(config),
+                "GRAFANA_URL": grafana_url,
+                "GRAFANA_TOKEN": grafana_token,
+                "PROMETHEUS_URL": self.prometheus_url,
+                "QUEUEBOT_SILENCE_CHECK_SECONDS": "5",
+                "QUEUEBOT_WEBHOOK_TOKEN": self.webhook_token,
+            },
+            for_serve=True,
+        )
+        self._runner, self.bot_url = await serve(
+            create_app(settings), self.host, self.port, access_log=False
+        )
+        self.sandbox.request_url = f"{self.bot_url}{paths.SLACK_EVENTS_PATH}"
+        self._http = aiohttp.ClientSession()
+        self._add_controls()
+
+    async def stop(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.sandbox.stop()
+        if self.grafana is not None:
+            await self.grafana.stop()
+        if self.fleet is not None:
+            await self.fleet.stop()
+
+    # -- alerts ------------------------------------------------------------------------------
+
+    async def fire(self, body: bytes) -> int:
+        """Post a webhook body to the bot as Grafana would; the HTTP status it answered."""
+        assert self._http is not None
+        headers = {
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {self.webhook_token}",
+        }
+        async with self._http.post(self.webhook_url, data=body, headers=headers) as answer:
+            return answer.status
+
+    async def play_reference(self) -> int:
+        """The reference alert, also put into the local Grafana so silences match it."""
+        if self.grafana is not None:
+            await self._grafana_knows(reference_alert())
+        return await self.fire(reference_alert())
+
+    async def _grafana_knows(self, body: bytes) -> None:
+        """Put an alert into the local Grafana as Grafana's own Alertmanager holds it (with
+        the rule UID label the webhook leaves out), so silences match it."""
+        assert self.grafana is not None and self._http is not None
+        lead = parse_webhook(body).lead
+        labels = {"__alert_rule_uid__": lead.rule_uid, **lead.labels}
+        async with self._http.post(
+            f"{self.grafana.url}{GRAFANA_API}/alerts",
+            json=[{"labels": labels, "annotations": lead.annotations}],
+            headers={"Authorization": f"Bearer {self.grafana.token}"},
+        ) as answer:
+            answer.raise_for_status()
+
+    def surge_type(self) -> str:
+        """The runner type the simulated fleet surges on (the busiest, without a fleet)."""
+        if self.fleet is not None:
+            surged = [
+                name
+                for name, cause in self.fleet.truth.affected.items()
+                if cause == "increased_workload"
+            ]
+            if surged:
+                return surged[0]
+            if self.fleet.truth.affected:
+                return next(iter(self.fleet.truth.affected))
+        return "linux-2xlarge"
+
+    async def fire_surge(self) -> str:
+        name = self.surge_type()
+        queued, wait = await self._fleet_now(name)
+        body = surge_alert(name, queued, wait / 60)
+        if self.grafana is not None:
+            await self._grafana_knows(body)
+        status = await self.fire(body)
+        return f"Fired a surge alert on {name} (webhook answered {status})"
+
+    async def resolve_reference(self) -> str:
+        status = await self.fire(reference_alert(REFERENCE_RESOLVED))
+        return f"Resolved the reference alert (webhook answered {status})"
+
+    async def refire_reference(self) -> str:
+        status = await self.play_reference()
+        return f"Fired the reference alert (webhook answered {status})"
+
+    async def _fleet_now(self, name: str) -> tuple[float, float]:
+        """Queued jobs and longest wait (seconds) of `name` now, from the fleet's metrics."""
+        assert self._http is not None
+        client = PrometheusClient(self._http, self.prometheus_url)
+        pack, now = QueryPack(), datetime.now(UTC)
+        values: list[float] = []
+        for signal_ in (Signal.QUEUED, Signal.MAX_WAIT):
+            try:
+                samples = await client.instant(pack.query(signal_), now)
+            except PrometheusError:
+                samples = []
+            found = [s.value for s in samples if s.labels.get("name") == name]
+            values.append(found[0] if found else 0.0)
+        return values[0], values[1]
+
+    def _add_controls(self) -> None:
+        surge = self.surge_type()
+        self.sandbox.ui.controls.update(
+            {
+                "surge": UiControl(
+                    f"Fire a surge alert on {surge}",
+                    self.fire_surge,
+                    "Grafana's queueing rule, narrowed to the runner type the fleet surges on",
+                ),
+                "resolve": UiControl(
+                    "Resolve the reference alert",
+                    self.resolve_reference,
+                    "Grafana's resolved notification for the reference alert",
+                ),
+                "reference": UiControl(
+                    "Fire the reference alert",
+                    self.refire_reference,
+                    "P2, pytorch-dev-infra, max queue time 114 min, max queue size 14",
+                ),
+            }
+        )

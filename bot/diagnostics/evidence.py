@@ -1,0 +1,150 @@
+"""Reading one runner type out of the fleet's signals: its state now, what its demand and its
+supply are doing, and each number as evidence with the source it came from.
+
+Demand is arrivals: jobs created per minute, from GitHub's job events. Where only starts are
+measured (actions-runner-controller), arrivals are starts plus the queue's growth: at a maximum
+starts cannot rise whatever the demand, so starts alone never rule a surge out. Supply is the
+jobs running (busy runners): flat at a ceiling, or falling while jobs wait.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.signals import EARLIER, FleetSignals
+from bot.domain.diagnosis import Evidence, RunnerTypeState
+
+#: A runner type is queueing when a job waited this long, or this many jobs wait.
+WAIT_AFFECTED_SECONDS = 600.0
+QUEUED_AFFECTED = 5.0
+
+
+def window_minutes(window: str) -> float:
+    """`10m`, `90s`, `1h` in minutes (the rate window)."""
+    unit = {"s": 1 / 60, "m": 1.0, "h": 60.0}.get(window[-1:], 1.0)
+    try:
+        return float(window[:-1]) * unit
+    except ValueError:
+        return 10.0
+
+
+def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
+    """One runner type as the fleet's signals describe it now."""
+
+    def get(signal: Signal) -> float | None:
+        return fleet.value(signal, name)
+
+    queued, wait = get(Signal.QUEUED), get(Signal.MAX_WAIT)
+    registered = get(Signal.REGISTERED)
+    affected = (wait or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= max(
+        QUEUED_AFFECTED, 0.25 * (registered or 0.0)
+    )
+    busy = get(Signal.BUSY)
+    return RunnerTypeState(
+        name=name,
+        queued=queued,
+        max_wait_seconds=wait,
+        busy=busy if busy is not None else get(Signal.RUNNING),
+        registered=registered,
+        idle=get(Signal.IDLE),
+        desired=get(Signal.DESIRED),
+        max=get(Signal.MAX_RUNNERS),
+        affected=affected and (queued or 0.0) > 0,
+        since=fleet.since.get(name),
+    )
+
+
+def evidence(
+    fleet: FleetSignals,
+    signal: Signal,
+    name: str,
+    measure: str,
+    *,
+    unit: str = "",
+    baseline: bool = True,
+    workflows: tuple[str, ...] = (),
+    now: float | None = None,
+) -> Evidence:
+    """The value of `signal` for `name` (or `now`), its baseline, and where it came from."""
+    origin = fleet.origin(signal, name)
+    return Evidence(
+        runner_type=name,
+        measure=measure,
+        now=fleet.value(signal, name) if now is None else now,
+        baseline=fleet.base(signal, name) if baseline else None,
+        unit=unit,
+        workflows=workflows,
+        source=origin.value if origin else "",
+    )
+
+
+def earlier(fleet: FleetSignals, signal: Signal, name: str) -> list[float]:
+    """The values of `signal` 15 and 30 minutes ago, where known."""
+    return [then[name] for then in fleet.earlier.get(signal, []) if name in then]
+
+
+@dataclass(frozen=True)
+class Demand:
+    """Jobs asked for per minute now and usually; `measured` says how."""
+
+    now: float
+    usual: float
+    measured: str  # "arrivals", "starts and the queue's growth", or "starts"
+
+
+def demand(fleet: FleetSignals, name: str) -> Demand | None:
+    """Arrivals, or starts plus the queue's growth; None when neither can be told."""
+    arrivals = fleet.value(Signal.ARRIVALS_PER_MINUTE, name)
+    usual = fleet.base(Signal.ARRIVALS_PER_MINUTE, name)
+    if arrivals is not None and usual is not None:
+        return Demand(arrivals, usual, "arrivals")
+    started = fleet.value(Signal.STARTED_PER_MINUTE, name)
+    usual_starts = fleet.base(Signal.STARTED_PER_MINUTE, name)
+    if started is None or usual_starts is None:
+        return None
+    queued = fleet.value(Signal.QUEUED, name)
+    before = earlier(fleet, Signal.QUEUED, name)
+    if queued is None or not before:
+        return Demand(started, usual_starts, "starts")
+    span = EARLIER[len(before) - 1].total_seconds() / 60.0
+    growth = max(queued - before[-1], 0.0) / span
+    return Demand(started + growth, usual_starts, "starts and the queue's growth")
+
+
+def significant_rise(now: float, usual: float, minutes: float, z: float) -> bool:
+    """More jobs in the window than chance explains: counts of jobs are Poisson, so at a few a
+    minute, 21 where 12 are usual is noise (z 1.6), 50 is a surge (z 4.8)."""
+    counted, expected = now * minutes, usual * minutes
+    return (counted - expected) / math.sqrt(counted + expected + 1.0) >= z
+
+
+@dataclass(frozen=True)
+class Supply:
+    """Jobs running (busy runners) now and 15, 30 minutes before, and usually."""
+
+    now: float
+    before: tuple[float, ...]
+    usual: float | None
+
+    @property
+    def flat(self) -> bool:
+        """Held at one level the last half hour: a ceiling."""
+        levels = (self.now, *self.before)
+        return len(levels) > 1 and max(levels) <= 1.07 * min(levels) + 1.0
+
+    @property
+    def falling(self) -> bool:
+        """Clearly fewer than half an hour ago: runners going and not coming back."""
+        return bool(self.before) and self.now <= 0.85 * max(self.before) - 2.0
+
+
+def supply(fleet: FleetSignals, name: str) -> Supply | None:
+    """Busy runners over the last half hour: jobs running (job events) or busy (a gauge)."""
+    for signal in (Signal.RUNNING, Signal.BUSY):
+        now = fleet.value(signal, name)
+        before = earlier(fleet, signal, name)
+        if now is not None and before:
+            return Supply(now, tuple(before), fleet.base(signal, name))
+    return None

@@ -1,0 +1,209 @@
+"""Reading the fleet from every configured source at once, and putting the readings together.
+
+Sources compose: GitHub's job events (in the store), GitHub's runners list, Prometheus. Each
+signal of each runner type is taken from the first source that has it, in this order: job
+events (exact, per job), the runners list (GitHub's own view of its runners), Prometheus
+(the autoscaler's view: desired and maximum runners, pods' CPU and OOM kills, and whatever the
+others lack). Where each value came from is kept, so the report can say it. A source that fails
+is said in `missing`; only when no source knows any runner type is the fleet unreadable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from bot.diagnostics.measures import BY_WORKFLOW, Origin, Signal
+from bot.diagnostics.signals import (
+    EARLIER,
+    WITH_BASELINE,
+    WITH_EARLIER,
+    FleetSignals,
+    collect,
+    no_fleet,
+)
+from bot.diagnostics.sources.github_runners import GitHubError, GitHubRunnersClient
+from bot.diagnostics.sources.job_events import JobReading, read_jobs
+from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.diagnostics.sources.querypack import QueryPack
+from bot.diagnostics.sources.runner_supply import RunnerFleet
+from bot.store import Store, StoreError
+
+#: How long reading the fleet may take before what came in is used.
+READ_TIMEOUT_SECONDS = 20.0
+
+
+class FleetUnreadable(Exception):
+    """No configured source knows any runner type: the message says why, source by source."""
+
+
+@dataclass(frozen=True)
+class FleetSources:
+    """The configured sources; a None one is not configured."""
+
+    store: Store | None = None
+    jobs: JobsConfig = field(default_factory=JobsConfig)
+    runners: GitHubRunnersClient | None = None
+    prometheus: PrometheusClient | None = None
+    pack: QueryPack = field(default_factory=QueryPack)
+
+    @property
+    def configured(self) -> bool:
+        return any(s is not None for s in (self.store, self.runners, self.prometheus))
+
+
+def from_jobs(reading: JobReading, window: str) -> FleetSignals:
+    """The job events' reading as fleet signals."""
+    fleet = FleetSignals(at=reading.at, window=window)
+    for signal, values in reading.now.items():
+        if signal in BY_WORKFLOW:
+            continue
+        fleet.now[signal] = dict(values)
+    fleet.baseline = {s: dict(v) for s, v in reading.baseline.items() if s not in BY_WORKFLOW}
+    fleet.workflows = {s: dict(v) for s, v in reading.workflows.items()}
+    fleet.workflow_baseline = {s: dict(v) for s, v in reading.workflow_baseline.items()}
+    fleet.earlier[Signal.QUEUED] = list(reading.earlier_queued)
+    fleet.earlier[Signal.RUNNING] = list(reading.earlier_running)
+    fleet.longest = dict(reading.longest)
+    fleet.since = dict(reading.since)
+    return fleet
+
+
+def from_runners(supply: RunnerFleet, names: set[str], at: datetime, window: str) -> FleetSignals:
+    """GitHub's runners list as fleet signals, for the runner types `names` (all the types it
+    has, when none are known from elsewhere)."""
+    fleet = FleetSignals(at=at, window=window)
+    types = supply.supply_for(sorted(names)) if names else supply.supply
+    for name, counts in types.items():
+        fleet.now.setdefault(Signal.REGISTERED, {})[name] = float(counts.online)
+        fleet.now.setdefault(Signal.OFFLINE, {})[name] = float(counts.offline)
+        fleet.now.setdefault(Signal.BUSY, {})[name] = float(counts.busy)
+        fleet.now.setdefault(Signal.IDLE, {})[name] = float(counts.idle)
+    return fleet
+
+
+def merge(parts: list[tuple[Origin, FleetSignals]], at: datetime, window: str) -> FleetSignals:
+    """One reading from several, each value from the first part that has it."""
+    fleet = FleetSignals(at=at, window=window)
+    for origin, part in parts:
+        for signal, values in part.now.items():
+            into = fleet.now.setdefault(signal, {})
+            for name, value in values.items():
+                if name not in into:
+                    into[name] = value
+                    fleet.origins.setdefault(signal, {})[name] = origin
+                    if signal in part.baseline and name in part.baseline[signal]:
+                        fleet.baseline.setdefault(signal, {})[name] = part.baseline[signal][name]
+        for signal, workflows in part.workflows.items():
+            into_w = fleet.workflows.setdefault(signal, {})
+            for name, per_workflow in workflows.items():
+                if name not in into_w:
+                    into_w[name] = per_workflow
+                    fleet.origins.setdefault(signal, {})[name] = origin
+                    base = part.workflow_baseline.get(signal, {})
+                    if name in base:
+                        fleet.workflow_baseline.setdefault(signal, {})[name] = base[name]
+        for signal, earlier in part.earlier.items():
+            if signal not in fleet.earlier and earlier:
+                fleet.earlier[signal] = earlier
+        for signal, reason in part.missing.items():
+            fleet.missing.setdefault(signal, f"{origin.value}: {reason}")
+        for name, jobs in part.longest.items():
+            fleet.longest.setdefault(name, jobs)
+        for name, since in part.since.items():
+            fleet.since.setdefault(name, since)
+        fleet.sources += (origin,)
+    # What a source failed to read but another has is not missing.
+    for signal in list(fleet.missing):
+        if fleet.now.get(signal):
+            del fleet.missing[signal]
+    return fleet
+
+
+async def read_fleet(
+    sources: FleetSources,
+    at: datetime,
+    *,
+    signals: Iterable[Signal] = tuple(Signal),
+    with_baseline: Iterable[Signal] = WITH_BASELINE,
+    with_earlier: Iterable[Signal] = WITH_EARLIER,
+) -> FleetSignals:
+    """Every configured source at `at`, put together; FleetUnreadable when none knows any
+    runner type. Prometheus is asked only `signals` (with the baseline and earlier values of
+    those named), for a quick look such as /queue-status's."""
+    window = sources.pack.window
+    span = timedelta(minutes=_minutes(window))
+    problems: list[str] = []
+    jobs_part: FleetSignals | None = None
+    prometheus_part: FleetSignals | None = None
+
+    async def jobs() -> None:
+        nonlocal jobs_part
+        if sources.store is None:
+            return
+        try:
+            reading = await read_jobs(sources.store, sources.jobs, at, span, earlier=EARLIER)
+        except StoreError as exc:
+            problems.append(f"GitHub job events could not be read: {exc}")
+            return
+        jobs_part = from_jobs(reading, window)
+
+    async def prometheus() -> None:
+        nonlocal prometheus_part
+        if sources.prometheus is None:
+            return
+        part = await collect(
+            sources.prometheus,
+            sources.pack,
+            at,
+            signals=signals,
+            with_baseline=with_baseline,
+            with_earlier=with_earlier,
+        )
+        if part.runner_types():
+            prometheus_part = part
+        else:
+            problems.append(no_fleet(part, sources.prometheus.where))
+
+    supply: RunnerFleet | None = None
+
+    async def runners() -> None:
+        nonlocal supply
+        if sources.runners is None:
+            return
+        try:
+            supply = await sources.runners.fleet()
+        except GitHubError as exc:
+            problems.append(f"GitHub's runners list could not be read: {exc}")
+
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(READ_TIMEOUT_SECONDS):
+            await asyncio.gather(jobs(), prometheus(), runners())
+    parts: list[tuple[Origin, FleetSignals]] = []
+    if jobs_part is not None and jobs_part.runner_types():
+        parts.append((Origin.JOB_EVENTS, jobs_part))
+    names = {n for _, part in parts for n in part.runner_types()}
+    if prometheus_part is not None:
+        names |= set(prometheus_part.runner_types())
+    if supply is not None:
+        parts.append((Origin.RUNNERS, from_runners(supply, names, at, window)))
+    if prometheus_part is not None:
+        parts.append((Origin.PROMETHEUS, prometheus_part))
+    fleet = merge(parts, at, window)
+    fleet.problems = tuple(problems)
+    if not fleet.runner_types():
+        reasons = "; ".join(problems) or "no source has seen any runner type yet"
+        raise FleetUnreadable(reasons)
+    return fleet
+
+
+def _minutes(window: str) -> float:
+    unit = {"s": 1 / 60, "m": 1.0, "h": 60.0}.get(window[-1:], 1.0)
+    try:
+        return float(window[:-1]) * unit
+    except ValueError:
+        return 10.0

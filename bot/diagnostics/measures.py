@@ -1,0 +1,61 @@
+"""What diagnostics measure about a runner type, and where a measurement came from.
+
+Every source (GitHub's job events in the store, GitHub's runners list, Prometheus through the
+query pack) answers some of these signals, per runner type at one moment; a check reads the
+signals it needs from whichever source has them, and says where each came from. A signal no
+configured source has is "not measured".
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Signal(StrEnum):
+    """What is measured, per runner type at one moment (`*_by_workflow`: per workflow too)."""
+
+    QUEUED = "queued"  # jobs waiting for a runner
+    MAX_WAIT = "max_wait"  # seconds the longest-waiting job has waited
+    RUNNING = "running"  # jobs a runner is working on
+    ARRIVALS_PER_MINUTE = "arrivals_per_minute"  # jobs created (demand)
+    ARRIVALS_BY_WORKFLOW = "arrivals_by_workflow"
+    STARTED_PER_MINUTE = "started_per_minute"  # jobs a runner took
+    STARTED_BY_WORKFLOW = "started_by_workflow"
+    COMPLETED_PER_MINUTE = "completed_per_minute"
+    QUEUE_TIME_P50 = "queue_time_p50"  # seconds jobs started in the window waited
+    QUEUE_TIME_P90 = "queue_time_p90"
+    DURATION_MEAN = "duration_mean"  # job execution time, seconds
+    DURATION_P50 = "duration_p50"
+    DURATION_P90 = "duration_p90"
+    FAILED_SHARE = "failed_share"  # share of the jobs completed in the window that failed
+    DURATION_MEAN_BY_WORKFLOW = "duration_mean_by_workflow"
+    DURATION_P90_BY_WORKFLOW = "duration_p90_by_workflow"
+    REGISTERED = "registered"  # runners registered with GitHub (online)
+    OFFLINE = "offline"  # runners registered but offline
+    BUSY = "busy"
+    IDLE = "idle"
+    DESIRED = "desired"  # runners the autoscaler wants
+    MIN_RUNNERS = "min_runners"
+    MAX_RUNNERS = "max_runners"  # the autoscaler's configured maximum
+    PENDING_RUNNERS = "pending_runners"  # ephemeral runners created but not yet running
+    FAILED_RUNNERS = "failed_runners"  # ephemeral runners that failed to start
+    CPU_THROTTLED = "cpu_throttled"  # share of CPU periods throttled on runner pods, 0..1
+    OOM_KILLS = "oom_kills"  # runner containers OOM-killed within the window
+
+
+BY_WORKFLOW = frozenset(
+    {
+        Signal.ARRIVALS_BY_WORKFLOW,
+        Signal.STARTED_BY_WORKFLOW,
+        Signal.DURATION_MEAN_BY_WORKFLOW,
+        Signal.DURATION_P90_BY_WORKFLOW,
+    }
+)
+
+
+class Origin(StrEnum):
+    """Where a measurement came from, as the report names it."""
+
+    JOB_EVENTS = "GitHub job events"
+    RUNNERS = "GitHub runners"
+    PROMETHEUS = "Prometheus"

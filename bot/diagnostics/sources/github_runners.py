@@ -1,0 +1,390 @@
+"""Everything queuebot asks GitHub's REST API: the self-hosted runners of one organization,
+repository or enterprise (`GET {GITHUB_API_URL}/orgs/{org}/actions/runners`, or
+`/repos/{owner}/{repo}/…`, `/enterprises/{enterprise}/…`), for the supply per runner type
+(`bot.diagnostics.sources.runner_supply`).
+
+What it promises (the facts are docs.github.com's "Rate limits for the REST API" and "Using
+pagination in the REST API"):
+
+- At most one listing per `ttl` (60 s): diagnostics, /queue-status and a storm of clicks share
+  the last answer, and callers who ask at the same moment share one request.
+- Every page, `per_page=100`, by the `Link` header's `rel="next"` exactly as GitHub gives it
+  (and only to GITHUB_API_URL's own host: the token goes nowhere else), up to `max_pages`; a
+  longer list stops there, and the answer says it is not complete.
+- GitHub's rate limits kept: every answer's `X-RateLimit-Remaining`/`-Reset` are read. Nothing
+  is asked while a `Retry-After` runs, for a minute after a secondary limit that gave none
+  (doubling while it persists), or while the hour's budget left is under what a listing takes
+  plus a twentieth of the limit, left to the token's other users (an autoscaler sharing the
+  GitHub App). Meanwhile callers get the last answer, marked stale, or GitHubRateLimited saying
+  when to ask again.
+- A listing that failed otherwise is not tried again for FAILURE_HOLD_SECONDS; callers in that
+  time get its error.
+
+Errors, by what the caller should do about them:
+
+    GitHubError
+    ├── GitHubUnavailable           try again later: unreachable, timed out, 5xx, answer lost
+    ├── GitHubRateLimited           GitHub may not be asked before `retry_at`
+    ├── GitHubDenied                the token cannot list these runners; the message says what
+    │   │                           an admin must change
+    │   ├── GitHubBadCredentials    401: the token is wrong, expired or revoked
+    │   ├── GitHubMissingPermission 403: a permission or scope is missing (`needed` names it)
+    │   └── GitHubNotFound          404: no such org, repository or enterprise for this token
+    └── GitHubRejected              another answer: another 4xx, not the runners list, a Link
+                                    to another host
+
+The token goes out in the Authorization header only; no error or log line carries it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from bot import __version__
+from bot.diagnostics.sources.github_access import RunnerScope, denied_message, not_found_message
+from bot.diagnostics.sources.runner_supply import RunnerFleet, SelfHostedRunner, parse_runners
+from bot.domain.clock import Clock, utcnow
+from bot.telemetry.redaction import host_of
+
+log = logging.getLogger(__name__)
+
+GITHUB_API_VERSION = "2022-11-28"
+GITHUB_TIMEOUT_SECONDS = 10.0
+RUNNERS_TTL_SECONDS = 60.0
+#: 100 pages of 100: ten thousand runners, more than PyTorch's whole fleet at its peak.
+MAX_RUNNER_PAGES = 100
+FAILURE_HOLD_SECONDS = 15.0
+#: GitHub: after a secondary limit without Retry-After, "wait for at least one minute", then
+#: "an exponentially increasing amount of time" while it persists.
+SECONDARY_WAIT = timedelta(minutes=1)
+MAX_SECONDARY_WAIT = timedelta(minutes=16)
+_PER_PAGE = 100
+_LINK = re.compile(r'<([^>]*)>\s*;\s*rel="([^"]*)"')
+
+
+class GitHubError(Exception):
+    """GitHub did not list the runners."""
+
+    def __init__(self, detail: str, status: int | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+
+
+class GitHubUnavailable(GitHubError):
+    pass
+
+
+class GitHubRateLimited(GitHubError):
+    def __init__(self, detail: str, retry_at: datetime, status: int | None = None) -> None:
+        super().__init__(detail, status)
+        self.retry_at = retry_at
+
+
+class GitHubDenied(GitHubError):
+    pass
+
+
+class GitHubBadCredentials(GitHubDenied):
+    pass
+
+
+class GitHubMissingPermission(GitHubDenied):
+    def __init__(self, detail: str, needed: str, status: int | None = 403) -> None:
+        super().__init__(detail, status)
+        self.needed = needed
+
+
+class GitHubNotFound(GitHubDenied):
+    pass
+
+
+class GitHubRejected(GitHubError):
+    pass
+
+
+def _number(headers: Mapping[str, str], name: str) -> int | None:
+    try:
+        return int(headers.get(name, ""))
+    except ValueError:
+        return None
+
+
+def _retry_after(headers: Mapping[str, str], now: datetime) -> datetime | None:
+    raw = headers.get("Retry-After", "").strip()
+    if raw.isdigit():
+        return now + timedelta(seconds=int(raw))
+    try:
+        return parsedate_to_datetime(raw).astimezone(UTC) if raw else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _clock_time(moment: datetime) -> str:
+    return f"{moment.astimezone(UTC):%H:%M:%S} UTC"
+
+
+@dataclass
+class _Budget:
+    """What GitHub's answers said of the token's rate limit, and any pause it asked for."""
+
+    limit: int | None = None
+    remaining: int | None = None
+    reset: datetime | None = None
+    paused_until: datetime | None = None
+    pause_reason: str = ""
+    strikes: int = 0
+
+    def note(self, headers: Mapping[str, str]) -> None:
+        remaining, reset = _number(headers, "X-RateLimit-Remaining"), None
+        if (epoch := _number(headers, "X-RateLimit-Reset")) is not None:
+            reset = datetime.fromtimestamp(epoch, UTC)
+        if remaining is not None and reset is not None:
+            self.limit = _number(headers, "X-RateLimit-Limit")
+            self.remaining, self.reset = remaining, reset
+
+    def pause(self, headers: Mapping[str, str], message: str, now: datetime) -> datetime:
+        """A rate-limited answer: when GitHub may be asked again, as its docs say to wait."""
+        if (until := _retry_after(headers, now)) is not None:
+            why = f"GitHub asked for a pause ({message})"
+        elif self.remaining == 0 and self.reset is not None and self.reset > now:
+            until, why = self.reset, f"GITHUB_TOKEN's hourly budget is spent ({message})"
+        else:
+            wait = min(SECONDARY_WAIT * 2**self.strikes, MAX_SECONDARY_WAIT)
+            until, why = now + wait, f"GitHub's secondary rate limit ({message})"
+        self.strikes += 1
+        self.paused_until, self.pause_reason = until, why
+        return until
+
+    def wait(self, now: datetime, needed: int) -> tuple[datetime, str] | None:
+        """Until when, and why, no listing of `needed` pages may start now; None if it may."""
+        if self.paused_until is not None and now < self.paused_until:
+            return self.paused_until, self.pause_reason
+        if self.remaining is None or self.reset is None or now >= self.reset:
+            return None
+        kept = math.ceil((self.limit or 0) / 20)
+        if self.remaining >= needed + kept:
+            return None
+        of = f" of {self.limit}" if self.limit else ""
+        return self.reset, (
+            f"GITHUB_TOKEN has {self.remaining}{of} requests left this hour; a listing takes"
+            f" {needed} and {kept} are left to the token's other users"
+        )
+
+
+class GitHubRunnersClient:
+    """The runners of one scope, on a session the app owns (closed with the app)."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        token: str,
+        scope: RunnerScope,
+        *,
+        ttl: float = RUNNERS_TTL_SECONDS,
+        timeout: float = GITHUB_TIMEOUT_SECONDS,
+        max_pages: int = MAX_RUNNER_PAGES,
+        failure_hold: float = FAILURE_HOLD_SECONDS,
+        clock: Clock = utcnow,
+    ) -> None:
+        self._session = session
+        netloc = host_of(base_url)
+        # Settings refuse credentials in GITHUB_API_URL (bot.config); any that reach here are
+        # dropped all the same, so that a URL shown or logged never carries a password.
+        self.base_url = urlsplit(base_url.rstrip("/"))._replace(netloc=netloc).geturl()
+        self.scope = scope
+        #: Where GitHub is, for messages people read.
+        self.where = f"GitHub at {netloc}"
+        self._headers = {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": GITHUB_API_VERSION,
+            "User-Agent": f"queuebot/{__version__}",
+        }
+        self._ttl = timedelta(seconds=ttl)
+        self._timeout = timeout
+        self._max_pages = max_pages
+        self._failure_hold = timedelta(seconds=failure_hold)
+        self._clock = clock
+        self._budget = _Budget()
+        self._cached: RunnerFleet | None = None
+        self._failure: tuple[GitHubError, datetime] | None = None
+        self._pages_needed = 1
+        self._inflight: asyncio.Task[RunnerFleet] | None = None
+
+    async def fleet(self) -> RunnerFleet:
+        """The scope's runners: the cached answer while it is fresh, else one new listing
+        shared by every caller meanwhile. Raises a GitHubError (see the module docstring)."""
+        now = self._clock()
+        cached = self._cached
+        if cached is not None and timedelta(0) <= now - cached.fetched_at < self._ttl:
+            return cached
+        if self._inflight is None:
+            if self._failure is not None and now - self._failure[1] < self._failure_hold:
+                raise self._failure[0].with_traceback(None)
+            if (wait := self._budget.wait(now, self._pages_needed)) is not None:
+                return self._stale_or_raise(*wait)
+            self._inflight = asyncio.create_task(self._refresh(), name="github-runners")
+            self._inflight.add_done_callback(self._settled)
+        # A caller that gives up does not cancel the listing the others wait for.
+        return await asyncio.shield(self._inflight)
+
+    async def close(self) -> None:
+        """Cancel a listing under way (the app is stopping)."""
+        if self._inflight is not None:
+            self._inflight.cancel()
+            await asyncio.gather(self._inflight, return_exceptions=True)
+
+    def _settled(self, task: asyncio.Task[RunnerFleet]) -> None:
+        self._inflight = None
+        if not task.cancelled():
+            task.exception()  # retrieved: every caller has it, or none is left to
+
+    def _stale_or_raise(self, until: datetime, why: str) -> RunnerFleet:
+        reason = f"{why}; GitHub is not asked again before {_clock_time(until)}"
+        if self._cached is None:
+            raise GitHubRateLimited(reason, until)
+        listed = _clock_time(self._cached.fetched_at)
+        return replace(self._cached, stale_reason=f"{reason}; the runners as listed at {listed}")
+
+    async def _refresh(self) -> RunnerFleet:
+        try:
+            fleet = await self._list()
+        except GitHubRateLimited as exc:
+            # The budget holds the pause; the last answer stands in until it ends.
+            return self._stale_or_raise(exc.retry_at, str(exc))
+        except GitHubError as exc:
+            self._failure = (exc, self._clock())
+            raise
+        self._cached, self._failure = fleet, None
+        self._pages_needed = fleet.pages
+        return fleet
+
+    async def _list(self) -> RunnerFleet:
+        url: str | None = f"{self.base_url}{self.scope.path}?per_page={_PER_PAGE}"
+        found: dict[int, SelfHostedRunner] = {}
+        pages = unreadable = total = 0
+        while url is not None:
+            if pages == self._max_pages:
+                log.warning(
+                    "The runners of %s fill more than %d pages: %d of %d runners counted",
+                    self.scope,
+                    pages,
+                    len(found),
+                    total,
+                )
+                break
+            body, headers = await self._get(url)
+            pages += 1
+            if not isinstance(body, dict) or not isinstance(body.get("runners"), list):
+                raise GitHubRejected(f"{self.where} answered {url} without a runners list")
+            if pages == 1 and isinstance(count := body.get("total_count"), int):
+                total = count
+            runners, bad = parse_runners(body["runners"])
+            unreadable += bad
+            # A runner that comes or goes between two pages shifts the others: one seen on
+            # two pages counts once.
+            found.update((runner.id, runner) for runner in runners)
+            url = self._next_page(headers.get("Link", ""))
+        return RunnerFleet(
+            scope=str(self.scope),
+            runners=tuple(found.values()),
+            fetched_at=self._clock(),
+            total_count=max(total, len(found)),
+            pages=pages,
+            complete=url is None,
+            unreadable=unreadable,
+        )
+
+    def _next_page(self, link: str) -> str | None:
+        for target, rel in _LINK.findall(link):
+            if "next" in rel.split():
+                if not target.startswith(f"{self.base_url}/"):
+                    raise GitHubRejected(
+                        f"{self.where} linked its next page outside GITHUB_API_URL;"
+                        " not followed, so that the token goes nowhere else"
+                    )
+                return str(target)
+        return None
+
+    async def _get(self, url: str) -> tuple[Any, Mapping[str, str]]:
+        where = self.where
+        try:
+            async with self._session.get(
+                url,
+                headers=self._headers,
+                timeout=aiohttp.ClientTimeout(total=self._timeout),
+            ) as response:
+                status, headers = response.status, response.headers
+                text = await response.text(errors="replace")
+        except TimeoutError as exc:
+            raise GitHubUnavailable(f"no answer from {where} within {self._timeout:g}s") from exc
+        except (aiohttp.ClientConnectorError, aiohttp.InvalidURL) as exc:
+            raise GitHubUnavailable(f"cannot reach {where} ({type(exc).__name__})") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise GitHubUnavailable(f"lost the answer from {where} ({type(exc).__name__})") from exc
+        if status != 401:
+            # A 401 carries the unauthenticated budget of the caller's address, not the token's.
+            self._budget.note(headers)
+        if status == 200:
+            self._budget.strikes = 0
+            try:
+                return json.loads(text), headers
+            except ValueError:
+                raise GitHubRejected(
+                    f"{where} answered HTTP 200 with something that is not JSON (is"
+                    " GITHUB_API_URL GitHub's API: https://api.github.com, or"
+                    " https://HOST/api/v3 for GitHub Enterprise Server?)",
+                    status,
+                ) from None
+        message = _message(text)
+        if status == 429 or (status == 403 and _rate_limited(headers, message)):
+            until = self._budget.pause(headers, message, self._clock())
+            raise GitHubRateLimited(self._budget.pause_reason, until, status)
+        if status == 401:
+            raise GitHubBadCredentials(
+                f"{where} refused GITHUB_TOKEN (401 {message}): the token is wrong, expired"
+                " or revoked; give queuebot a new one",
+                status,
+            )
+        if status == 403:
+            detail, needed = denied_message(self.scope, message, headers)
+            raise GitHubMissingPermission(detail, needed, status)
+        if status == 404:
+            raise GitHubNotFound(not_found_message(self.scope, where, headers), status)
+        if status >= 500:
+            raise GitHubUnavailable(f"{where} answered HTTP {status}: {message}", status)
+        raise GitHubRejected(f"{where} answered HTTP {status}: {message}", status)
+
+
+def _rate_limited(headers: Mapping[str, str], message: str) -> bool:
+    """A 403 that is a rate limit, not a permission (GitHub answers both with 403)."""
+    return (
+        "Retry-After" in headers
+        or headers.get("X-RateLimit-Remaining") == "0"
+        or "rate limit" in message.lower()
+    )
+
+
+def _message(body: str) -> str:
+    """GitHub's `{"message": …}`, or the start of whatever else answered."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return " ".join(body.split())[:200] or "no message"
+    if isinstance(data, dict) and isinstance(message := data.get("message"), str):
+        return message[:300]
+    return str(data)[:200]

@@ -1,0 +1,56 @@
+"""Behind a change in a runner type's demand or job time: the workflows whose jobs changed most,
+and the runner types the extra jobs may have moved from (a workflow retargeted from one type
+to another raises one and lowers the other)."""
+
+from __future__ import annotations
+
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.signals import FleetSignals
+from bot.domain.diagnosis import Evidence
+
+#: A workflow counts as behind a change when its rate or time grew this much.
+WORKFLOW_RATIO = 1.5
+MAX_WORKFLOWS = 3
+#: A workflow counts as moved away from a type when its arrivals there fell this much.
+MOVED_SHARE = 0.5
+MOVED_MIN_PER_MINUTE = 0.5
+
+
+def top_workflows(fleet: FleetSignals, signal: Signal, name: str, floor: float) -> tuple[str, ...]:
+    """The workflows of `name` whose `signal` grew most against the baseline."""
+    now = fleet.workflows.get(signal, {}).get(name, {})
+    base = fleet.workflow_baseline.get(signal, {}).get(name, {})
+    grown = []
+    for workflow, value in now.items():
+        usual = base.get(workflow)
+        if usual is None or value / max(usual, floor) >= WORKFLOW_RATIO:
+            grown.append((value - (usual or 0.0), workflow))
+    return tuple(w for _, w in sorted(grown, reverse=True)[:MAX_WORKFLOWS])
+
+
+def moved_from(fleet: FleetSignals, name: str, workflows: tuple[str, ...]) -> list[Evidence]:
+    """Other runner types where the same workflows now send far fewer jobs than usual."""
+    found = []
+    now_all = fleet.workflows.get(Signal.ARRIVALS_BY_WORKFLOW, {})
+    base_all = fleet.workflow_baseline.get(Signal.ARRIVALS_BY_WORKFLOW, {})
+    for other, usual_by_workflow in base_all.items():
+        if other == name:
+            continue
+        fewer = []
+        for workflow in workflows:
+            usual = usual_by_workflow.get(workflow, 0.0)
+            now = now_all.get(other, {}).get(workflow, 0.0)
+            if usual - now >= MOVED_MIN_PER_MINUTE and now <= (1 - MOVED_SHARE) * usual:
+                fewer.append(workflow)
+        if fewer:
+            found.append(
+                Evidence(
+                    runner_type=other,
+                    measure="jobs arriving per minute (moved away?)",
+                    now=sum(now_all.get(other, {}).get(w, 0.0) for w in fewer),
+                    baseline=sum(usual_by_workflow.get(w, 0.0) for w in fewer),
+                    workflows=tuple(fewer),
+                    source="GitHub job events",
+                )
+            )
+    return found

@@ -1,0 +1,177 @@
+"""GitHub's `workflow_job` webhook deliveries, parsed at the edge into what the store keeps.
+
+GitHub sends one delivery per change of a job: `queued`, `waiting` (held for an environment's
+approval: not queueing for a runner), `in_progress` (a runner took it), `completed`
+(https://docs.github.com/en/webhooks/webhook-events-and-payloads#workflow_job). Deliveries can
+arrive late, twice or out of order, so every time is the job's own (`created_at`,
+`started_at`, `completed_at`), never when a delivery arrived: history replayed later reads the
+same. `started_at` is present on every action and equals `created_at` while the job is queued,
+so a job counts as started only when an `in_progress` or `completed` delivery shows a runner
+took it.
+
+The runner type of a job comes from its `labels` (what `runs-on` asked for) by `RunnerTypeRule`:
+by default the reference alert's machine_type rule, the second label when there are two or
+more (`[self-hosted, linux.2xlarge]`), else the first (`[linux.2xlarge]`), else the runner
+group's name.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class JobAction(StrEnum):
+    WAITING = "waiting"
+    QUEUED = "queued"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+
+    @property
+    def rank(self) -> int:
+        """How far along a job is: a delivery never moves a job back (they come out of order)."""
+        return _RANKS[self]
+
+
+_RANKS = {
+    JobAction.WAITING: 0,
+    JobAction.QUEUED: 1,
+    JobAction.IN_PROGRESS: 2,
+    JobAction.COMPLETED: 3,
+}
+
+
+class GitHubWorkflowJob(BaseModel):
+    """`workflow_job` of a delivery: the fields queuebot reads."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: int = Field(ge=1)
+    run_id: int = Field(ge=0)
+    run_attempt: int = Field(1, ge=0)
+    workflow_name: str | None = None
+    name: str = Field(max_length=1000)
+    head_branch: str | None = None
+    html_url: str | None = None
+    status: str = ""
+    conclusion: str | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    labels: list[str] = Field(default_factory=list, max_length=100)
+    runner_id: int | None = None
+    runner_name: str | None = None
+    runner_group_name: str | None = None
+    steps: list[dict[str, Any]] = Field(default_factory=list)
+
+    @field_validator("created_at", "started_at", "completed_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class GitHubRepository(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    full_name: str = Field(min_length=1, max_length=300)
+
+
+class WorkflowJobDelivery(BaseModel):
+    """The body of a `workflow_job` delivery."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    action: JobAction
+    workflow_job: GitHubWorkflowJob
+    repository: GitHubRepository
+
+
+class RunnerTypeRule(BaseModel):
+    """How a job's labels name its runner type (the YAML file's `jobs.runner_type`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The first label matching this regular expression, when set; else the reference rule.
+    label_pattern: str | None = None
+
+    @field_validator("label_pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+    def runner_type(self, labels: list[str] | tuple[str, ...], runner_group: str | None) -> str:
+        if self.label_pattern is not None:
+            pattern = re.compile(self.label_pattern)
+            for label in labels:
+                if pattern.search(label):
+                    return label
+        if len(labels) > 1:
+            return labels[1]
+        if labels:
+            return labels[0]
+        return runner_group or "unknown"
+
+
+class JobEvent(BaseModel):
+    """One delivery, as the store merges it into what it knows of the job."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: int
+    run_id: int
+    run_attempt: int
+    repository: str
+    workflow: str
+    job: str
+    labels: tuple[str, ...]
+    runner_type: str
+    html_url: str | None
+    head_branch: str | None
+    action: JobAction
+    created_at: datetime
+    #: When a runner took the job: only from a delivery that shows one did.
+    started_at: datetime | None
+    completed_at: datetime | None
+    conclusion: str | None
+    runner_name: str | None
+
+
+def job_event(delivery: WorkflowJobDelivery, rule: RunnerTypeRule) -> JobEvent:
+    """What one delivery says about its job."""
+    job = delivery.workflow_job
+    action = delivery.action
+    # On a queued or waiting delivery `started_at` is just `created_at`; a completed job that
+    # no runner took (cancelled while queued) has neither a runner nor steps.
+    taken = action in (JobAction.IN_PROGRESS, JobAction.COMPLETED) and (
+        job.runner_id is not None or bool(job.runner_name) or bool(job.steps)
+    )
+    started = job.started_at if taken else None
+    return JobEvent(
+        job_id=job.id,
+        run_id=job.run_id,
+        run_attempt=job.run_attempt,
+        repository=delivery.repository.full_name,
+        workflow=job.workflow_name or "",
+        job=job.name,
+        labels=tuple(job.labels),
+        runner_type=rule.runner_type(job.labels, job.runner_group_name),
+        html_url=job.html_url,
+        head_branch=job.head_branch,
+        action=action,
+        created_at=job.created_at,
+        started_at=started,
+        completed_at=job.completed_at if action is JobAction.COMPLETED else None,
+        conclusion=job.conclusion if action is JobAction.COMPLETED else None,
+        runner_name=job.runner_name if taken else None,
+    )

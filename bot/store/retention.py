@@ -1,0 +1,56 @@
+"""Retention: the store forgets what nobody needs any more, on a schedule.
+
+Everything older than the retention period (QUEUEBOT_RETENTION_DAYS, 30 days by default) that
+`Store.prune` may remove, and GitHub's jobs older than theirs (`jobs.retention_days`, 14), is
+removed every hour (or every quarter of the period, if that is
+shorter), and the freed space given back, so the database stays the size of a month of alerts
+however long the bot runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from bot.store.interface import Pruned, Store
+
+log = logging.getLogger(__name__)
+
+#: How often retention runs at most: often enough that one pass is small.
+PRUNE_INTERVAL_SECONDS = 3600.0
+
+
+async def keep_pruning(
+    store: Store,
+    retention_seconds: float,
+    *,
+    jobs_retention_seconds: float | None = None,
+    on_pruned: Callable[[Pruned], None] = lambda pruned: None,
+    clock: Callable[[], float] = time.time,
+) -> None:
+    """Prune now and then on schedule until cancelled; a failure never stops it."""
+    interval = min(PRUNE_INTERVAL_SECONDS, retention_seconds / 4)
+    while True:
+        try:
+            pruned = await store.prune(clock() - retention_seconds)
+            if jobs_retention_seconds is not None:
+                jobs = await store.prune_jobs(clock() - jobs_retention_seconds)
+                if jobs:
+                    log.info("retention removed %d GitHub jobs", jobs)
+        except Exception:
+            log.exception("retention failed; trying again in %.0fs", interval)
+        else:
+            on_pruned(pruned)
+            if pruned.rows:
+                log.info(
+                    "retention removed %d incidents, %d notifications, %d bodies,"
+                    " %d outbox entries and %d digests",
+                    pruned.incidents,
+                    pruned.notifications,
+                    pruned.bodies,
+                    pruned.outbox,
+                    pruned.digests,
+                )
+        await asyncio.sleep(interval)

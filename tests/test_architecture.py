@@ -1,0 +1,119 @@
+"""The tree keeps the shape ARCHITECTURE.md gives it: imports run the way its table says, no
+import circles, no module over 400 lines, one meaning per public name."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+from tests.support.architecture import Import, cycles, imports, modules, rules, violations
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_LINES = 400
+
+
+def _rules() -> dict[str, tuple[str, ...]]:
+    return rules((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+
+
+def _edges() -> list[Import]:
+    return imports(modules(ROOT, "bot"), "bot")
+
+
+def test_every_package_has_a_rule() -> None:
+    table = _rules()
+    packages = {".".join(name.split(".")[:2]) for name in modules(ROOT, "bot") if name != "bot"}
+    assert packages <= set(table), sorted(packages - set(table))
+
+
+def test_imports_follow_the_table_in_architecture_md() -> None:
+    edges = [e for e in _edges() if e.imported != "bot"]  # the root holds the version only
+    assert violations(edges, _rules()) == []
+
+
+def test_no_import_circles() -> None:
+    assert cycles(_edges()) == []
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = {
+        name: length
+        for name, path in modules(ROOT, "bot").items()
+        if (length := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+def test_a_public_name_means_one_thing() -> None:
+    """No two modules define the same public class, function or constant."""
+    defined: dict[str, list[str]] = defaultdict(list)
+    for name, path in modules(ROOT, "bot").items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            else:
+                continue
+            for defined_name in names:
+                if not defined_name.startswith("_") and defined_name != "log":
+                    defined[defined_name].append(name)
+    assert {n: where for n, where in defined.items() if len(where) > 1} == {}
+
+
+# -- the checks themselves ---------------------------------------------------------------------
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> list[Import]:
+    for relative, text in files.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return imports(modules(tmp_path, "pkg"), "pkg")
+
+
+TABLE = """
+| package | may import |
+|---|---|
+| `pkg.low` | — |
+| `pkg.high` | `pkg.low` |
+"""
+
+
+def test_a_forbidden_import_is_reported_with_its_line(tmp_path: Path) -> None:
+    edges = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/low/__init__.py": "",
+            "pkg/low/a.py": "import os\n\n\ndef f():\n    from pkg.high import b\n",
+            "pkg/high/__init__.py": "",
+            "pkg/high/b.py": "from pkg.low import a\nfrom . import c\n",
+            "pkg/high/c.py": "",
+        },
+    )
+    assert violations(edges, rules(TABLE)) == ["pkg.low.a:5 imports pkg.high.b"]
+
+
+def test_a_module_without_a_rule_is_reported(tmp_path: Path) -> None:
+    edges = _tree(
+        tmp_path,
+        {"pkg/__init__.py": "", "pkg/other.py": "from pkg.low import a\n", "pkg/low/a.py": ""},
+    )
+    assert violations(edges, rules(TABLE)) == ["pkg.other: no rule says what it may import"]
+
+
+def test_a_circle_through_a_package_init_is_found(tmp_path: Path) -> None:
+    edges = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/low/__init__.py": "from pkg.low.a import A\n",
+            "pkg/low/a.py": "def f():\n    from pkg.low import B\n",
+            "pkg/low/b.py": "",
+        },
+    )
+    assert cycles(edges) == [["pkg.low", "pkg.low.a"]]
