@@ -135,6 +135,13 @@ class Supply:
         return len(levels) > 1 and max(levels) <= 1.07 * min(levels) + 1.0
 
     @property
+    def catching_up(self) -> bool:
+        """Clearly more than half an hour ago, and not far below usual: new runners are coming
+        online (a trickle of them, far below usual, is not a scale-up that works)."""
+        rising = bool(self.before) and self.now >= 1.15 * min(self.before) + 2.0
+        return rising and (self.usual is None or self.now >= 0.5 * self.usual)
+
+    @property
     def falling(self) -> bool:
         """Clearly fewer than half an hour ago: runners going and not coming back."""
         return bool(self.before) and self.now <= 0.85 * max(self.before) - 2.0

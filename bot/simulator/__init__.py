@@ -5,9 +5,10 @@
 promtool, and `simulate` ties them together behind `queuebot simulate`.
 """
 
+from bot.simulator.deliveries import SimulatedJob, SimulatedRunner
 from bot.simulator.history import FleetHistory, RunnerTypeHistory
 from bot.simulator.profiles import runner_type_names
-from bot.simulator.simulate import simulate, simulate_history, write_file
+from bot.simulator.simulate import FleetJobs, simulate, simulate_history, simulate_jobs, write_file
 from bot.simulator.spec import BUCKETS, CAUSES, MAX_HOURS, Scenario, SimulationSpec, Truth
 
 __all__ = [
@@ -15,12 +16,16 @@ __all__ = [
     "CAUSES",
     "MAX_HOURS",
     "FleetHistory",
+    "FleetJobs",
     "RunnerTypeHistory",
     "Scenario",
+    "SimulatedJob",
+    "SimulatedRunner",
     "SimulationSpec",
     "Truth",
     "runner_type_names",
     "simulate",
     "simulate_history",
+    "simulate_jobs",
     "write_file",
 ]

@@ -15,6 +15,7 @@ from array import array
 from collections import deque
 
 from bot.simulator.history import GAUGES, TypeSamples, append_histogram, histogram_arrays
+from bot.simulator.job_log import JobLog
 from bot.simulator.profiles import Profile, StagedProblem, daily
 from bot.simulator.spec import BUCKETS, PODS_PER_TYPE, Scenario
 
@@ -78,6 +79,7 @@ class _Fleet:
         self.ooms = [0] * PODS_PER_TYPE
         self.periods = [rng.randrange(10**6, 10**7) for _ in range(PODS_PER_TYPE)]
         self.throttled = [int(x * profile.throttle_share) for x in self.periods]
+        self.log: JobLog | None = None
 
     # -- the problem ---------------------------------------------------------------------------
 
@@ -154,6 +156,8 @@ class _Fleet:
             self.started[workflow] += 1
             seconds, failed = self._execution_seconds(workflow, pickup)
             self._push(pickup + seconds, _COMPLETE, (workflow, int(failed), round(seconds)))
+            if self.log is not None:
+                self.log.taken(arrived, pickup, pickup + seconds, workflow, failed)
 
     def _complete(self, t: float, data: tuple[int, ...]) -> None:
         workflow, failed, seconds = data
@@ -340,7 +344,10 @@ def simulate_type(
     first: float,
     samples: int,
     step: int,
+    log: JobLog | None = None,
 ) -> TypeSamples:
+    """Run one runner type from its warm-up to the last sample; with `log`, every job created
+    from the first sample on, and the runners at the end, are kept there too."""
     rng = random.Random(f"{seed}/{profile.name}")  # noqa: S311 - see _profile
     n = len(profile.workflows)
     history = TypeSamples(
@@ -354,6 +361,7 @@ def simulate_type(
         ooms=[array("q") for _ in range(PODS_PER_TYPE)],
     )
     fleet = _Fleet(profile, problem, rng)
+    fleet.log = log
     ticks_per_step = max(1, math.ceil(step / 60))
     tick = step / ticks_per_step
     warmup_ticks = math.ceil(_WARMUP_SECONDS / tick)
@@ -365,4 +373,11 @@ def simulate_type(
         since = k - warmup_ticks
         if since >= 0 and since % ticks_per_step == 0:
             fleet.record(history, step, begin + k * tick)
+    if log is not None:
+        log.close(
+            [(arrived, workflow) for arrived, workflow in fleet.queue],
+            idle=fleet.idle,
+            pending=fleet.pending,
+            failed=fleet.failed,
+        )
     return history

@@ -30,7 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+from bot.simulator.deliveries import SimulatedJob, SimulatedRunner, jobs_of
 from bot.simulator.history import FleetHistory, RunnerTypeHistory, TypeSamples
+from bot.simulator.job_log import JobLog
 from bot.simulator.openmetrics import write_openmetrics
 from bot.simulator.profiles import Profile, profile, runner_type_names, stage
 from bot.simulator.queue_model import simulate_type
@@ -62,9 +64,10 @@ class _Simulated:
     truth: Truth
     end_ms: int
     samples: int
+    logs: list[JobLog] | None = None
 
 
-def _simulated(spec: SimulationSpec) -> _Simulated:
+def _simulated(spec: SimulationSpec, *, keep_jobs: bool = False) -> _Simulated:
     _validate(spec)
     scenario = Scenario(spec.scenario)
     end_ms = round(spec.end.timestamp() * 1000)
@@ -74,9 +77,18 @@ def _simulated(spec: SimulationSpec) -> _Simulated:
     names = runner_type_names(spec.runner_types)
     profiles = [profile(name, i) for i, name in enumerate(names)]
     problems = stage(spec, profiles, end)
+    logs = [JobLog(first, end) for _ in profiles] if keep_jobs else None
     histories = [
-        simulate_type(p, problems.get(p.name), spec.seed, first, samples, spec.step_seconds)
-        for p in profiles
+        simulate_type(
+            p,
+            problems.get(p.name),
+            spec.seed,
+            first,
+            samples,
+            spec.step_seconds,
+            None if logs is None else logs[i],
+        )
+        for i, p in enumerate(profiles)
     ]
     affected = {name: CAUSES[problem.kind] for name, problem in problems.items()}
     primary = CAUSES[scenario] if scenario is not Scenario.MIX else "none"
@@ -91,7 +103,7 @@ def _simulated(spec: SimulationSpec) -> _Simulated:
         affected=affected,
         problem_start=None if start is None else datetime.fromtimestamp(start, UTC),
     )
-    return _Simulated(profiles, histories, truth, end_ms, samples)
+    return _Simulated(profiles, histories, truth, end_ms, samples, logs)
 
 
 def _run(spec: SimulationSpec, out: TextIO) -> _Result:
@@ -125,6 +137,33 @@ def simulate_history(spec: SimulationSpec) -> FleetHistory:
     )
     first_ms = run.end_ms - (run.samples - 1) * step_ms
     return FleetHistory(run.truth, first_ms, step_ms, run.samples, types)
+
+
+@dataclass(frozen=True)
+class FleetJobs:
+    """A simulation as GitHub tells of it: every job created from the first sample to `end`
+    (in the state it had reached at `end`), and the runners list at `end`."""
+
+    truth: Truth
+    end: float  # Unix seconds
+    jobs: tuple[SimulatedJob, ...]
+    runners: tuple[SimulatedRunner, ...]
+
+
+def simulate_jobs(spec: SimulationSpec) -> FleetJobs:
+    """Run the simulation `simulate` runs for `spec`, keeping its jobs and runners."""
+    run = _simulated(spec, keep_jobs=True)
+    assert run.logs is not None
+    jobs: list[SimulatedJob] = []
+    runners: list[SimulatedRunner] = []
+    first_id = 30_000_000_000 + spec.seed % 1000 * 100_000_000
+    for p, log in zip(run.profiles, run.logs, strict=True):
+        workflows = tuple(ref for ref, _, _ in p.workflows)
+        found, listed = jobs_of(p.name, workflows, log, spec.seed, first_id + len(jobs))
+        jobs += found
+        runners += listed
+    jobs.sort(key=lambda job: (job.created, job.id))
+    return FleetJobs(run.truth, run.end_ms / 1000.0, tuple(jobs), tuple(runners))
 
 
 def simulate(spec: SimulationSpec, out: TextIO) -> Truth:

@@ -7,6 +7,7 @@ post of an incident is claimed exactly once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -231,6 +232,13 @@ class Store(Protocol):
     async def record_job(self, event: JobEvent, delivery: str, remember_until: float) -> bool:
         """Merge a `workflow_job` delivery into its job; False (nothing changed) when the
         delivery `delivery` was recorded before (GitHub's redelivery keeps its id)."""
+        ...
+
+    async def record_jobs(
+        self, deliveries: Sequence[tuple[JobEvent, str]], remember_until: float
+    ) -> int:
+        """`record_job` for many deliveries in one transaction (loading a history); how many
+        were new."""
         ...
 
     async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -90,6 +90,23 @@ class SQLiteStore:
                 return False
             await record_job(db, event, self._now())
         return True
+
+    async def record_jobs(
+        self, deliveries: Sequence[tuple[JobEvent, str]], remember_until: float
+    ) -> int:
+        new = 0
+        async with self._database.transaction() as db:
+            now = self._now()
+            for event, delivery in deliveries:
+                cursor = await db.execute(
+                    "INSERT INTO seen_requests (key, expires_at) VALUES (?, ?)"
+                    " ON CONFLICT (key) DO NOTHING",
+                    (f"github:{delivery}", remember_until),
+                )
+                if cursor.rowcount == 1:
+                    new += 1
+                    await record_job(db, event, now)
+        return new
 
     async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
         async with self._database.lock:

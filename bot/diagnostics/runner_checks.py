@@ -1,0 +1,132 @@
+"""The runbook's checks on the runners themselves: infrastructure (runners failing to start,
+register or stay online) and resource constraints (runner pods starved of CPU or memory, jobs
+failing). The other checks, and the ranking, are in `bot.diagnostics.checks`."""
+
+from __future__ import annotations
+
+from bot.diagnostics.evidence import evidence, significant_rise, supply, window_minutes
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.signals import FleetSignals
+from bot.domain.diagnosis import Evidence, RunnerTypeState, Verdict
+
+FAILED_RUNNERS_LIKELY = 3.0
+REGISTERED_STALL = 1.1
+THROTTLED_LIKELY = 0.25
+OFFLINE_SHARE = 0.3
+OFFLINE_MIN = 3.0
+FAILING_SHARE = 0.1
+FAILING_RATIO = 2.5
+FAILING_MIN_JOBS = 10.0
+FAILING_Z = 2.5
+GAP_SHARE = 0.3
+GAP_MIN = 3.0
+
+Check = tuple[Verdict, tuple[Evidence, ...]]
+
+
+def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
+    name = state.name
+    found: list[Evidence] = []
+    likely = False
+    measured = False
+    desired, registered = state.desired, state.registered
+    if desired is not None and registered is not None and fleet.earlier.get(Signal.DESIRED):
+        measured = True
+        pairs = list(
+            zip(
+                fleet.earlier.get(Signal.DESIRED, []),
+                fleet.earlier.get(Signal.REGISTERED, []),
+                strict=False,
+            )
+        )
+        gaps = [desired - registered]
+        registered_before = []
+        for then_desired, then_registered in pairs:
+            if name in then_desired and name in then_registered:
+                gaps.append(then_desired[name] - then_registered[name])
+                registered_before.append(then_registered[name])
+        lasting = all(gap >= max(GAP_MIN, GAP_SHARE * desired) for gap in gaps)
+        stalled = bool(registered_before) and registered <= (
+            REGISTERED_STALL * min(registered_before) + GAP_MIN
+        )
+        likely = likely or (lasting and stalled)
+        found.append(evidence(fleet, Signal.REGISTERED, name, "registered runners", baseline=False))
+        found.append(evidence(fleet, Signal.DESIRED, name, "desired runners", baseline=False))
+    failed = fleet.value(Signal.FAILED_RUNNERS, name)
+    if failed is not None:
+        measured = True
+        likely = likely or failed >= FAILED_RUNNERS_LIKELY
+        found.append(evidence(fleet, Signal.FAILED_RUNNERS, name, "failed runners", baseline=False))
+    pending = fleet.value(Signal.PENDING_RUNNERS, name)
+    if pending is not None:
+        found.append(
+            evidence(fleet, Signal.PENDING_RUNNERS, name, "pending runners", baseline=False)
+        )
+    offline = fleet.value(Signal.OFFLINE, name)
+    busy = supply(fleet, name)
+    if offline is not None:
+        measured = True
+        total = offline + (fleet.value(Signal.REGISTERED, name) or 0.0)
+        # Runners still starting are listed offline too: while more come online each quarter
+        # hour, offline ones are the scale-up under way, not a failure.
+        likely = likely or (
+            offline >= OFFLINE_MIN
+            and offline >= OFFLINE_SHARE * total
+            and not (busy is not None and busy.catching_up)
+        )
+        found.append(evidence(fleet, Signal.OFFLINE, name, "runners offline", baseline=False))
+    if busy is not None:
+        measured = True
+        # Jobs wait and yet fewer runners work than half an hour ago: they are not replaced.
+        if busy.falling and not state.at_max:
+            likely = True
+            signal = (
+                Signal.RUNNING if fleet.value(Signal.RUNNING, name) is not None else Signal.BUSY
+            )
+            found.append(evidence(fleet, signal, name, "busy runners", now=busy.now))
+            found.append(
+                evidence(
+                    fleet,
+                    signal,
+                    name,
+                    "busy runners 30 min before",
+                    now=busy.before[-1],
+                    baseline=False,
+                )
+            )
+    if not measured:
+        return Verdict.NO_DATA, ()
+    return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
+
+
+def resources(fleet: FleetSignals, state: RunnerTypeState) -> Check:
+    name = state.name
+    throttled = fleet.value(Signal.CPU_THROTTLED, name)
+    ooms = fleet.value(Signal.OOM_KILLS, name)
+    failing = fleet.value(Signal.FAILED_SHARE, name)
+    usual_failing = fleet.base(Signal.FAILED_SHARE, name)
+    if throttled is None and ooms is None and (failing is None or usual_failing is None):
+        return Verdict.NO_DATA, ()
+    found: list[Evidence] = []
+    starved = False
+    if throttled is not None:
+        base = fleet.base(Signal.CPU_THROTTLED, name)
+        starved = throttled >= THROTTLED_LIKELY and (base is None or throttled >= 2 * base)
+        found.append(evidence(fleet, Signal.CPU_THROTTLED, name, "CPU throttled", unit="%"))
+    if ooms is not None:
+        starved = starved or ooms >= 1
+        found.append(evidence(fleet, Signal.OOM_KILLS, name, "OOM kills", baseline=False))
+    if failing is not None and usual_failing is not None:
+        jobs = (fleet.value(Signal.COMPLETED_PER_MINUTE, name) or 0.0) * window_minutes(
+            fleet.window
+        )
+        usual_share = max(usual_failing, 0.02)
+        starved = starved or (
+            jobs >= FAILING_MIN_JOBS
+            and failing >= FAILING_SHARE
+            and failing >= FAILING_RATIO * usual_share
+            # Three failures in twenty jobs happen by chance: more than chance explains.
+            and significant_rise(failing * jobs, usual_share * jobs, 1.0, FAILING_Z)
+        )
+        found.append(evidence(fleet, Signal.FAILED_SHARE, name, "jobs failing", unit="%"))
+    return (Verdict.LIKELY if starved else Verdict.RULED_OUT), tuple(found)

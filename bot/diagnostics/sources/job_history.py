@@ -1,0 +1,53 @@
+"""Loading a history of `workflow_job` bodies into the store at once.
+
+The webhook learns jobs as they happen; baselines want days of them. A history (a hook's
+stored deliveries, an export of the jobs table of another system, a simulated fleet) is loaded
+here with the webhook's own parsing and merging, many jobs per transaction. Each body counts as
+one delivery, named for its job and action, so loading the same history twice changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.domain.jobs import JobEvent, WorkflowJobDelivery, job_event
+from bot.store import Store
+
+#: Jobs merged per transaction.
+CHUNK = 5000
+
+
+class HistoryError(ValueError):
+    """A body of the history is not a `workflow_job` delivery: which one, and why."""
+
+
+def _event(index: int, body: Any, config: JobsConfig) -> JobEvent:
+    try:
+        parsed = WorkflowJobDelivery.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise HistoryError(f"entry {index}: {where}: {first['msg']}") from None
+    return job_event(parsed, config.runner_type)
+
+
+async def load_history(
+    store: Store, bodies: Iterable[Any], config: JobsConfig, *, remember_until: float
+) -> int:
+    """Merge every body into the store; how many were new. Raises HistoryError, before
+    anything of its chunk is stored, on a body that is not a `workflow_job` delivery."""
+    new = 0
+    chunk: list[tuple[JobEvent, str]] = []
+    for index, body in enumerate(bodies, start=1):
+        event = _event(index, body, config)
+        chunk.append((event, f"history:{event.job_id}:{event.action.value}"))
+        if len(chunk) >= CHUNK:
+            new += await store.record_jobs(chunk, remember_until)
+            chunk = []
+    if chunk:
+        new += await store.record_jobs(chunk, remember_until)
+    return new
