@@ -20,7 +20,7 @@ import json
 import random
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -274,6 +274,35 @@ def delivery(
         "X-GitHub-Hook-Installation-Target-ID": str(ORG_ID),
         "X-Hub-Signature-256": signature(raw, secret),
     }, raw
+
+
+def as_of(job: SimulatedJob, when: float) -> SimulatedJob | None:
+    """`job` as it stood at `when`; None if it was not created yet."""
+    if job.created > when:
+        return None
+    started = job.started if job.started is not None and job.started <= when else None
+    completed = job.completed if started is not None and job.completed is not None else None
+    if completed is not None and completed > when:
+        completed = None
+    if (started, completed) == (job.started, job.completed):
+        return job
+    runner = (job.runner_id, job.runner_name) if started is not None else (None, None)
+    return replace(
+        job,
+        started=started,
+        completed=completed,
+        failed=job.failed and completed is not None,
+        runner_id=runner[0],
+        runner_name=runner[1],
+    )
+
+
+def history_bodies(jobs: list[SimulatedJob], until: float) -> Iterator[dict[str, Any]]:
+    """Each job's last delivery by `until`: what a store held then."""
+    for job in jobs:
+        then = as_of(job, until)
+        if then is not None:
+            yield workflow_job_body(then, then.action)
 
 
 def final_bodies(jobs: list[SimulatedJob]) -> Iterator[dict[str, Any]]:

@@ -242,7 +242,7 @@ class Store(Protocol):
         ...
 
     async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
-        """Jobs waiting for a runner at `at` for `queued_after` seconds or more, created no more
+        """Jobs waiting for a runner at `at` for more than `queued_after` seconds, created less
         than `max_age` seconds before."""
         ...
 

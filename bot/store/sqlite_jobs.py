@@ -81,26 +81,24 @@ _QUEUED_COLUMNS = "runner_type, repository, workflow, job, created_at, html_url"
 async def queued_at(
     db: aiosqlite.Connection, at: float, queued_after: float, max_age: float
 ) -> list[QueuedJob]:
-    """Jobs waiting for a runner at `at` that had waited `queued_after` seconds or more, and
-    were created no more than `max_age` seconds before (older ones are taken for lost)."""
+    """Jobs waiting for a runner at `at` that had waited more than `queued_after` seconds, and
+    were created less than `max_age` seconds before (older ones are taken for lost): the
+    reference alert's "created more than 5 minutes and less than a week ago"."""
     newest, oldest = at - queued_after, at - max_age
     recent = max(at - LONG_WAIT_SECONDS, oldest)
     # Held for an environment's approval is not queueing; a job still waiting now was
     # waiting at any earlier moment too.
     rows: list[aiosqlite.Row] = []
+    older = "created_at > ? AND created_at <= ? AND created_at < ?"
     for sql, params in (
         (
-            "created_at > ? AND created_at <= ? AND (left_queue_at IS NULL OR left_queue_at > ?)",
+            "created_at > ? AND created_at < ? AND (left_queue_at IS NULL OR left_queue_at > ?)",
             (recent, newest, at),
         ),
+        (f"{older} AND left_queue_at IS NULL", (oldest, recent, newest)),
         (
-            "created_at >= ? AND created_at <= ? AND left_queue_at IS NULL",
-            (oldest, min(recent, newest)),
-        ),
-        (
-            "created_at >= ? AND created_at <= ? AND left_queue_at - created_at >= ?"
-            " AND left_queue_at > ?",
-            (oldest, min(recent, newest), LONG_WAIT_SECONDS, at),
+            f"{older} AND left_queue_at - created_at >= ? AND left_queue_at > ?",
+            (oldest, recent, newest, LONG_WAIT_SECONDS, at),
         ),
     ):
         async with db.execute(

@@ -1,0 +1,142 @@
+"""Diagnostics end to end from GitHub alone: a simulated fleet's `workflow_job` deliveries, the
+history loaded into the store and the last minutes sent signed to `POST /webhooks/github` as
+GitHub sends them (some twice), its runners served by a GitHub REST stand-in over HTTP, and
+`queuebot diagnose --at T --format json` reading both: no Prometheus anywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.diagnostics.sources.job_history import load_history
+from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.sandbox.github import GitHubSandbox, SandboxRunner
+from bot.simulator import FleetJobs, Scenario, SimulationSpec, simulate_jobs
+from bot.simulator.deliveries import delivery, events, history_bodies, workflow_job_body
+from bot.store import open_store
+from tests.support.github import HOOK_SECRET
+from tests.support.harness import running_stack
+
+#: The last minutes of the fleet reach the bot through its webhook, the rest is loaded.
+REPLAYED = timedelta(minutes=10)
+TOKEN = "ghs_" + "e2e" * 12
+
+
+def _busy_hour() -> datetime:
+    """The latest 18:00 UTC that has passed: the fleet's busy hours, whenever the tests run."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    today = now.replace(hour=18, minute=0, second=0)
+    return today if today <= now else today - timedelta(days=1)
+
+
+END = _busy_hour()
+
+
+def _alert_numbers(fleet: FleetJobs, at: float) -> dict[str, tuple[int, float]]:
+    """Per runner type, what the reference alert's rule computes from the same jobs: jobs
+    queued at `at` for more than 5 minutes (and less than a week), and the longest wait."""
+    numbers: dict[str, list[float]] = defaultdict(list)
+    for job in fleet.jobs:
+        waiting = job.started is None and job.completed is None
+        if waiting and 300 < at - job.created < 7 * 86400:
+            numbers[job.runner_type].append(at - job.created)
+    return {name: (len(waits), max(waits)) for name, waits in numbers.items()}
+
+
+async def _replay(fleet: FleetJobs, tmp_path: Path) -> int:
+    """Load the history before the last minutes, then send those minutes' deliveries through
+    the bot's webhook, signed, a few of them twice; how many deliveries were sent."""
+    since = fleet.end - REPLAYED.total_seconds()
+    jobs = list(fleet.jobs)
+    store = await open_store(str(tmp_path / "queuebot.db"))
+    try:
+        await load_history(
+            store, history_bodies(jobs, since), JobsConfig(), remember_until=fleet.end + 86400
+        )
+    finally:
+        await store.close()
+    rng = random.Random(7)
+    sent = 0
+    async with running_stack(tmp_path, GITHUB_WEBHOOK_SECRET=HOOK_SECRET) as stack:
+        for _, action, job in events(jobs, since, fleet.end):
+            headers, raw = delivery(workflow_job_body(job, action), HOOK_SECRET)
+            for _ in range(2 if rng.random() < 0.03 else 1):
+                async with stack.http.post(
+                    f"{stack.url}/webhooks/github", data=raw, headers=headers
+                ) as answer:
+                    assert answer.status in (200, 202), await answer.text()
+                sent += 1
+    return sent
+
+
+def _diagnose(database: Path, github: str) -> dict[str, Any]:
+    env = {
+        "PATH": os.environ["PATH"],
+        "QUEUEBOT_DATABASE": str(database),
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_ORG": "pytorch",
+        "GITHUB_API_URL": github,
+    }
+    result = subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "bot", "diagnose", "--at", END.isoformat(), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("scenario", list(Scenario))
+async def test_each_cause_is_diagnosed_from_job_events_and_runners(
+    tmp_path: Path, scenario: Scenario
+) -> None:
+    fleet = await asyncio.to_thread(
+        simulate_jobs,
+        SimulationSpec(
+            scenario=scenario, hours=27, runner_types=6, seed=7, end=END, step_seconds=120
+        ),
+    )
+    truth = fleet.truth
+    assert await _replay(fleet, tmp_path) > 100
+    async with GitHubSandbox(TOKEN) as github:
+        github.runners = [
+            SandboxRunner(
+                r.id, r.name, (r.runner_type,), "online" if r.online else "offline", r.busy, r.os
+            )
+            for r in fleet.runners
+        ]
+        report = await asyncio.to_thread(_diagnose, tmp_path / "queuebot.db", github.url)
+        assert github.listings(), "the runners list was not read"
+
+    assert set(report["sources"]) == {"GitHub job events", "GitHub runners"}
+    assert report["primary_cause"] == truth.primary_cause
+    # The alert's own numbers: queued exact, the longest wait within a minute.
+    expected = _alert_numbers(fleet, END.timestamp())
+    shown = {t["name"]: t for t in report["runner_types"]}
+    for name, (queued, longest) in expected.items():
+        assert shown[name]["queued"] == queued, name
+        assert abs(shown[name]["max_wait_seconds"] - longest) <= 60, name
+    for name, state in shown.items():
+        if name not in expected:
+            assert not state["queued"], name
+    if truth.primary_cause == "none":
+        assert not any(f["verdict"] == "likely" for f in report["findings"])
+        return
+    likely = {f["cause"]: set(f["runner_types"]) for f in report["findings"]}
+    worst = max(truth.affected, key=lambda name: expected.get(name, (0, 0.0)))
+    assert worst in likely[truth.affected[worst]]
