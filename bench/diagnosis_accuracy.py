@@ -1,15 +1,23 @@
 """How often diagnostics name the right cause: every scenario, several seeds and fleet sizes.
 
-Each run simulates a fleet (`queuebot simulate`), backfills it into a real Prometheus with
-promtool, runs the same diagnostics the Slack button runs, and compares the primary cause with
-what the simulation staged. Prints a confusion matrix (rows: staged, columns: named), the share
-of right primary causes, how often the staged runner types were named, and the number of
-confident wrong answers on healthy data. Target: at least 95 % right, and no cause named for a
-healthy fleet.
+Each run simulates a fleet and reads it as the bot does, through one of two sources:
 
-    python bench/diagnosis_accuracy.py [--seeds 1-5] [--sizes 6,12] [--hours 27]
+- `--source github` (the default): its jobs' `workflow_job` bodies loaded into a store, its
+  runners list served by a GitHub REST stand-in over HTTP; also checks the alert's own numbers
+  (jobs queued exact, the longest wait within a minute of the truth);
+- `--source prometheus`: `queuebot simulate`'s metrics backfilled into a real Prometheus with
+  promtool.
 
-Needs the Debian packages prometheus (with promtool).
+It runs the same diagnostics the Slack button runs and compares the primary cause with what the
+simulation staged, at several hours of the day (`--at-hours`). Prints a confusion matrix (rows:
+staged, columns: named), the share of right primary causes, how often the staged runner types
+were named, and the number of confident wrong answers on healthy data. Target: at least 95 %
+right, and no cause named for a healthy fleet.
+
+    python bench/diagnosis_accuracy.py [--source github|prometheus] [--seeds 1-5]
+        [--sizes 6,12] [--hours 27] [--at-hours 0,6,12,18]
+
+`--source prometheus` needs the Debian package prometheus (with promtool).
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiohttp
@@ -34,6 +42,7 @@ from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.domain.diagnosis import Verdict
 from bot.simulator import Scenario, SimulationSpec, write_file
+from tests.support.github_fleet import diagnose_from_github
 from tests.support.prometheus import Prometheus
 
 CAUSES = [
@@ -64,7 +73,8 @@ def _range(text: str) -> list[int]:
 async def one_run(
     workdir: Path, spec: SimulationSpec, binary: str, promtool: str
 ) -> tuple[str, str, bool]:
-    """(staged cause, named cause, staged runner types all named with their cause)."""
+    """(staged cause, named cause, staged runner types all named with their cause), read from
+    Prometheus."""
     history = workdir / "fleet.om"
     truth = await asyncio.to_thread(write_file, spec, history)
     prometheus = Prometheus(binary, promtool, workdir / "prometheus")
@@ -91,39 +101,55 @@ async def main() -> int:
     parser.add_argument("--sizes", default="6,12", help="runner-type counts, e.g. 6,12,24")
     parser.add_argument("--hours", type=float, default=27.0, help="history per run")
     parser.add_argument("--step", type=int, default=120, help="seconds between samples")
+    parser.add_argument("--source", choices=("github", "prometheus"), default="github")
+    parser.add_argument(
+        "--at-hours", default="0,6,12,18", help="UTC hours the runs end at, e.g. 3,18"
+    )
     args = parser.parse_args()
     binary, promtool = shutil.which("prometheus"), shutil.which("promtool")
-    if not binary or not promtool:
+    if args.source == "prometheus" and (not binary or not promtool):
         print("needs prometheus and promtool: apt-get install -y prometheus", file=sys.stderr)
         return 2
     matrix: Counter[tuple[str, str]] = Counter()
-    located = total = 0
+    located = total = exact = counted = 0
+    wait_errors: list[float] = []
     started = time.monotonic()
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     with tempfile.TemporaryDirectory(prefix="queuebot-accuracy-") as scratch:
         for size in _range(args.sizes):
             for seed in _range(args.seeds):
-                for scenario in Scenario:
-                    spec = SimulationSpec(
-                        scenario=scenario,
-                        hours=args.hours,
-                        runner_types=size,
-                        seed=seed,
-                        end=datetime.now(UTC).replace(microsecond=0),
-                        step_seconds=args.step,
-                    )
-                    workdir = Path(scratch) / f"{scenario.value}-{size}-{seed}"
-                    workdir.mkdir()
-                    staged, named, found = await one_run(workdir, spec, binary, promtool)
-                    shutil.rmtree(workdir, ignore_errors=True)
-                    matrix[(staged, named)] += 1
-                    total += 1
-                    located += found
-                    mark = "ok " if staged == named else "MISS"
-                    print(
-                        f"{mark} {scenario.value:<20} types={size:<3} seed={seed:<3}"
-                        f" staged={staged:<21} named={named}",
-                        flush=True,
-                    )
+                for hour in _range(args.at_hours):
+                    end = today - timedelta(days=1) + timedelta(hours=hour)
+                    for scenario in Scenario:
+                        spec = SimulationSpec(
+                            scenario=scenario,
+                            hours=args.hours,
+                            runner_types=size,
+                            seed=seed,
+                            end=end,
+                            step_seconds=args.step,
+                        )
+                        workdir = Path(scratch) / f"{scenario.value}-{size}-{seed}-{hour}"
+                        workdir.mkdir()
+                        if args.source == "github":
+                            run = await diagnose_from_github(spec, workdir)
+                            staged, named, found = run.staged, run.named, run.located
+                            exact += run.queued_exact
+                            counted += 1
+                            wait_errors.append(run.wait_error)
+                        else:
+                            assert binary and promtool
+                            staged, named, found = await one_run(workdir, spec, binary, promtool)
+                        shutil.rmtree(workdir, ignore_errors=True)
+                        matrix[(staged, named)] += 1
+                        total += 1
+                        located += found
+                        mark = "ok " if staged == named else "MISS"
+                        print(
+                            f"{mark} {scenario.value:<20} types={size:<3} seed={seed:<3}"
+                            f" at={hour:02d}:00 staged={staged:<21} named={named}",
+                            flush=True,
+                        )
     right = sum(n for (staged, named), n in matrix.items() if staged == named)
     wrong_on_healthy = sum(
         n for (staged, named), n in matrix.items() if staged == "none" and named != "none"
@@ -138,6 +164,14 @@ async def main() -> int:
     print(f"\nright primary cause: {right}/{total} = {100 * right / total:.1f} % (target 95 %)")
     print(f"staged runner types named with their cause: {located}/{total}")
     print(f"confident wrong answers on healthy data: {wrong_on_healthy} (target 0)")
+    if counted:
+        wait_errors.sort()
+        print(f"jobs queued exact for every runner type: {exact}/{counted} runs")
+        middle = wait_errors[len(wait_errors) // 2]
+        print(
+            f"longest wait, error against the truth: p50 {middle:.0f} s,"
+            f" max {wait_errors[-1]:.0f} s (target within 60 s)"
+        )
     return 0
 
 

@@ -11,7 +11,6 @@ import os
 import random
 import subprocess
 import sys
-from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,12 @@ import pytest
 
 from bot.diagnostics.sources.job_history import load_history
 from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.sandbox.github import GitHubSandbox, SandboxRunner
+from bot.sandbox.github import GitHubSandbox
 from bot.simulator import FleetJobs, Scenario, SimulationSpec, simulate_jobs
 from bot.simulator.deliveries import delivery, events, history_bodies, workflow_job_body
 from bot.store import open_store
 from tests.support.github import HOOK_SECRET
+from tests.support.github_fleet import alert_numbers, sandbox_runners
 from tests.support.harness import running_stack
 
 #: The last minutes of the fleet reach the bot through its webhook, the rest is loaded.
@@ -40,17 +40,6 @@ def _busy_hour() -> datetime:
 
 
 END = _busy_hour()
-
-
-def _alert_numbers(fleet: FleetJobs, at: float) -> dict[str, tuple[int, float]]:
-    """Per runner type, what the reference alert's rule computes from the same jobs: jobs
-    queued at `at` for more than 5 minutes (and less than a week), and the longest wait."""
-    numbers: dict[str, list[float]] = defaultdict(list)
-    for job in fleet.jobs:
-        waiting = job.started is None and job.completed is None
-        if waiting and 300 < at - job.created < 7 * 86400:
-            numbers[job.runner_type].append(at - job.created)
-    return {name: (len(waits), max(waits)) for name, waits in numbers.items()}
 
 
 async def _replay(fleet: FleetJobs, tmp_path: Path) -> int:
@@ -114,19 +103,14 @@ async def test_each_cause_is_diagnosed_from_job_events_and_runners(
     truth = fleet.truth
     assert await _replay(fleet, tmp_path) > 100
     async with GitHubSandbox(TOKEN) as github:
-        github.runners = [
-            SandboxRunner(
-                r.id, r.name, (r.runner_type,), "online" if r.online else "offline", r.busy, r.os
-            )
-            for r in fleet.runners
-        ]
+        github.runners = sandbox_runners(fleet.runners)
         report = await asyncio.to_thread(_diagnose, tmp_path / "queuebot.db", github.url)
         assert github.listings(), "the runners list was not read"
 
     assert set(report["sources"]) == {"GitHub job events", "GitHub runners"}
     assert report["primary_cause"] == truth.primary_cause
     # The alert's own numbers: queued exact, the longest wait within a minute.
-    expected = _alert_numbers(fleet, END.timestamp())
+    expected = alert_numbers(fleet, END.timestamp())
     shown = {t["name"]: t for t in report["runner_types"]}
     for name, (queued, longest) in expected.items():
         assert shown[name]["queued"] == queued, name

@@ -1,0 +1,101 @@
+"""A simulated fleet read from GitHub alone, for tests and benchmarks: its jobs in a store, its
+runners list served over HTTP by the GitHub REST stand-in, and what the alert's rule computes
+from the same jobs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+from bot.diagnostics.checks import diagnose
+from bot.diagnostics.fleet import FleetSources, read_fleet
+from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
+from bot.diagnostics.sources.github_runners import GitHubRunnersClient
+from bot.diagnostics.sources.job_history import load_history
+from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.domain.diagnosis import Verdict
+from bot.sandbox.github import GitHubSandbox, SandboxRunner
+from bot.simulator import FleetJobs, SimulatedRunner, SimulationSpec, simulate_jobs
+from bot.simulator.deliveries import history_bodies
+from bot.store import open_store
+
+TOKEN = "ghs_" + "fleet" * 8
+WEEK = 7 * 86400.0
+
+
+def alert_numbers(fleet: FleetJobs, at: float) -> dict[str, tuple[int, float]]:
+    """Per runner type, what the reference alert's rule computes from the fleet's jobs: jobs
+    queued at `at`, created more than 5 minutes and less than a week before, and the longest
+    wait among them."""
+    waits: dict[str, list[float]] = defaultdict(list)
+    for job in fleet.jobs:
+        if job.created > at:
+            continue
+        taken = job.started is not None and job.started <= at
+        if not taken and 300 < at - job.created < WEEK:
+            waits[job.runner_type].append(at - job.created)
+    return {name: (len(found), max(found)) for name, found in waits.items()}
+
+
+def sandbox_runners(
+    runners: tuple[SimulatedRunner, ...],
+) -> list[SandboxRunner | dict[str, object]]:
+    return [
+        SandboxRunner(
+            r.id, r.name, (r.runner_type,), "online" if r.online else "offline", r.busy, r.os
+        )
+        for r in runners
+    ]
+
+
+@dataclass(frozen=True)
+class GitHubRun:
+    staged: str
+    named: str
+    located: bool  # every staged runner type named with its cause
+    queued_exact: bool  # jobs queued equal the alert rule's count for every runner type
+    wait_error: float  # the largest error of the longest wait, seconds
+
+
+async def diagnose_from_github(spec: SimulationSpec, workdir: Path) -> GitHubRun:
+    """Simulate `spec`, load its jobs into a store in `workdir`, serve its runners, and run
+    the diagnostics the Slack button runs at the simulation's end."""
+    fleet = await asyncio.to_thread(simulate_jobs, spec)
+    store = await open_store(str(workdir / "queuebot.db"))
+    try:
+        await load_history(
+            store, history_bodies(list(fleet.jobs), fleet.end), JobsConfig(), remember_until=0.0
+        )
+        async with GitHubSandbox(TOKEN) as github, aiohttp.ClientSession() as http:
+            github.runners = sandbox_runners(fleet.runners)
+            client = GitHubRunnersClient(
+                http, github.url, TOKEN, RunnerScope(ScopeKind.ORG, github.org)
+            )
+            try:
+                report = diagnose(
+                    await read_fleet(FleetSources(store=store, runners=client), spec.end)
+                )
+            finally:
+                await client.close()
+    finally:
+        await store.close()
+    truth = fleet.truth
+    named = report.primary_cause.value if report.primary_cause else "none"
+    likely = {
+        f.cause.value: set(f.runner_types) for f in report.findings if f.verdict is Verdict.LIKELY
+    }
+    located = all(name in likely.get(cause, set()) for name, cause in truth.affected.items())
+    expected = alert_numbers(fleet, spec.end.timestamp())
+    shown = {state.name: state for state in report.runner_types}
+    exact, error = True, 0.0
+    for name, state in shown.items():
+        queued, longest = expected.get(name, (0, 0.0))
+        exact = exact and (state.queued or 0) == queued
+        if queued:
+            error = max(error, abs((state.max_wait_seconds or 0.0) - longest))
+    exact = exact and set(expected) <= set(shown)
+    return GitHubRun(truth.primary_cause, named, located, exact, error)
