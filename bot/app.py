@@ -267,6 +267,7 @@ def create_app(
                 store,
                 metrics,
                 background=lambda: {name: not task.done() for name, task in tasks.items()},
+                troubles=lambda: [deliverer.problem] if deliverer.problem else [],
                 max_outbox_age=settings.health_max_outbox_age,
             ),
             slack_events=slack_events,

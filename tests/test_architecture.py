@@ -64,6 +64,37 @@ def test_a_public_name_means_one_thing() -> None:
     assert {n: where for n, where in defined.items() if len(where) > 1} == {}
 
 
+#: The gateway's calls that write into a channel; only the outbox (bot.delivery) makes them.
+CHANNEL_WRITES = ("post_message", "update_message")
+
+
+def channel_writes(root: Path, package: str) -> list[str]:
+    """Calls that write into a channel made outside `package`.delivery: `post_message`,
+    `update_message`, and `upload_file` with a channel (None keeps the file private)."""
+    found = []
+    for name, path in modules(root, package).items():
+        if name.startswith((f"{package}.delivery", f"{package}.slack.gateway")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            method = node.func.attr
+            private = (
+                bool(node.args)
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value is None
+            )
+            if method in CHANNEL_WRITES or (method == "upload_file" and not private):
+                found.append(f"{name}:{node.lineno} {method}")
+    return found
+
+
+def test_only_the_outbox_writes_into_channels() -> None:
+    """Every message the bot posts or edits in a channel goes through bot.delivery."""
+    sandbox = {n for n in modules(ROOT, "bot") if n.startswith("bot.sandbox")}
+    assert [w for w in channel_writes(ROOT, "bot") if w.split(":")[0] not in sandbox] == []
+
+
 # -- the checks themselves ---------------------------------------------------------------------
 
 
@@ -117,3 +148,25 @@ def test_a_circle_through_a_package_init_is_found(tmp_path: Path) -> None:
         },
     )
     assert cycles(edges) == [["pkg.low", "pkg.low.a"]]
+
+
+def test_a_channel_write_outside_the_outbox_is_reported(tmp_path: Path) -> None:
+    for relative, text in {
+        "pkg/__init__.py": "",
+        "pkg/delivery/__init__.py": "",
+        "pkg/delivery/w.py": "async def f(s):\n    await s.post_message('C1', m)\n",
+        "pkg/listeners/__init__.py": "",
+        "pkg/listeners/a.py": (
+            "async def f(s):\n"
+            "    await s.upload_file(None, b'', filename='x')\n"
+            "    await s.upload_file('C1', b'', filename='x')\n"
+            "    await s.update_message('C1', '1.2', m)\n"
+        ),
+    }.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert channel_writes(tmp_path, "pkg") == [
+        "pkg.listeners.a:3 upload_file",
+        "pkg.listeners.a:4 update_message",
+    ]

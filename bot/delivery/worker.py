@@ -11,7 +11,8 @@ What Slack says decides what happens next:
 - down, rate-limited, or refusing the channel or the token: the delivery waits (Retry-After on
   429, exponential backoff with jitter otherwise, at most 5 minutes) and is tried again, so it
   goes out once the bot is invited or its token fixed; nothing accepted is dropped;
-- any other refusal (a message Slack will not take): that delivery is marked failed and logged.
+- any other refusal (a message Slack will not take), or an entry that cannot be read back: that
+  delivery is marked failed and logged.
 An edit, reply, note or file whose parent never made it posts the parent first.
 """
 
@@ -25,6 +26,8 @@ import random
 import time
 import uuid
 from collections.abc import Callable
+
+from pydantic import ValidationError
 
 from bot.delivery.digest import DigestWriter
 from bot.delivery.owed import NoteEdit, OwedFile, OwedMessage
@@ -83,6 +86,8 @@ class Deliverer:
         self._active: dict[int, asyncio.Task[None]] = {}
         self._keys: dict[int, str] = {}
         self._slots = asyncio.Semaphore(MAX_PARALLEL_INCIDENTS)
+        #: Why the last pass over the outbox failed; None once one succeeds.
+        self.problem: str | None = None
 
     def wake(self) -> None:
         self._wakeup.set()
@@ -97,9 +102,13 @@ class Deliverer:
                 self._wakeup.clear()
                 try:
                     delay = await self._dispatch_due()
-                    failures = 0
-                except Exception:
+                    failures, self.problem = 0, None
+                except Exception as exc:
                     failures += 1
+                    self.problem = (
+                        f"the outbox worker cannot read the outbox ({failures} tries in a row):"
+                        f" {type(exc).__name__}: {exc}"
+                    )
                     self._metrics.inc("queuebot_delivery_worker_errors_total")
                     delay = min(IDLE_POLL_SECONDS * 2 ** (failures - 1), MAX_OUTAGE_POLL_SECONDS)
                     log.exception(
@@ -205,7 +214,9 @@ class Deliverer:
                 incident.channel,
             )
             return False
-        except (SlackRejected, RenderError) as exc:
+        except (SlackRejected, RenderError, ValidationError) as exc:
+            # ValidationError: what the entry holds cannot be read back (a row changed by
+            # hand, or written by another version); trying again cannot help.
             await self._store.finish_item(item.id, OutboxState.FAILED, str(exc))
             self._count(item, "failed")
             log.error(

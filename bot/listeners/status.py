@@ -207,14 +207,14 @@ class StatusHandlers:
         channel: str | None,
         response_url: str | None,
     ) -> None:
+        # An answer for the channel goes only through the request's response_url: Slack posts
+        # it as the answer to the command. Channel messages of the bot's own are the outbox's.
         if response_url:
             await self._slack.respond(response_url, message, public=public)
-        elif channel and public:
-            await self._slack.post_message(channel, message)
-        elif channel:
+        elif channel and not public:
             await self._slack.post_ephemeral(channel, user, message)
         else:
-            raise SlackRejected("queue status", "the request named no response_url and no channel")
+            raise SlackRejected("queue status", "the request named no response_url to answer")
 
     async def _tell(
         self, text: str, user: str, channel: str | None, response_url: str | None

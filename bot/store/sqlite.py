@@ -25,6 +25,7 @@ from bot.store.interface import (
     OutboxState,
     Pruned,
     QueuedJob,
+    StoreError,
     UnfinishedDiagnosis,
 )
 from bot.store.rows import (
@@ -220,7 +221,10 @@ class SQLiteStore:
             " GROUP BY incident_id) ORDER BY o.id",
             (owner,),
         )
-        return [Due(int(row[0]), str(row[1]), float(row[2])) for row in rows]
+        try:
+            return [Due(int(row[0]), str(row[1]), float(row[2])) for row in rows]
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"an outbox row cannot be read: {exc}") from exc
 
     async def next_item(self, incident_id: int) -> OutboxItem | None:
         rows = await self._fetch(
@@ -232,16 +236,19 @@ class SQLiteStore:
         if not rows:
             return None
         row = rows[0]
-        return OutboxItem(
-            id=row["id"],
-            incident_id=row["incident_id"],
-            kind=OutboxKind(row["kind"]),
-            payload=row["payload"],
-            attempts=row["attempts"],
-            not_before=row["not_before"],
-            sent_at=row["sent_at"],
-            created_at=row["created_at"],
-        )
+        try:
+            return OutboxItem(
+                id=row["id"],
+                incident_id=row["incident_id"],
+                kind=OutboxKind(row["kind"]),
+                payload=row["payload"],
+                attempts=row["attempts"],
+                not_before=float(row["not_before"]),
+                sent_at=row["sent_at"],
+                created_at=row["created_at"],
+            )
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"outbox row {row['id']} cannot be read: {exc}") from exc
 
     async def has_later_update(self, incident_id: int, after_id: int) -> bool:
         rows = await self._fetch(

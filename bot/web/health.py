@@ -1,11 +1,11 @@
 """GET /healthz and GET /metrics: whether the bot can do its job, and its own Prometheus metrics.
 
 /healthz answers 200 `{"status": "ok"}` only when what the bot promises can happen: every
-background task runs (the outbox worker above all), the store takes a write (a full disk, an
-I/O error or a database file deleted or replaced under the bot all show here), and the oldest
-Slack delivery owed is younger than the limit. Otherwise 503 `{"status": "unhealthy",
-"reasons": [...]}`, each reason one sentence an operator can act on. A change of state is
-logged once, not at every probe.
+background task runs (the outbox worker above all, its passes over the outbox succeeding), the
+store takes a write (a full disk, an I/O error or a database file deleted or replaced under the
+bot all show here), and the oldest Slack delivery owed is younger than the limit. Otherwise
+503 `{"status": "unhealthy", "reasons": [...]}`, each reason one sentence an operator can act
+on. A change of state is logged once, not at every probe.
 
 A scrape of /metrics also reads gauges from the store (incidents still owed a delivery, the
 outbox's depth and the age of its oldest entry), so a stuck outbox shows on a dashboard.
@@ -33,11 +33,14 @@ class Health:
         metrics: Metrics,
         *,
         background: Callable[[], Mapping[str, bool]] = dict,
+        troubles: Callable[[], list[str]] = list,
         max_outbox_age: float = 900.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`background` tells, by name, whether each background task still runs."""
+        """`background` tells, by name, whether each background task still runs; `troubles`,
+        what those that run cannot do now."""
         self._store = store
+        self._troubles = troubles
         self._metrics = metrics
         self._background = background
         self._max_outbox_age = max_outbox_age
@@ -51,6 +54,7 @@ class Health:
             for name, running in self._background().items()
             if not running
         ]
+        reasons += self._troubles()
         try:
             await self._store.probe()
         except StoreError as exc:

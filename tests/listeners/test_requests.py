@@ -14,7 +14,7 @@ import pytest
 
 from bot.sandbox.slack import ONCALL_USER, payloads
 from bot.slack.contract import ActionId
-from tests.support.harness import SIGNING_SECRET, Stack, running_stack
+from tests.support.harness import SIGNING_SECRET, Stack, running_stack, serve_bot
 from tests.support.payloads import reference
 
 
@@ -94,6 +94,26 @@ class TestVerification:
             await stack.settled()
             answers = await sandbox.wait_for(lambda: sandbox.ephemerals() or None)
             assert len(answers) == 1
+
+    async def test_a_request_replayed_to_another_bot_on_the_same_store_is_refused(
+        self, tmp_path: Path
+    ) -> None:
+        """The record of signatures seen is in the store: a request captured at one bot and
+        sent to a second one sharing its database gets 401 there."""
+        async with running_stack(tmp_path) as stack:
+            ts = await _posted(stack)
+            body = urlencode(
+                {"payload": json.dumps(_block_actions(stack, ts, ActionId.RUN_DIAGNOSTICS.value))}
+            )
+            headers = _signed(body)
+            async with serve_bot(stack.sandbox, tmp_path / "queuebot.db") as (_, other):
+                statuses = []
+                for url in (stack.url, other):
+                    async with stack.http.post(
+                        f"{url}/slack/events", data=body, headers=headers
+                    ) as response:
+                        statuses.append(response.status)
+            assert statuses == [200, 401]
 
 
 class TestButtons:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from bot.store.sqlite import SQLiteStore
+from bot.store.sqlite_db import SQLiteDatabase
 from tests.support.harness import Stack, running_stack
 from tests.support.integration import require
 from tests.support.payloads import reference
@@ -125,3 +126,16 @@ async def test_a_full_disk_gets_503_and_loses_nothing(tmp_path: Path) -> None:
             for name in ["before", *statuses]:
                 assert sum(name in text for text in posted) >= 1, name
             assert await _health(stack) == (200, {"status": "ok"})
+
+
+async def test_commits_are_synced_to_disk(tmp_path: Path) -> None:
+    """The store's connection writes ahead and syncs every commit (`synchronous = FULL`), so a
+    202 survives a power cut, not only a crash (NORMAL in WAL mode syncs at checkpoints only)."""
+    database = await SQLiteDatabase.open(str(tmp_path / "queuebot.db"))
+    try:
+        async with database.db.execute("PRAGMA journal_mode") as cursor:
+            assert tuple(await cursor.fetchone() or ()) == ("wal",)
+        async with database.db.execute("PRAGMA synchronous") as cursor:
+            assert tuple(await cursor.fetchone() or ()) == (2,)  # FULL
+    finally:
+        await database.db.close()

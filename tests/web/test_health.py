@@ -9,8 +9,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from bot.store import open_store
+from bot.telemetry.metrics import Metrics
+from bot.web.health import Health
 from tests.support.harness import Stack, running_stack, watched
-from tests.support.payloads import reference
+from tests.support.payloads import reference, with_values
 
 
 async def _health(stack: Stack) -> tuple[int, dict[str, Any]]:
@@ -18,9 +21,9 @@ async def _health(stack: Stack) -> tuple[int, dict[str, Any]]:
         return response.status, await response.json()
 
 
-async def _unhealthy(stack: Stack) -> dict[str, Any]:
+async def _unhealthy(stack: Stack, timeout: float = 10.0) -> dict[str, Any]:  # noqa: ASYNC109
     """Wait until /healthz answers 503 (a delay becomes too long as time passes); its body."""
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(timeout):
         while True:
             status, body = await _health(stack)
             if status == 503:
@@ -75,3 +78,71 @@ async def test_a_delivery_owed_too_long_is_unhealthy(tmp_path: Path) -> None:
         await stack.parents(1, timeout=20)
         await stack.settled()
         assert await _health(stack) == (200, {"status": "ok"})
+
+
+async def test_a_row_the_worker_cannot_read_stops_nothing_for_good(tmp_path: Path) -> None:
+    """Not only the store's own errors: an outbox row the worker cannot make sense of (a time
+    that is not a number) fails its passes; /healthz names it, and once the row is mended the
+    owed reply goes out."""
+    database = tmp_path / "queuebot.db"
+    async with running_stack(tmp_path) as stack:
+        assert (await stack.webhook(reference())).status == 202
+        (parent,) = await stack.parents(1)
+        await stack.settled()
+        stack.sandbox.faults.add("chat.postMessage", status=500, count=1000)
+        assert (await stack.webhook(reference("resolved"))).status == 202
+        _sql(database, "UPDATE outbox SET not_before = 'soon' WHERE state = 'pending'")
+        body = await _unhealthy(stack, timeout=20)
+        assert any("outbox worker cannot read the outbox" in r for r in body["reasons"])
+        stack.sandbox.faults.clear()
+        _sql(database, "UPDATE outbox SET not_before = 0 WHERE state = 'pending'")
+        (reply,) = await stack.replies(parent, 1, timeout=40)
+        assert "Resolved" in stack.text(reply)
+        assert await _health(stack) == (200, {"status": "ok"})
+
+
+async def test_a_background_task_that_stopped_is_named(tmp_path: Path) -> None:
+    """A background task that is no longer running makes /healthz unhealthy, by its name."""
+    store = await open_store(str(tmp_path / "queuebot.db"))
+    try:
+        health = Health(store, Metrics(), background=lambda: {"outbox worker": False})
+        assert await health.problems() == ["the outbox worker is not running"]
+    finally:
+        await store.close()
+
+
+async def test_an_entry_that_cannot_be_read_back_is_given_up_and_the_next_goes_out(
+    tmp_path: Path,
+) -> None:
+    """An owed reply whose stored form no longer parses (changed by hand) is marked failed,
+    logged, and the incident's next delivery goes out after it: one bad entry blocks nothing."""
+    database = tmp_path / "queuebot.db"
+    async with running_stack(tmp_path) as stack:
+        assert (await stack.webhook(reference())).status == 202
+        (parent,) = await stack.parents(1)
+        await stack.settled()
+        # Slack asks the first reply to wait, so it is back in the store when it is changed.
+        stack.sandbox.faults.add("chat.postMessage", status=429, retry_after=3)
+        changed = with_values(reference(), max_queue_time_mins=175)
+        assert (await stack.webhook(changed)).status == 202
+        assert (await stack.webhook(reference("resolved"))).status == 202
+        async with asyncio.timeout(10):
+            while _one(database, _FIRST_REPLY_ATTEMPTS) < 1:  # noqa: ASYNC110 - the file, as an operator reads it
+                await asyncio.sleep(0.05)
+        _sql(database, _SPOIL_FIRST_REPLY)
+        (reply,) = await stack.replies(parent, 1, timeout=20)
+        await stack.settled(timeout=20)
+        assert "Resolved" in stack.text(reply)
+        assert len(stack.sandbox.replies(None, parent.ts)) == 1
+
+
+_FIRST_REPLY = "SELECT MIN(id) FROM outbox WHERE state = 'pending' AND kind = 'post_reply'"
+_FIRST_REPLY_ATTEMPTS = f"SELECT attempts FROM outbox WHERE id = ({_FIRST_REPLY})"  # noqa: S608
+_SPOIL_FIRST_REPLY = f"UPDATE outbox SET payload = '{{' WHERE id = ({_FIRST_REPLY})"  # noqa: S608
+
+
+def _one(database: Path, query: str) -> int:
+    with sqlite3.connect(database) as db:
+        (value,) = db.execute(query).fetchone()
+    db.close()
+    return int(value or 0)
