@@ -1,9 +1,10 @@
 """How fast the bot acks each interaction: Slack shows the clicker an error after 3 seconds.
 
 Runs the bot against the local Slack workspace, the local Grafana silence API and a simulated
-fleet, opens one incident and repeats the on-call's round: Run diagnostics, Silence… (the ack,
-and the modal open, which must happen within the click's 3-second trigger), the modal's
-submission, Unsilence and /queue-status. Prints p50/p95/p99/max per interaction.
+fleet as GitHub tells of it (two days of job events in the store, the runners list served by
+the GitHub REST stand-in), opens one incident and repeats the on-call's round: Run diagnostics,
+Silence… (the ack, and the modal open, which must happen within the click's 3-second trigger),
+the modal's submission, Unsilence and /queue-status. Prints p50/p95/p99/max per interaction.
 
     python bench/acks.py [--rounds 30]
 """
@@ -23,11 +24,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bot.diagnostics.sources.job_history import load_history
+from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.grafana import GrafanaSandbox
-from bot.sandbox.prometheus import FleetPrometheus
 from bot.sandbox.slack import ONCALL_USER, PostedMessage
-from bot.simulator import Scenario, SimulationSpec
+from bot.simulator import Scenario, SimulationSpec, simulate_jobs
+from bot.simulator.deliveries import history_bodies
 from bot.slack.contract import ActionId, SilenceInput
+from bot.store import open_store
+from tests.support.github_fleet import TOKEN, sandbox_runners
 from tests.support.harness import Stack, running_stack
 from tests.support.payloads import reference
 
@@ -89,7 +95,7 @@ async def main() -> int:
     args = parser.parse_args()
     spec = SimulationSpec(
         scenario=Scenario.MIX,
-        hours=8 * 24,
+        hours=2 * 24,
         runner_types=8,
         seed=1,
         end=datetime.now(UTC).replace(microsecond=0),
@@ -110,9 +116,19 @@ async def main() -> int:
         )
     }
     try:
-        async with FleetPrometheus(spec) as fleet, GrafanaSandbox(token="glsa_bench") as grafana:
+        fleet = await asyncio.to_thread(simulate_jobs, spec)
+        store = await open_store(str(work / "queuebot.db"))
+        try:
+            bodies = history_bodies(list(fleet.jobs), fleet.end)
+            await load_history(store, bodies, JobsConfig(), remember_until=0.0)
+        finally:
+            await store.close()
+        async with GitHubSandbox(TOKEN) as github, GrafanaSandbox(token="glsa_bench") as grafana:
+            github.runners = sandbox_runners(fleet.runners)
             env = {
-                "PROMETHEUS_URL": fleet.url,
+                "GITHUB_TOKEN": TOKEN,
+                "GITHUB_ORG": github.org,
+                "GITHUB_API_URL": github.url,
                 "GRAFANA_URL": grafana.url,
                 "GRAFANA_TOKEN": "glsa_bench",
                 "QUEUEBOT_CONFIG": str(config),

@@ -5,8 +5,9 @@ Each run simulates a fleet and reads it as the bot does, through one of two sour
 - `--source github` (the default): its jobs' `workflow_job` bodies loaded into a store, its
   runners list served by a GitHub REST stand-in over HTTP; also checks the alert's own numbers
   (jobs queued exact, the longest wait within a minute of the truth);
-- `--source prometheus`: `queuebot simulate`'s metrics backfilled into a real Prometheus with
-  promtool.
+- `--source arc` or `--source arc-lean`: `queuebot simulate`'s metrics in that shape
+  (actions-runner-controller's series with every bucket; or a lean scrape of `_sum`/`_count`
+  only, without runner gauges) backfilled into a real Prometheus with promtool.
 
 It runs the same diagnostics the Slack button runs and compares the primary cause with what the
 simulation staged, at several hours of the day (`--at-hours`). Prints a confusion matrix (rows:
@@ -14,10 +15,10 @@ staged, columns: named), the share of right primary causes, how often the staged
 were named, and the number of confident wrong answers on healthy data. Target: at least 95 %
 right, and no cause named for a healthy fleet.
 
-    python bench/diagnosis_accuracy.py [--source github|prometheus] [--seeds 1-5]
+    python bench/diagnosis_accuracy.py [--source github|arc|arc-lean] [--seeds 1-5]
         [--sizes 6,12] [--hours 27] [--at-hours 0,6,12,18]
 
-`--source prometheus` needs the Debian package prometheus (with promtool).
+`--source arc` and `arc-lean` need the Debian package prometheus (with promtool).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from bot.diagnostics.signals import collect
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.domain.diagnosis import Verdict
-from bot.simulator import Scenario, SimulationSpec, write_file
+from bot.simulator import MetricsShape, Scenario, SimulationSpec, write_file
 from tests.support.github_fleet import diagnose_from_github
 from tests.support.prometheus import Prometheus
 
@@ -71,12 +72,12 @@ def _range(text: str) -> list[int]:
 
 
 async def one_run(
-    workdir: Path, spec: SimulationSpec, binary: str, promtool: str
+    workdir: Path, spec: SimulationSpec, shape: MetricsShape, binary: str, promtool: str
 ) -> tuple[str, str, bool]:
     """(staged cause, named cause, staged runner types all named with their cause), read from
-    Prometheus."""
+    Prometheus holding the fleet's metrics in `shape`."""
     history = workdir / "fleet.om"
-    truth = await asyncio.to_thread(write_file, spec, history)
+    truth = await asyncio.to_thread(write_file, spec, history, shape)
     prometheus = Prometheus(binary, promtool, workdir / "prometheus")
     try:
         await prometheus.backfill(history)
@@ -101,13 +102,13 @@ async def main() -> int:
     parser.add_argument("--sizes", default="6,12", help="runner-type counts, e.g. 6,12,24")
     parser.add_argument("--hours", type=float, default=27.0, help="history per run")
     parser.add_argument("--step", type=int, default=120, help="seconds between samples")
-    parser.add_argument("--source", choices=("github", "prometheus"), default="github")
+    parser.add_argument("--source", choices=("github", "arc", "arc-lean"), default="github")
     parser.add_argument(
         "--at-hours", default="0,6,12,18", help="UTC hours the runs end at, e.g. 3,18"
     )
     args = parser.parse_args()
     binary, promtool = shutil.which("prometheus"), shutil.which("promtool")
-    if args.source == "prometheus" and (not binary or not promtool):
+    if args.source != "github" and (not binary or not promtool):
         print("needs prometheus and promtool: apt-get install -y prometheus", file=sys.stderr)
         return 2
     matrix: Counter[tuple[str, str]] = Counter()
@@ -139,7 +140,10 @@ async def main() -> int:
                             wait_errors.append(run.wait_error)
                         else:
                             assert binary and promtool
-                            staged, named, found = await one_run(workdir, spec, binary, promtool)
+                            shape = MetricsShape(args.source)
+                            staged, named, found = await one_run(
+                                workdir, spec, shape, binary, promtool
+                            )
                         shutil.rmtree(workdir, ignore_errors=True)
                         matrix[(staged, named)] += 1
                         total += 1

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pytest
+import pytest_asyncio
 
-from bot.simulator import SimulationSpec, Truth, write_file
+from bot.simulator import MetricsShape, Scenario, SimulationSpec, Truth, write_file
 from tests.support.alertmanager import Alertmanager
+from tests.support.fleets import Fleets, fleet_spec
 from tests.support.integration import require_binary
 from tests.support.prometheus import Prometheus
 
@@ -52,8 +55,29 @@ async def alertmanager(tmp_path: Path) -> AsyncIterator[Alertmanager]:
         await instance.stop()
 
 
-#: Builds a Prometheus holding a simulated fleet: `await make(spec)` -> (server, truth).
-PrometheusFactory = Callable[[SimulationSpec], Awaitable[tuple[Prometheus, Truth]]]
+class PrometheusFactory(Protocol):
+    """Builds a Prometheus holding a simulated fleet: `await make(spec)` -> (server, truth)."""
+
+    def __call__(
+        self, spec: SimulationSpec, shape: MetricsShape = MetricsShape.ARC
+    ) -> Awaitable[tuple[Prometheus, Truth]]: ...
+
+
+async def _filled(
+    binary: str, promtool: str, workdir: Path, spec: SimulationSpec, shape: MetricsShape
+) -> tuple[Prometheus, Truth]:
+    """A Prometheus in `workdir` holding `spec`'s fleet in `shape`, started."""
+    history = workdir / "fleet.om"
+    truth = await asyncio.to_thread(write_file, spec, history, shape)
+    instance = Prometheus(binary, promtool, workdir)
+    try:
+        await instance.backfill(history)
+        history.unlink()
+        await instance.start()
+    except BaseException:
+        await instance.stop()
+        raise
+    return instance, truth
 
 
 @pytest.fixture
@@ -64,20 +88,44 @@ async def prometheus_for(tmp_path: Path) -> AsyncIterator[PrometheusFactory]:
     promtool = require_binary("promtool", "apt-get install -y prometheus")
     made: list[Prometheus] = []
 
-    async def make(spec: SimulationSpec) -> tuple[Prometheus, Truth]:
+    async def make(
+        spec: SimulationSpec, shape: MetricsShape = MetricsShape.ARC
+    ) -> tuple[Prometheus, Truth]:
         workdir = tmp_path / f"prometheus-{len(made)}"
         workdir.mkdir()
-        history = workdir / "fleet.om"
-        truth = await asyncio.to_thread(write_file, spec, history)
-        instance = Prometheus(binary, promtool, workdir)
+        instance, truth = await _filled(binary, promtool, workdir, spec, shape)
         made.append(instance)
-        await instance.backfill(history)
-        history.unlink()
-        await instance.start()
         return instance, truth
 
     try:
         yield make
     finally:
         for instance in made:
+            await instance.stop()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def fleets(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Fleets]:
+    """One Prometheus per scenario and shape of the shared fleets (`tests.support.fleets`), made
+    when first asked for and kept for the session; tests using it run `in_session_loop`."""
+    binary = require_binary("prometheus", "apt-get install -y prometheus")
+    promtool = require_binary("promtool", "apt-get install -y prometheus")
+    made: dict[tuple[Scenario, MetricsShape], tuple[Prometheus, Truth]] = {}
+    lock = asyncio.Lock()
+
+    async def get(
+        scenario: Scenario, shape: MetricsShape = MetricsShape.ARC
+    ) -> tuple[Prometheus, Truth]:
+        async with lock:
+            if (scenario, shape) not in made:
+                workdir = tmp_path_factory.mktemp(f"fleet-{scenario}-{shape}")
+                made[(scenario, shape)] = await _filled(
+                    binary, promtool, workdir, fleet_spec(scenario), shape
+                )
+            return made[(scenario, shape)]
+
+    try:
+        yield get
+    finally:
+        for instance, _ in made.values():
             await instance.stop()

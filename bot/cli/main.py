@@ -137,6 +137,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         out=Path(args.out),
         end=end,
         step_seconds=args.step,
+        shape=args.shape,
     )
 
 
@@ -204,6 +205,14 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--out", required=True, help="the OpenMetrics file to write")
     simulate.add_argument("--end", help="time of the last sample (default now)")
     simulate.add_argument("--step", type=int, default=60, help="seconds between samples")
+    simulate.add_argument(
+        "--shape",
+        choices=("arc", "arc-lean"),
+        default="arc",
+        help="arc: actions-runner-controller's listener and controller metrics with every bucket,"
+        " and cAdvisor; arc-lean: a lean scrape (assigned and running jobs, job counters,"
+        " histograms' _sum/_count, a cluster label)",
+    )
     simulate.set_defaults(func=cmd_simulate)
 
     check = sub.add_parser("check", help="validate the configuration and reach each service")

@@ -2,16 +2,21 @@
 
 Nothing outside this machine is needed: the local Slack-compatible workspace (bot/sandbox/) plays
 Slack and serves a web page where every button works, a local Grafana-compatible silence API
-plays Grafana, a simulated fleet behind a Prometheus-compatible API feeds diagnostics and
-/queue-status, and the bot is the same application `queuebot serve` runs. The reference alert is
-posted to the bot's webhook over HTTP exactly as Grafana would post it. Unless told otherwise,
-the on-call, alice, then runs diagnostics, silences the alert for an hour through the modal,
-asks `/queue-status` and lifts the silence again, with the same signed requests Slack would
-send. The channel is printed to the terminal as messages arrive; `/queue-status` typed into the
-terminal is sent as hers. `PROMETHEUS_URL`, and `GRAFANA_URL` with `GRAFANA_TOKEN`, in the
-environment replace the simulated fleet and the local silence API with real ones. Everything
-listens on 127.0.0.1 unless `host` says otherwise, which is allowed with a warning: the page
-has no login, so whoever reaches it acts as alice.
+plays Grafana, and the bot is the same application `queuebot serve` runs. The fleet is simulated
+(bot.demo.fleet) and reaches the bot as a GitHub organisation's would: its jobs as `workflow_job`
+deliveries to the bot's GitHub webhook, signed with the hook's secret (the last ten minutes before
+the start at once, then each as it happens, so the fleet moves for a few minutes while the demo
+runs), its older history loaded into the store as a hook's stored deliveries, and its runners
+list from a local stand-in for GitHub's REST API. Diagnostics and /queue-status read the fleet
+from them. The reference alert is posted to the bot's webhook over HTTP exactly as Grafana would
+post it. Unless told otherwise, the on-call, alice, then runs diagnostics, silences the alert
+for an hour through the modal, asks `/queue-status` and lifts the silence again, with the same
+signed requests Slack would send. The channel is printed to the terminal as messages arrive;
+`/queue-status` typed into the terminal is sent as hers. `PROMETHEUS_URL` in the environment
+has the bot read that Prometheus too, beside the simulated job events; `GRAFANA_URL` with
+`GRAFANA_TOKEN` replace the local silence API with a real Grafana. Everything listens on
+127.0.0.1 unless `host` says otherwise, which is allowed with a warning: the page has no login,
+so whoever reaches it acts as alice.
 """
 
 from __future__ import annotations
@@ -23,11 +28,14 @@ import signal
 import sys
 import tempfile
 import webbrowser
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
+from urllib.parse import urlsplit, urlunsplit
 
 from bot.demo.alerts import reference_alert
-from bot.demo.stack import FLEET_TYPES, Demo
+from bot.demo.fleet import FLEET_TYPES
+from bot.demo.stack import Demo
 from bot.demo.story import commands, print_channel, rule, told_story
 from bot.sandbox.slack.guard import WILDCARDS, is_loopback
 from bot.slack import contract
@@ -44,6 +52,16 @@ def _exposure_warning(host: str, page_port: int) -> str | None:
         f" {page_port}), act in it as alice or bob and fire alerts, and the page has no login."
         " Leave out --host (127.0.0.1) to keep the demo to this machine."
     )
+
+
+def _without_credentials(url: str) -> str:
+    """`url` as it may be printed: PROMETHEUS_URL may carry a password or a token."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    where = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        where += f":{parts.port}"
+    return urlunsplit((parts.scheme, where, parts.path, "", ""))
 
 
 def _can_open_browser() -> bool:
@@ -65,6 +83,12 @@ async def run_demo(
     """Run until interrupted; returns the exit code."""
     with tempfile.TemporaryDirectory(prefix="queuebot-demo-") as scratch:
         demo = Demo(host=host, port=port, slack_port=slack_port, scratch=Path(scratch))
+        print(
+            "queuebot demo: starting: simulating a week of the fleet and sending it to the bot"
+            " (about half a minute)…",
+            file=sys.stderr,
+            flush=True,
+        )
         try:
             await demo.start()
         except OSError as exc:
@@ -76,7 +100,16 @@ async def run_demo(
         warning = _exposure_warning(host, demo.sandbox.port)
         if warning is not None:
             print(warning, file=sys.stderr)
-        fleet = f"simulated, {FLEET_TYPES} runner types" if demo.fleet else demo.prometheus_url
+        assert demo.fleet is not None
+        until = datetime.fromtimestamp(demo.fleet.end, UTC)
+        fleet = (
+            f"  fleet data:        simulated GitHub, {FLEET_TYPES} runner types: job events at the"
+            " bot's webhook and the runners list\n"
+            f"                     {demo.loaded:,} older jobs loaded, {demo.replayed:,} deliveries"
+            f" sent signed, more as they happen until {until:%H:%M} UTC\n"
+        )
+        if demo.prometheus_url:
+            fleet += f"  plus Prometheus:   {_without_credentials(demo.prometheus_url)}\n"
         out.write(
             f"queuebot demo\n"
             f"  open in a browser: {page}\n"
@@ -84,7 +117,7 @@ async def run_demo(
             f"  Grafana webhook:   {demo.webhook_url}\n"
             f"  local Slack API:   {demo.sandbox.api_url}\n"
             f"  silences:          {demo.grafana.url if demo.grafana else 'your Grafana'}\n"
-            f"  fleet metrics:     {fleet}\n"
+            f"{fleet}"
             f"Post your own Grafana or Alertmanager payloads:\n"
             f"  curl -X POST {demo.webhook_url} -H 'Content-Type: application/json'"
             f" -H 'Authorization: Bearer {demo.webhook_token}' --data @payload.json\n"

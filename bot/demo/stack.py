@@ -1,17 +1,23 @@
 """`Demo`: everything `queuebot demo` runs, started and stopped as one (the tests use it too).
 
-The local Slack-compatible workspace, a local Grafana silence API and a simulated fleet behind a
-Prometheus-compatible API (unless `GRAFANA_URL`/`GRAFANA_TOKEN` or `PROMETHEUS_URL` name real
-ones), and the bot itself, the same application `queuebot serve` runs; plus the controls on the
-workspace's page that fire, resolve and refire alerts. The controls are the workspace's own
-`/ui/control/...` endpoints, so they answer only JSON from the page's own origin under the
-address the workspace listens on (bot/sandbox/slack/guard.py): another web page cannot fire.
+The local Slack-compatible workspace, a local Grafana silence API (unless `GRAFANA_URL` and
+`GRAFANA_TOKEN` name a real one), a simulated fleet as GitHub tells of it (bot.demo.fleet: job
+events at the bot's webhook, signed, and a GitHub REST stand-in serving its runners list), and
+the bot itself, the same application `queuebot serve` runs; with `PROMETHEUS_URL` set, the bot
+reads that Prometheus beside the job events. `GITHUB_*` settings in the environment are not
+used: the demo's GitHub is always its own. Plus the controls on the workspace's page that fire,
+resolve and refire alerts. The controls are the workspace's own `/ui/control/...` endpoints, so
+they answer only JSON from the page's own origin under the address the workspace listens on
+(bot/sandbox/slack/guard.py): another web page cannot fire.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import secrets
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,29 +28,22 @@ from aiohttp import web
 from bot.app import create_app
 from bot.config import load_settings
 from bot.demo.alerts import REFERENCE_RESOLVED, reference_alert, surge_alert
-from bot.diagnostics.measures import Signal
-from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
-from bot.diagnostics.sources.querypack import QueryPack
+from bot.demo.feed import Feed
+from bot.demo.fleet import DemoFleet
+from bot.diagnostics.sources.job_events import queued_now
+from bot.diagnostics.sources.job_history import load_history
+from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.domain.notifications import parse_webhook
+from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.grafana import PREFIX as GRAFANA_API
 from bot.sandbox.grafana import GrafanaSandbox
-from bot.sandbox.prometheus import FleetPrometheus
 from bot.sandbox.serving import serve
-from bot.sandbox.slack import (
-    SlackSandbox,
-)
+from bot.sandbox.slack import SlackSandbox
 from bot.sandbox.slack.web import UiControl
-from bot.simulator import Scenario, SimulationSpec
+from bot.store import Store, open_store
 from bot.web import paths
 
 DEMO_CHANNEL = "ci-infra-alerts"
-
-#: The simulated fleet: 8 runner types, 8 days (diagnostics compare with the 7 days before).
-FLEET_TYPES = 8
-FLEET_HOURS = 8 * 24 + 1
-FLEET_STEP_SECONDS = 120
-#: A mix with a surge on one runner type and the autoscaler's limit on another.
-FLEET_SEED = 1
 
 
 class Demo:
@@ -71,21 +70,34 @@ class Demo:
             bot_token=bot_token, signing_secret=signing_secret, channel_name=DEMO_CHANNEL
         )
         self.grafana: GrafanaSandbox | None = None
-        self.fleet: FleetPrometheus | None = None
+        #: GitHub's webhook secret and token, as the demo's GitHub and the bot share them.
+        self.hook_secret = secrets.token_hex(20)
+        self.github = GitHubSandbox("ghs_" + secrets.token_hex(18))
+        self.fleet: DemoFleet | None = None
+        self.feed: Feed | None = None
+        #: Jobs of the history loaded into the store before the bot started.
+        self.loaded = 0
+        #: Deliveries sent while starting (the last `REPLAYED` minutes and the start itself).
+        self.replayed = 0
+        #: A real Prometheus the bot reads beside the job events (PROMETHEUS_URL), or "".
         self.prometheus_url = ""
         self.bot_url = ""
+        self._jobs = JobsConfig()
+        self._store: Store | None = None
         self._runner: web.AppRunner | None = None
         self._http: aiohttp.ClientSession | None = None
+        self._live: asyncio.Task[None] | None = None
 
     @property
     def webhook_url(self) -> str:
         return f"{self.bot_url}{paths.GRAFANA_WEBHOOK_PATH}"
 
     async def start(self) -> None:
-        """Start the workspace, the stand-ins and the bot; raises OSError if `port` is taken.
+        """Start the workspace, the stand-ins, the fleet and the bot; raises OSError if `port`
+        is taken. Returns once the fleet's deliveries due so far have reached the bot.
 
         The bot and the workspace (its page, the controls, the Slack API) listen on `host`;
-        the stand-ins for Grafana and Prometheus, which only the bot calls, on loopback."""
+        the stand-ins for Grafana and GitHub, which only the bot calls, on loopback."""
         await self.sandbox.start(host=self.host, port=self.slack_port)
         env = self.environ
         grafana_url, grafana_token = env.get("GRAFANA_URL"), env.get("GRAFANA_TOKEN")
@@ -98,55 +110,73 @@ class Demo:
             await self.grafana.start()
             grafana_url, grafana_token = self.grafana.url, self.grafana.token or ""
         self.prometheus_url = env.get("PROMETHEUS_URL", "")
-        if not self.prometheus_url:
-            self.fleet = FleetPrometheus(
-                SimulationSpec(
-                    scenario=Scenario.MIX,
-                    hours=FLEET_HOURS,
-                    runner_types=FLEET_TYPES,
-                    seed=FLEET_SEED,
-                    end=datetime.now(UTC).replace(microsecond=0),
-                    step_seconds=FLEET_STEP_SECONDS,
-                )
-            )
-            await self.fleet.start()
-            self.prometheus_url = self.fleet.url
+        await self.github.start()
         config = self.scratch / "queuebot.yml"
         # The demo shows what the Run diagnostics button does, so it is not run by itself.
         config.write_text("auto_diagnose: false\n")
+        database = self.scratch / "queuebot.db"
         settings = load_settings(
             {
                 "SLACK_BOT_TOKEN": self._bot_token,
                 "SLACK_SIGNING_SECRET": self._signing_secret,
                 "SLACK_API_URL": self.sandbox.api_url,
                 "QUEUEBOT_CHANNEL": f"#{DEMO_CHANNEL}",
-                "QUEUEBOT_DATABASE": str(self.scratch / "queuebot.db"),
+                "QUEUEBOT_DATABASE": str(database),
                 "QUEUEBOT_CONFIG": str(config),
                 "GRAFANA_URL": grafana_url,
                 "GRAFANA_TOKEN": grafana_token,
-                "PROMETHEUS_URL": self.prometheus_url,
+                "GITHUB_WEBHOOK_SECRET": self.hook_secret,
+                "GITHUB_TOKEN": self.github.token,
+                "GITHUB_ORG": self.github.org,
+                "GITHUB_API_URL": self.github.url,
                 "QUEUEBOT_SILENCE_CHECK_SECONDS": "5",
                 "QUEUEBOT_WEBHOOK_TOKEN": self.webhook_token,
-            },
+            }
+            | ({"PROMETHEUS_URL": self.prometheus_url} if self.prometheus_url else {}),
             for_serve=True,
+        )
+        self._jobs = settings.file.jobs
+        self.fleet = fleet = await asyncio.to_thread(DemoFleet.simulate, datetime.now(UTC))
+        # Kept open beside the bot's: the surge control reads the queue from it.
+        self._store = await open_store(str(database))
+        # Loaded once, so its deliveries need not be recognised again.
+        self.loaded = await load_history(
+            self._store,
+            fleet.history(self._jobs.queued_after_seconds),
+            self._jobs,
+            remember_until=0.0,
         )
         self._runner, self.bot_url = await serve(
             create_app(settings), self.host, self.port, access_log=False
         )
         self.sandbox.request_url = f"{self.bot_url}{paths.SLACK_EVENTS_PATH}"
         self._http = aiohttp.ClientSession()
+        self.feed = Feed(
+            fleet,
+            url=f"{self.bot_url}{paths.GITHUB_WEBHOOK_PATH}",
+            secret=self.hook_secret,
+            http=self._http,
+            github=self.github,
+        )
+        self.replayed = await self.feed.catch_up()
+        self._live = asyncio.create_task(self.feed.run(), name="demo-github-deliveries")
         self._add_controls()
 
     async def stop(self) -> None:
+        if self._live is not None:
+            self._live.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._live
         if self._http is not None:
             await self._http.close()
         if self._runner is not None:
             await self._runner.cleanup()
+        if self._store is not None:
+            await self._store.close()
         await self.sandbox.stop()
         if self.grafana is not None:
             await self.grafana.stop()
-        if self.fleet is not None:
-            await self.fleet.stop()
+        await self.github.stop()
 
     # -- alerts ------------------------------------------------------------------------------
 
@@ -180,18 +210,8 @@ class Demo:
             answer.raise_for_status()
 
     def surge_type(self) -> str:
-        """The runner type the simulated fleet surges on (the busiest, without a fleet)."""
-        if self.fleet is not None:
-            surged = [
-                name
-                for name, cause in self.fleet.truth.affected.items()
-                if cause == "increased_workload"
-            ]
-            if surged:
-                return surged[0]
-            if self.fleet.truth.affected:
-                return next(iter(self.fleet.truth.affected))
-        return "linux-2xlarge"
+        """The runner type the simulated fleet surges on (the busiest, before it is simulated)."""
+        return self.fleet.surge_type() if self.fleet is not None else "linux-2xlarge"
 
     async def fire_surge(self) -> str:
         name = self.surge_type()
@@ -211,19 +231,12 @@ class Demo:
         return f"Fired the reference alert (webhook answered {status})"
 
     async def _fleet_now(self, name: str) -> tuple[float, float]:
-        """Queued jobs and longest wait (seconds) of `name` now, from the fleet's metrics."""
-        assert self._http is not None
-        client = PrometheusClient(self._http, self.prometheus_url)
-        pack, now = QueryPack(), datetime.now(UTC)
-        values: list[float] = []
-        for signal_ in (Signal.QUEUED, Signal.MAX_WAIT):
-            try:
-                samples = await client.instant(pack.query(signal_), now)
-            except PrometheusError:
-                samples = []
-            found = [s.value for s in samples if s.labels.get("name") == name]
-            values.append(found[0] if found else 0.0)
-        return values[0], values[1]
+        """Queued jobs and longest wait (seconds) of `name` now, from the job events the bot
+        holds: the alert rule's two numbers."""
+        assert self._store is not None
+        now = time.time()
+        queued = (await queued_now(self._store, self._jobs, now)).get(name, [])
+        return float(len(queued)), (now - queued[0].created_at) if queued else 0.0
 
     def _add_controls(self) -> None:
         surge = self.surge_type()

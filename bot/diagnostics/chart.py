@@ -82,6 +82,8 @@ class ChartData:
     end: datetime
     marker: datetime | None = None
     marker_label: str = "alert"
+    #: What the lower panel measures (the longest current wait, or the waits of jobs started).
+    wait_heading: str = "Longest wait (minutes)"
 
 
 def render_chart(data: ChartData) -> bytes:
@@ -114,7 +116,7 @@ def render_chart(data: ChartData) -> bytes:
     peaks: dict[str, list[str]] = {name: [] for name in shown}
     panels = (
         ("Queued jobs", TOP_PANEL, data.queued, 1.0, lambda v: f"max {_count(v)} queued"),
-        ("Longest wait (minutes)", BOTTOM_PANEL, data.wait_minutes, 0.1, _wait),
+        (data.wait_heading, BOTTOM_PANEL, data.wait_minutes, 0.1, _wait),
     )
     for heading, rows, series, min_step, peak_text in panels:
         axes = _panel(figure, rows, heading)

@@ -42,6 +42,7 @@ async def queue_chart(
     start = end - CHART_SPAN
     queued: tuple[Series, ...] = ()
     waits: tuple[Series, ...] = ()
+    heading = "Longest wait (minutes)"
     if sources.store is not None:
         try:
             queued, waits = await _from_jobs(sources, names, start, end)
@@ -49,7 +50,7 @@ async def queue_chart(
             raise ChartUnavailable(f"GitHub job events could not be read: {exc}") from None
     if not queued and sources.prometheus is not None:
         try:
-            queued, waits = await _from_prometheus(sources, names, start, end)
+            queued, waits, heading = await _from_prometheus(sources, names, start, end)
         except PrometheusError as exc:
             raise ChartUnavailable(exc.detail) from None
     data = ChartData(
@@ -60,6 +61,7 @@ async def queue_chart(
         end=end,
         marker=marker if marker and start <= marker <= end else None,
         marker_label="alert",
+        wait_heading=heading,
     )
     if not data.queued and not data.wait_minutes:
         return None
@@ -91,12 +93,26 @@ async def _from_jobs(
 
 async def _from_prometheus(
     sources: FleetSources, names: list[str], start: datetime, end: datetime
-) -> tuple[tuple[Series, ...], tuple[Series, ...]]:
+) -> tuple[tuple[Series, ...], tuple[Series, ...], str]:
     prometheus, pack = sources.prometheus, sources.pack
     assert prometheus is not None
+    # actions-runner-controller does not measure the longest current wait: the waits of the
+    # jobs that started lately stand in, and the panel says so.
+    wait, heading = next(
+        (
+            (signal, heading)
+            for signal, heading in (
+                (Signal.MAX_WAIT, "Longest wait (minutes)"),
+                (Signal.QUEUE_TIME_P90, "Wait of jobs started, p90 (minutes)"),
+                (Signal.QUEUE_TIME_MEAN, "Wait of jobs started, mean (minutes)"),
+            )
+            if pack.measures(signal)
+        ),
+        (None, ""),
+    )
     queued, waits = await asyncio.gather(
         prometheus.range(pack.query(Signal.QUEUED), start, end, CHART_STEP),
-        prometheus.range(pack.query(Signal.MAX_WAIT), start, end, CHART_STEP),
+        prometheus.range(pack.query(wait), start, end, CHART_STEP) if wait else _nothing(),
     )
 
     def series(found: list[RangeSeries], scale: float) -> tuple[Series, ...]:
@@ -113,4 +129,8 @@ async def _from_prometheus(
             if name in by_name
         )
 
-    return series(queued, 1.0), series(waits, 60.0)
+    return series(queued, 1.0), series(waits, 60.0), heading
+
+
+async def _nothing() -> list[RangeSeries]:
+    return []

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.signals import EARLIER, FleetSignals
-from bot.domain.diagnosis import Evidence, RunnerTypeState
+from bot.diagnostics.workload import behind
+from bot.domain.diagnosis import Evidence, PastQueue, RunnerTypeState
 
 #: A runner type is queueing when a job waited this long, or this many jobs wait.
 WAIT_AFFECTED_SECONDS = 600.0
@@ -38,10 +39,19 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
 
     queued, wait = get(Signal.QUEUED), get(Signal.MAX_WAIT)
     registered = get(Signal.REGISTERED)
-    affected = (wait or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= max(
+    # Where the longest current wait is not measured (actions-runner-controller's metrics),
+    # the waits of the jobs that started lately tell whether jobs wait long.
+    waited = wait if wait is not None else get(Signal.QUEUE_TIME_P90)
+    if waited is None:
+        waited = get(Signal.QUEUE_TIME_MEAN)
+    affected = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= max(
         QUEUED_AFFECTED, 0.25 * (registered or 0.0)
     )
     busy = get(Signal.BUSY)
+    (queued_then, queued_week), (wait_then, wait_week) = (
+        fleet.days_before(Signal.QUEUED, name),
+        fleet.days_before(Signal.MAX_WAIT, name),
+    )
     return RunnerTypeState(
         name=name,
         queued=queued,
@@ -53,6 +63,16 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
         max=get(Signal.MAX_RUNNERS),
         affected=affected and (queued or 0.0) > 0,
         since=fleet.since.get(name),
+        yesterday=(
+            PastQueue(queued=queued_then, max_wait_seconds=wait_then)
+            if queued_then is not None
+            else None
+        ),
+        week_ago=(
+            PastQueue(queued=queued_week, max_wait_seconds=wait_week)
+            if queued_week is not None
+            else None
+        ),
     )
 
 
@@ -67,15 +87,23 @@ def evidence(
     workflows: tuple[str, ...] = (),
     now: float | None = None,
 ) -> Evidence:
-    """The value of `signal` for `name` (or `now`), its baseline, and where it came from."""
+    """The value of `signal` for `name` (or `now`), its baseline with the same time yesterday
+    and a week before, and where it came from; with `workflows` behind a change, the job and
+    the repository behind most of it, when one is."""
     origin = fleet.origin(signal, name)
+    yesterday, week_ago = fleet.days_before(signal, name) if baseline else (None, None)
+    job, repository = behind(fleet, signal, name) if workflows else ("", "")
     return Evidence(
         runner_type=name,
         measure=measure,
         now=fleet.value(signal, name) if now is None else now,
         baseline=fleet.base(signal, name) if baseline else None,
+        yesterday=yesterday,
+        week_ago=week_ago,
         unit=unit,
         workflows=workflows,
+        job=job,
+        repository=repository,
         source=origin.value if origin else "",
     )
 
@@ -105,11 +133,13 @@ def demand(fleet: FleetSignals, name: str) -> Demand | None:
     if started is None or usual_starts is None:
         return None
     queued = fleet.value(Signal.QUEUED, name)
-    before = earlier(fleet, Signal.QUEUED, name)
-    if queued is None or not before:
+    then = fleet.earlier.get(Signal.QUEUED, [])
+    if queued is None or not then or name not in then[0]:
         return Demand(started, usual_starts, "starts")
-    span = EARLIER[len(before) - 1].total_seconds() / 60.0
-    growth = max(queued - before[-1], 0.0) / span
+    # The growth over the reading closest to the rate window (15 minutes for 10), so that
+    # both parts count the same stretch of time as nearly as they can.
+    span = EARLIER[0].total_seconds() / 60.0
+    growth = max(queued - then[0][name], 0.0) / span
     return Demand(started + growth, usual_starts, "starts and the queue's growth")
 
 

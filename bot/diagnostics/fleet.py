@@ -5,7 +5,9 @@ signal of each runner type is taken from the first source that has it, in this o
 events (exact, per job), the runners list (GitHub's own view of its runners), Prometheus
 (the autoscaler's view: desired and maximum runners, pods' CPU and OOM kills, and whatever the
 others lack). Where each value came from is kept, so the report can say it. A source that fails
-is said in `missing`; only when no source knows any runner type is the fleet unreadable.
+is said in `missing`; only when no source knows any runner type is the fleet unreadable. A
+usual that is not the previous days' (less than a day of job history) is said in the report's
+notes. The runner types the `jobs:` settings leave out are left out of the runners list too.
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ def from_jobs(reading: JobReading, window: str) -> FleetSignals:
     fleet.baseline = {s: dict(v) for s, v in reading.baseline.items() if s not in BY_WORKFLOW}
     fleet.workflows = {s: dict(v) for s, v in reading.workflows.items()}
     fleet.workflow_baseline = {s: dict(v) for s, v in reading.workflow_baseline.items()}
+    fleet.breakdowns = {by: dict(groups) for by, groups in reading.breakdowns.items()}
+    fleet.breakdown_baseline = {
+        by: dict(groups) for by, groups in reading.breakdown_baseline.items()
+    }
+    fleet.yesterday = {s: dict(v) for s, v in reading.yesterday.items()}
+    fleet.week_ago = {s: dict(v) for s, v in reading.week_ago.items()}
     fleet.earlier[Signal.QUEUED] = list(reading.earlier_queued)
     fleet.earlier[Signal.RUNNING] = list(reading.earlier_running)
     fleet.longest = dict(reading.longest)
@@ -73,11 +81,20 @@ def from_jobs(reading: JobReading, window: str) -> FleetSignals:
     return fleet
 
 
-def from_runners(supply: RunnerFleet, names: set[str], at: datetime, window: str) -> FleetSignals:
+def from_runners(
+    supply: RunnerFleet,
+    names: set[str],
+    at: datetime,
+    window: str,
+    jobs: JobsConfig,
+) -> FleetSignals:
     """GitHub's runners list as fleet signals, for the runner types `names` (all the types it
-    has, when none are known from elsewhere)."""
+    has but those `jobs` leaves out, when none are known from elsewhere)."""
     fleet = FleetSignals(at=at, window=window)
-    types = supply.supply_for(sorted(names)) if names else supply.supply
+    if names:
+        types = supply.supply_for(sorted(names))
+    else:
+        types = {name: c for name, c in supply.supply.items() if not jobs.leaves_out(name)}
     for name, counts in types.items():
         fleet.now.setdefault(Signal.REGISTERED, {})[name] = float(counts.online)
         fleet.now.setdefault(Signal.OFFLINE, {})[name] = float(counts.offline)
@@ -96,8 +113,13 @@ def merge(parts: list[tuple[Origin, FleetSignals]], at: datetime, window: str) -
                 if name not in into:
                     into[name] = value
                     fleet.origins.setdefault(signal, {})[name] = origin
-                    if signal in part.baseline and name in part.baseline[signal]:
-                        fleet.baseline.setdefault(signal, {})[name] = part.baseline[signal][name]
+                    for source, into_past in (
+                        (part.baseline, fleet.baseline),
+                        (part.yesterday, fleet.yesterday),
+                        (part.week_ago, fleet.week_ago),
+                    ):
+                        if name in source.get(signal, {}):
+                            into_past.setdefault(signal, {})[name] = source[signal][name]
         for signal, workflows in part.workflows.items():
             into_w = fleet.workflows.setdefault(signal, {})
             for name, per_workflow in workflows.items():
@@ -107,6 +129,10 @@ def merge(parts: list[tuple[Origin, FleetSignals]], at: datetime, window: str) -
                     base = part.workflow_baseline.get(signal, {})
                     if name in base:
                         fleet.workflow_baseline.setdefault(signal, {})[name] = base[name]
+        if part.breakdowns and not fleet.breakdowns:
+            # Only the job events count by job and repository.
+            fleet.breakdowns = part.breakdowns
+            fleet.breakdown_baseline = part.breakdown_baseline
         for signal, earlier in part.earlier.items():
             if signal not in fleet.earlier and earlier:
                 fleet.earlier[signal] = earlier
@@ -138,11 +164,12 @@ async def read_fleet(
     window = sources.pack.window
     span = timedelta(minutes=_minutes(window))
     problems: list[str] = []
+    note = ""
     jobs_part: FleetSignals | None = None
     prometheus_part: FleetSignals | None = None
 
     async def jobs() -> None:
-        nonlocal jobs_part
+        nonlocal jobs_part, note
         if sources.store is None:
             return
         try:
@@ -151,6 +178,7 @@ async def read_fleet(
             problems.append(f"GitHub job events could not be read: {exc}")
             return
         jobs_part = from_jobs(reading, window)
+        note = reading.note
 
     async def prometheus() -> None:
         nonlocal prometheus_part
@@ -190,14 +218,17 @@ async def read_fleet(
     if prometheus_part is not None:
         names |= set(prometheus_part.runner_types())
     if supply is not None:
-        parts.append((Origin.RUNNERS, from_runners(supply, names, at, window)))
+        parts.append((Origin.RUNNERS, from_runners(supply, names, at, window, sources.jobs)))
     if prometheus_part is not None:
         parts.append((Origin.PROMETHEUS, prometheus_part))
     fleet = merge(parts, at, window)
-    fleet.problems = tuple(problems)
     if not fleet.runner_types():
         reasons = "; ".join(problems) or "no source has seen any runner type yet"
         raise FleetUnreadable(reasons)
+    # How the usual was found is said in the report; it is no reason the fleet is unreadable,
+    # and says nothing when the job events did not count.
+    counted = jobs_part is not None and bool(jobs_part.runner_types())
+    fleet.problems = (*problems, note) if note and counted else tuple(problems)
     return fleet
 
 

@@ -22,8 +22,10 @@ class Signal(StrEnum):
     STARTED_PER_MINUTE = "started_per_minute"  # jobs a runner took
     STARTED_BY_WORKFLOW = "started_by_workflow"
     COMPLETED_PER_MINUTE = "completed_per_minute"
-    QUEUE_TIME_P50 = "queue_time_p50"  # seconds jobs started in the window waited
+    QUEUE_TIME_MEAN = "queue_time_mean"  # seconds jobs started in the window waited
+    QUEUE_TIME_P50 = "queue_time_p50"
     QUEUE_TIME_P90 = "queue_time_p90"
+    QUEUE_TIME_MAX = "queue_time_max"  # the longest wait among them
     DURATION_MEAN = "duration_mean"  # job execution time, seconds
     DURATION_P50 = "duration_p50"
     DURATION_P90 = "duration_p90"
@@ -51,6 +53,14 @@ BY_WORKFLOW = frozenset(
         Signal.DURATION_P90_BY_WORKFLOW,
     }
 )
+
+
+class Breakdown(StrEnum):
+    """Besides by workflow, what a runner type's arrivals, starts and job times (mean, p90) are
+    counted by (job events only): the job's name and its repository."""
+
+    JOB = "job"
+    REPOSITORY = "repository"
 
 
 class Origin(StrEnum):

@@ -20,6 +20,8 @@ FAILING_MIN_JOBS = 10.0
 FAILING_Z = 2.5
 GAP_SHARE = 0.3
 GAP_MIN = 3.0
+#: Busy runners below this share of usual while jobs wait: the runners are not there.
+SHORT_OF_USUAL = 0.5
 
 Check = tuple[Verdict, tuple[Evidence, ...]]
 
@@ -77,8 +79,16 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         found.append(evidence(fleet, Signal.OFFLINE, name, "runners offline", baseline=False))
     if busy is not None:
         measured = True
-        # Jobs wait and yet fewer runners work than half an hour ago: they are not replaced.
-        if busy.falling and not state.at_max:
+        # Jobs wait and yet fewer runners work than half an hour ago (they are not replaced),
+        # or far fewer than usual at this hour and not held at one level (no maximum holds
+        # them: they do not come).
+        short = (
+            busy.usual is not None
+            and busy.now < SHORT_OF_USUAL * busy.usual
+            and not busy.flat
+            and not busy.catching_up
+        )
+        if (busy.falling or short) and not state.at_max:
             likely = True
             signal = (
                 Signal.RUNNING if fleet.value(Signal.RUNNING, name) is not None else Signal.BUSY

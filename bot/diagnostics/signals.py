@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.diagnostics.measures import BY_WORKFLOW, Origin, Signal
+from bot.diagnostics.measures import BY_WORKFLOW, Breakdown, Origin, Signal
 from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.store import QueuedJob
@@ -59,6 +59,13 @@ class FleetSignals:
     earlier: dict[Signal, list[Values]] = field(default_factory=dict)
     workflows: dict[Signal, WorkflowValues] = field(default_factory=dict)
     workflow_baseline: dict[Signal, WorkflowValues] = field(default_factory=dict)
+    #: By job and by repository (job events only): runner type → job or repository → value.
+    breakdowns: dict[Breakdown, dict[Signal, WorkflowValues]] = field(default_factory=dict)
+    breakdown_baseline: dict[Breakdown, dict[Signal, WorkflowValues]] = field(default_factory=dict)
+    #: The same time yesterday and a week before, each day on its own (job events only): for
+    #: people to read beside the baseline, which is what the checks compare with.
+    yesterday: dict[Signal, Values] = field(default_factory=dict)
+    week_ago: dict[Signal, Values] = field(default_factory=dict)
     #: Signals that could not be read now, with the reason.
     missing: dict[Signal, str] = field(default_factory=dict)
     #: Where each value came from, per signal and runner type (one source: unset).
@@ -68,6 +75,8 @@ class FleetSignals:
     since: dict[str, float] = field(default_factory=dict)
     #: The sources this reading came from, and what could not be read at all.
     sources: tuple[Origin, ...] = ()
+    #: Said in the report's notes: what a source could not read, and a baseline that is not
+    #: the previous days'.
     problems: tuple[str, ...] = ()
 
     def origin(self, signal: Signal, runner_type: str) -> Origin | None:
@@ -78,6 +87,22 @@ class FleetSignals:
 
     def base(self, signal: Signal, runner_type: str) -> float | None:
         return self.baseline.get(signal, {}).get(runner_type)
+
+    def days_before(self, signal: Signal, runner_type: str) -> tuple[float | None, float | None]:
+        """`signal` the same time yesterday and a week before, each where it was read."""
+        return (
+            self.yesterday.get(signal, {}).get(runner_type),
+            self.week_ago.get(signal, {}).get(runner_type),
+        )
+
+    def broken_down(
+        self, by: Breakdown, signal: Signal, runner_type: str
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """`signal` of `runner_type` by job or repository, now and usually."""
+        return (
+            self.breakdowns.get(by, {}).get(signal, {}).get(runner_type, {}),
+            self.breakdown_baseline.get(by, {}).get(signal, {}).get(runner_type, {}),
+        )
 
     def runner_types(self) -> list[str]:
         names: set[str] = set()
@@ -172,6 +197,12 @@ async def collect(
         if (signal, at) in failures:
             fleet.missing[signal] = failures[(signal, at)]
         samples = jobs[(signal, "now", 0)].result()
+        if samples and all("name" not in labels for labels, _ in samples):
+            # actions-runner-controller's job series carry no scale set of their own.
+            fleet.missing[signal] = (
+                "its series carry no runner type: relabel the listener pods' label"
+                f" actions.github.com/scale-set-name into `{pack.runner_type_label}` (README)"
+            )
         if signal in BY_WORKFLOW:
             fleet.workflows[signal] = _by_workflow(samples)
         else:

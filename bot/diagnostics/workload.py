@@ -1,10 +1,11 @@
 """Behind a change in a runner type's demand or job time: the workflows whose jobs changed most,
-and the runner types the extra jobs may have moved from (a workflow retargeted from one type
-to another raises one and lowers the other)."""
+the one job name and the one repository behind most of the change (job events only), and the
+runner types the extra jobs may have moved from (a workflow retargeted from one type to another
+raises one and lowers the other)."""
 
 from __future__ import annotations
 
-from bot.diagnostics.measures import Signal
+from bot.diagnostics.measures import Breakdown, Signal
 from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Evidence
 
@@ -14,6 +15,9 @@ MAX_WORKFLOWS = 3
 #: A workflow counts as moved away from a type when its arrivals there fell this much.
 MOVED_SHARE = 0.5
 MOVED_MIN_PER_MINUTE = 0.5
+#: A job or a repository is named when it alone holds this share of the growth: most of it.
+DOMINANT_SHARE = 2 / 3
+_PER_MINUTE = frozenset({Signal.ARRIVALS_PER_MINUTE, Signal.STARTED_PER_MINUTE})
 
 
 def top_workflows(fleet: FleetSignals, signal: Signal, name: str, floor: float) -> tuple[str, ...]:
@@ -26,6 +30,34 @@ def top_workflows(fleet: FleetSignals, signal: Signal, name: str, floor: float) 
         if usual is None or value / max(usual, floor) >= WORKFLOW_RATIO:
             grown.append((value - (usual or 0.0), workflow))
     return tuple(w for _, w in sorted(grown, reverse=True)[:MAX_WORKFLOWS])
+
+
+def _dominant(fleet: FleetSignals, by: Breakdown, signal: Signal, name: str) -> str:
+    now, base = fleet.broken_down(by, signal, name)
+    if len(now.keys() | base.keys()) < 2:
+        return ""  # the only job or repository there is explains nothing
+    # A job new to the type added all its jobs a minute; a job's time without a usual one is
+    # compared with the type's usual time.
+    new = 0.0 if signal in _PER_MINUTE else fleet.base(signal, name)
+    growth = {}
+    for key, value in now.items():
+        usual = base.get(key, new)
+        if key and usual is not None:
+            growth[key] = value - usual
+    total = sum(g for g in growth.values() if g > 0)
+    if total <= 0:
+        return ""
+    key, most = max(growth.items(), key=lambda item: item[1])
+    return key if most >= DOMINANT_SHARE * total else ""
+
+
+def behind(fleet: FleetSignals, signal: Signal, name: str) -> tuple[str, str]:
+    """The job name and the repository of `name` whose `signal` grew most against the
+    baseline, each where it alone holds most of the growth ("" where none does)."""
+    return (
+        _dominant(fleet, Breakdown.JOB, signal, name),
+        _dominant(fleet, Breakdown.REPOSITORY, signal, name),
+    )
 
 
 def moved_from(fleet: FleetSignals, name: str, workflows: tuple[str, ...]) -> list[Evidence]:

@@ -1,13 +1,17 @@
 """What diagnostics find: the runbook's five causes, a verdict on each, and the evidence.
 
 `Report.to_json()` is the contract of `queuebot diagnose --format json`: `primary_cause`,
-`findings` (each with `cause`, `verdict`, `runner_types`, `evidence`) and `runner_types` (each
-with `name`, `queued`, `max_wait_seconds`, `busy`, `registered`, `max`).
+`findings` (each with `cause`, `verdict`, `runner_types`, `evidence`; each evidence item with
+`now`, `baseline` (the usual: the median of the previous days), `yesterday` and `week_ago` (the
+same time on those days), `workflows`, `job`, `repository`), `runner_types` (each with `name`,
+`queued`, `max_wait_seconds`, `busy`, `registered`, `max`, and `yesterday` and `week_ago`, each
+`{queued, max_wait_seconds}` or null) and `waiting` (per queueing runner type, its `name` and
+the longest-waiting `jobs`, each with `workflow`, `job`, `created_at`, `url`).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -90,8 +94,14 @@ class Evidence(BaseModel):
     now: float | None
     baseline: float | None = None
     unit: str = ""
+    #: The same time yesterday and a week before, where known; `baseline` is the usual.
+    yesterday: float | None = None
+    week_ago: float | None = None
     #: Workflows behind it (a surge's or a slowdown's), busiest change first.
     workflows: tuple[str, ...] = ()
+    #: The one job name, and the one repository, behind most of that change, when one is.
+    job: str = ""
+    repository: str = ""
     #: Where the number came from (GitHub job events, GitHub runners, Prometheus).
     source: str = ""
 
@@ -108,6 +118,15 @@ class Finding(BaseModel):
     @property
     def next_step(self) -> str:
         return self.cause.next_step
+
+
+class PastQueue(BaseModel):
+    """A runner type's queue at the same time on an earlier day."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queued: float | None
+    max_wait_seconds: float | None
 
 
 #: Desired or registered runners at this share of the maximum count as "at the maximum".
@@ -130,6 +149,9 @@ class RunnerTypeState(BaseModel):
     affected: bool = False
     #: When the longest-waiting job was created (job events only).
     since: float | None = None
+    #: The queue the same time yesterday and a week before (job events only).
+    yesterday: PastQueue | None = None
+    week_ago: PastQueue | None = None
 
     @property
     def at_max(self) -> bool:
@@ -146,6 +168,8 @@ class RunnerTypeState(BaseModel):
             "busy": self.busy,
             "registered": self.registered,
             "max": self.max,
+            "yesterday": self.yesterday.model_dump() if self.yesterday else None,
+            "week_ago": self.week_ago.model_dump() if self.week_ago else None,
         }
 
 
@@ -200,6 +224,21 @@ class Report(BaseModel):
                 for f in self.findings
             ],
             "runner_types": [t.to_json() for t in self.runner_types],
+            "waiting": [
+                {
+                    "name": name,
+                    "jobs": [
+                        {
+                            "workflow": workflow,
+                            "job": job,
+                            "created_at": datetime.fromtimestamp(created, UTC).isoformat(),
+                            "url": url or None,
+                        }
+                        for workflow, job, created, url in jobs
+                    ],
+                }
+                for name, jobs in self.waiting
+            ],
             "notes": list(self.notes),
             "missing": list(self.missing),
         }

@@ -9,7 +9,15 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
-from bot.domain.diagnosis import Evidence, Finding, Report, RunnerTypeState, Scope, Verdict
+from bot.domain.diagnosis import (
+    Evidence,
+    Finding,
+    PastQueue,
+    Report,
+    RunnerTypeState,
+    Scope,
+    Verdict,
+)
 from bot.render.mrkdwn import inert
 from bot.render.values import format_duration, format_number
 
@@ -31,9 +39,46 @@ def _plain(text: str, limit: int = 80) -> str:
 
 
 def workflow_name(ref: str) -> str:
-    """`pytorch/pytorch/.github/workflows/pull.yml@refs/heads/main` → `pull.yml`."""
+    """`pytorch/pytorch/.github/workflows/pull.yml@refs/heads/main` → `pull`; a workflow's name
+    (job events give `pull`) as it is."""
     path = ref.split("@", 1)[0]
-    return path.rsplit("/", 1)[-1] or ref
+    name = path.rsplit("/", 1)[-1] or ref
+    for suffix in (".yml", ".yaml"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def against_usual(evidence: Evidence) -> str:
+    """`usual 4; yesterday 3.8, a week ago 4.2`: the usual first, the single days after."""
+    unit = evidence.unit
+    days = [
+        f"{label} {amount(value, unit)}"
+        for label, value in (("yesterday", evidence.yesterday), ("a week ago", evidence.week_ago))
+        if value is not None
+    ]
+    usual = [f"usual {amount(evidence.baseline, unit)}"] if evidence.baseline is not None else []
+    return "; ".join([*usual, ", ".join(days)] if days else usual)
+
+
+def behind_text(evidence: Evidence, *, markup: bool = True) -> str:
+    """`, from workflows pull, trunk; mostly job build, repo pytorch/vision`, short."""
+
+    def shown(text: str, limit: int) -> str:
+        return _plain(text, limit) if markup else text
+
+    text = ""
+    if evidence.workflows:
+        names = ", ".join(workflow_name(w) for w in evidence.workflows)
+        text += f", from workflows {shown(names, 120)}"
+    most = [
+        f"{kind} {shown(value, 60)}"
+        for kind, value in (("job", evidence.job), ("repo", evidence.repository))
+        if value
+    ]
+    if most:
+        text += "; mostly " + ", ".join(most)
+    return text
 
 
 def amount(value: float | None, unit: str) -> str:
@@ -51,11 +96,9 @@ def amount(value: float | None, unit: str) -> str:
 def evidence_text(evidence: Evidence, *, markup: bool = True) -> str:
     name = _plain(evidence.runner_type) if markup else evidence.runner_type
     text = f"{name}: {evidence.measure} {amount(evidence.now, evidence.unit)}"
-    if evidence.baseline is not None:
-        text += f" (usual {amount(evidence.baseline, evidence.unit)})"
-    if evidence.workflows:
-        names = ", ".join(workflow_name(w) for w in evidence.workflows)
-        text += f", mostly {_plain(names, 120) if markup else names}"
+    if against := against_usual(evidence):
+        text += f" ({against})"
+    text += behind_text(evidence, markup=markup)
     if evidence.source:
         text += f" [{evidence.source}]"
     return text
@@ -103,7 +146,21 @@ def type_text(state: RunnerTypeState, *, markup: bool = True) -> str:
         parts.append(f"{amount(state.busy, '')}/{amount(state.registered, '')} runners busy")
     if state.max is not None:
         parts.append(f"max {amount(state.max, '')}" + (" (at max)" if state.at_max else ""))
-    return f"{name}: " + ", ".join(parts)
+    text = f"{name}: " + ", ".join(parts)
+    before = [
+        f"{label} {past_text(past)}"
+        for label, past in (("yesterday", state.yesterday), ("a week ago", state.week_ago))
+        if past is not None
+    ]
+    return text + ("; " + ", ".join(before) if before else "")
+
+
+def past_text(past: PastQueue) -> str:
+    """`3 queued (12m)`: a queue on an earlier day, its longest wait when jobs waited."""
+    text = f"{amount(past.queued, '')} queued"
+    if past.queued and past.max_wait_seconds is not None:
+        text += f" ({amount(past.max_wait_seconds, 's')})"
+    return text
 
 
 def report_headline(report: Report) -> str:

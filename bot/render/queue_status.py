@@ -85,6 +85,7 @@ def _counts(status: QueueStatus) -> list[str | None]:
     if not (status.silenced or status.firing_total):
         return []
     return [
-        f"{status.firing_total} open incidents, {len(status.silenced)} silenced:"
+        f"{status.firing_total} open incident{'' if status.firing_total == 1 else 's'},"
+        f" {len(status.silenced)} silenced:"
         f" `{contract.QUEUE_STATUS_COMMAND}` lists them."
     ]

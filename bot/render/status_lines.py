@@ -165,8 +165,13 @@ def detail_text(detail: TypeDetail) -> str:
     runners = f"*Runners:* {amount(state.busy, '')}/{amount(state.registered, '')} busy"
     if detail.utilisation is not None:
         runners += f" ({detail.utilisation * 100:.0f}% utilised)"
-    runners += f" · {amount(state.idle, '')} idle · autoscaler wants {amount(state.desired, '')}"
-    runners += f" of max {amount(state.max, '')}"
+    runners += f" · {amount(state.idle, '')} idle"
+    # GitHub's runners list knows nothing of an autoscaler: say only what a source measured.
+    if state.desired is not None:
+        runners += f" · autoscaler wants {amount(state.desired, '')}"
+    if state.max is not None:
+        runners += " of" if state.desired is not None else " ·"
+        runners += f" max {amount(state.max, '')}"
     arrivals = "*Arrivals:* " + _compared(detail.arrivals, "", " jobs/min")
     durations = (
         f"*Job duration:* p50 {_compared(detail.duration_p50, 's')}"

@@ -3,7 +3,6 @@
 - `bot.sandbox.slack`: a Slack-compatible workspace (Web API, response URLs, files, Socket Mode,
   interactivity and a web page that renders the channel);
 - `bot.sandbox.grafana`: Grafana's Alertmanager-compatible silence and alert API;
-- `bot.sandbox.prometheus`: a Prometheus-compatible query API over a simulated fleet;
 - `bot.sandbox.github`: GitHub's REST API for self-hosted runner lists;
 - `bot.sandbox.serving`: one way to serve any of them on a real port.
 """

@@ -6,18 +6,24 @@ promtool, and `simulate` ties them together behind `queuebot simulate`.
 """
 
 from bot.simulator.deliveries import SimulatedJob, SimulatedRunner
-from bot.simulator.history import FleetHistory, RunnerTypeHistory
 from bot.simulator.profiles import runner_type_names
-from bot.simulator.simulate import FleetJobs, simulate, simulate_history, simulate_jobs, write_file
-from bot.simulator.spec import BUCKETS, CAUSES, MAX_HOURS, Scenario, SimulationSpec, Truth
+from bot.simulator.simulate import FleetJobs, simulate, simulate_jobs, write_file
+from bot.simulator.spec import (
+    BUCKETS,
+    CAUSES,
+    MAX_HOURS,
+    MetricsShape,
+    Scenario,
+    SimulationSpec,
+    Truth,
+)
 
 __all__ = [
     "BUCKETS",
     "CAUSES",
     "MAX_HOURS",
-    "FleetHistory",
     "FleetJobs",
-    "RunnerTypeHistory",
+    "MetricsShape",
     "Scenario",
     "SimulatedJob",
     "SimulatedRunner",
@@ -25,7 +31,6 @@ __all__ = [
     "Truth",
     "runner_type_names",
     "simulate",
-    "simulate_history",
     "simulate_jobs",
     "write_file",
 ]

@@ -25,17 +25,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.simulator.job_log import JobLog
+from bot.simulator.profiles import JOB_NAMES, POD_ALPHABET, workflow_of
 
 ORG, ORG_ID = "pytorch", 21003710
 _REPO_IDS = {"pytorch/pytorch": 65600975}
-_POD_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-#: Job names by workflow, as PyTorch's workflows name theirs.
-_JOB_NAMES = {
-    "pull": ("linux-jammy-py3.10-gcc11 / build", "linux-jammy-py3.10-gcc11 / test (default, 1, 3)"),
-    "trunk": ("linux-jammy-cuda12.8-py3.10 / build", "macos-py3-arm64 / test (default, 1, 3)"),
-    "inductor": ("inductor-build / build", "inductor-test / test (inductor_huggingface, 1, 1)"),
-    "periodic": ("linux-jammy-py3.10-debug / build", "linux-jammy-py3.10-debug / test (1, 5)"),
-}
 
 
 @dataclass(frozen=True)
@@ -83,7 +76,7 @@ def _stamp(seconds: int | None) -> str | None:
 
 def _runner_name(runner_type: str, rng: random.Random) -> str:
     def part() -> str:
-        return "".join(rng.choices(_POD_ALPHABET, k=5))
+        return "".join(rng.choices(POD_ALPHABET, k=5))
 
     return f"{runner_type}-{part()}-runner-{part()}"
 
@@ -107,7 +100,7 @@ def jobs_of(
     for offset, logged in enumerate(log.jobs):
         ref = workflows[logged.workflow]
         repository = ref.split("/.github/", 1)[0]
-        workflow = ref.rsplit("/", 1)[-1].split(".yml", 1)[0]
+        workflow = workflow_of(ref)
         # Jobs a workflow run asked for at once share the run.
         if (logged.created, logged.workflow) != previous:
             run_id += 1 + rng.randrange(3)
@@ -126,7 +119,7 @@ def jobs_of(
                 runner_type=runner_type,
                 repository=repository,
                 workflow=workflow,
-                name=rng.choice(_JOB_NAMES.get(workflow, (f"{workflow} / build",))),
+                name=rng.choice(JOB_NAMES.get(workflow, (f"{workflow} / build",))),
                 created=created,
                 started=started,
                 completed=completed,

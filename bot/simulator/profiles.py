@@ -11,11 +11,33 @@ import math
 import random
 from dataclasses import dataclass
 
-from bot.simulator.spec import MIX_PAIRS, PODS_PER_TYPE, Scenario, SimulationSpec
+from bot.simulator.spec import MIX_PAIRS, PODS_PER_TYPE, UNBOUNDED_TYPE, Scenario, SimulationSpec
 
 _REF = "pytorch/pytorch/.github/workflows/{}.yml@refs/heads/main"
 #: Workflow -> mean execution time in minutes on a reference runner.
 _WORKFLOW_MINUTES = {"pull": 25.0, "trunk": 30.0, "inductor": 40.0, "periodic": 60.0}
+#: Job names by workflow, as PyTorch's workflows name theirs.
+JOB_NAMES = {
+    "pull": ("linux-jammy-py3.10-gcc11 / build", "linux-jammy-py3.10-gcc11 / test (default, 1, 3)"),
+    "trunk": ("linux-jammy-cuda12.8-py3.10 / build", "macos-py3-arm64 / test (default, 1, 3)"),
+    "inductor": ("inductor-build / build", "inductor-test / test (inductor_huggingface, 1, 1)"),
+    "periodic": ("linux-jammy-py3.10-debug / build", "linux-jammy-py3.10-debug / test (1, 5)"),
+}
+#: The event that starts each workflow's runs.
+EVENT_NAMES = {
+    "pull": "pull_request",
+    "trunk": "push",
+    "inductor": "push",
+    "periodic": "schedule",
+}
+#: Kubernetes' generateName suffix characters (no vowels, no 0, 1 or 3).
+POD_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def workflow_of(ref: str) -> str:
+    """A job_workflow_ref's workflow: `owner/repo/.github/workflows/pull.yml@refs/…` → `pull`."""
+    return ref.split("@", 1)[0].rsplit("/", 1)[-1].removesuffix(".yml")
+
 
 #: Scale sets, busiest first: (name, jobs a minute at the daily peak, {workflow: share},
 #: execution-time factor, whether the cloud is short of its instances).
@@ -63,7 +85,7 @@ class Profile:
     peak_per_minute: float
     workflows: tuple[tuple[str, float, float], ...]  # (job_workflow_ref, share, mean seconds)
     min_runners: int
-    max_runners: int
+    max_runners: int  # 0: none
     buffer: int  # idle runners the autoscaler keeps beyond busy + queued
     headroom_share: float  # spare node slots kept warm, as a share of the usual busy runners
     warm_seconds: float  # pod start on a warm node, runner registration included
@@ -84,9 +106,6 @@ class Profile:
         return self.peak_per_minute * self.mean_seconds / 60.0
 
 
-_POD_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName suffix characters
-
-
 def profile(name: str, index: int) -> Profile:
     rng = random.Random(f"profile/{name}")  # noqa: S311 - a reproducible simulation, not secrets
     _, peak, shares, factor, scarce = _BASE_TYPES[index % len(_BASE_TYPES)]
@@ -100,17 +119,17 @@ def profile(name: str, index: int) -> Profile:
     peak_busy = peak * mean_seconds / 60.0
     step = 10 if peak_busy < 100 else 50
     max_runners = int(math.ceil(10 * peak_busy / step) * step)
+    # Runner pods are named for their ephemeral runner set, which bears the scale set's name.
     pods = tuple(
-        f"{name}-{''.join(rng.choices(_POD_ALPHABET, k=5))}"
-        f"-runner-{''.join(rng.choices(_POD_ALPHABET, k=5))}"
-        for _ in range(PODS_PER_TYPE)
+        f"{name}-runner-{''.join(rng.choices(POD_ALPHABET, k=5))}" for _ in range(PODS_PER_TYPE)
     )
     return Profile(
         name=name,
         peak_per_minute=peak,
         workflows=workflows,
         min_runners=max(1, round(0.02 * peak_busy)),
-        max_runners=max(max_runners, 20),
+        # 0: no maximum (the autoscaler grows the set as far as the nodes allow).
+        max_runners=0 if index == UNBOUNDED_TYPE else max(max_runners, 20),
         buffer=2 + round(0.03 * peak_busy),
         headroom_share=0.2 if scarce else 0.08,
         warm_seconds=rng.uniform(40.0, 80.0),

@@ -17,7 +17,7 @@ from collections import deque
 from bot.simulator.history import GAUGES, TypeSamples, append_histogram, histogram_arrays
 from bot.simulator.job_log import JobLog
 from bot.simulator.profiles import Profile, StagedProblem, daily
-from bot.simulator.spec import BUCKETS, PODS_PER_TYPE, Scenario
+from bot.simulator.spec import BUCKETS, NO_MAXIMUM, PODS_PER_TYPE, Scenario
 
 _WARMUP_SECONDS = 6 * 3600.0
 _FAILED_JOBS = 0.04
@@ -66,16 +66,18 @@ class _Fleet:
         self.slots = profile.min_runners
         self.nodes_coming = 0
         self.node_tokens = 0.0
-        self.max_runners = profile.max_runners
+        self.max_runners = profile.max_runners or NO_MAXIMUM
         self.capped = False
         self.drift = 0.0
         n = len(profile.workflows)
         self.started = [0] * n
         self.completed = [[0, 0] for _ in range(n)]
-        self.startup = [0] * (len(BUCKETS) + 1)
-        self.startup_sum = 0
-        self.execution = [[0] * (len(BUCKETS) + 1) for _ in range(n)]
-        self.execution_sum = [0] * n
+        # Per workflow (and, for execution, per result: succeeded, failed): each bucket's own
+        # count, +Inf last, and the sum of the observations.
+        self.startup = [[0] * (len(BUCKETS) + 1) for _ in range(n)]
+        self.startup_sum = [0] * n
+        self.execution = [[[0] * (len(BUCKETS) + 1) for _ in range(2)] for _ in range(n)]
+        self.execution_sum = [[0, 0] for _ in range(n)]
         self.ooms = [0] * PODS_PER_TYPE
         self.periods = [rng.randrange(10**6, 10**7) for _ in range(PODS_PER_TYPE)]
         self.throttled = [int(x * profile.throttle_share) for x in self.periods]
@@ -151,8 +153,9 @@ class _Fleet:
             self.busy += 1
             pickup = t + 2.0 + self.rng.expovariate(1 / 6.0)
             wait = round(pickup - arrived)
-            self.startup[bisect.bisect_left(BUCKETS, wait)] += 1
-            self.startup_sum += wait
+            # The listener observes whole seconds (Unix time differences).
+            self.startup[workflow][bisect.bisect_left(BUCKETS, wait)] += 1
+            self.startup_sum[workflow] += wait
             self.started[workflow] += 1
             seconds, failed = self._execution_seconds(workflow, pickup)
             self._push(pickup + seconds, _COMPLETE, (workflow, int(failed), round(seconds)))
@@ -163,8 +166,8 @@ class _Fleet:
         workflow, failed, seconds = data
         self.busy -= 1
         self.completed[workflow][failed] += 1
-        self.execution[workflow][bisect.bisect_left(BUCKETS, seconds)] += 1
-        self.execution_sum[workflow] += seconds
+        self.execution[workflow][failed][bisect.bisect_left(BUCKETS, seconds)] += 1
+        self.execution_sum[workflow][failed] += seconds
         # A finished ephemeral runner is replaced on its warm node within seconds, unless new
         # runners cannot register or start quickly there.
         if self._starts_quickly(t) and self._runners() < self.desired():
@@ -310,9 +313,13 @@ class _Fleet:
             history.started[i].append(count)
             history.completed[i][0].append(self.completed[i][0])
             history.completed[i][1].append(self.completed[i][1])
-        append_histogram(history.startup, self.startup, self.startup_sum)
-        for i, buckets in enumerate(self.execution):
-            append_histogram(history.execution[i], buckets, self.execution_sum[i])
+        for i, buckets in enumerate(self.startup):
+            append_histogram(history.startup[i], buckets, self.startup_sum[i])
+        for i, by_result in enumerate(self.execution):
+            for result, buckets in enumerate(by_result):
+                append_histogram(
+                    history.execution[i][result], buckets, self.execution_sum[i][result]
+                )
         self._record_pods(history, step, t)
         history.final_queued = queued
 
@@ -354,8 +361,8 @@ def simulate_type(
         gauges={metric: array("q") for metric in GAUGES},
         started=[array("q") for _ in range(n)],
         completed=[(array("q"), array("q")) for _ in range(n)],
-        startup=histogram_arrays(),
-        execution=[histogram_arrays() for _ in range(n)],
+        startup=[histogram_arrays() for _ in range(n)],
+        execution=[(histogram_arrays(), histogram_arrays()) for _ in range(n)],
         cfs_periods=[array("q") for _ in range(PODS_PER_TYPE)],
         cfs_throttled=[array("q") for _ in range(PODS_PER_TYPE)],
         ooms=[array("q") for _ in range(PODS_PER_TYPE)],

@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.simulator.deliveries import SimulatedJob, SimulatedRunner, jobs_of
-from bot.simulator.history import FleetHistory, RunnerTypeHistory, TypeSamples
+from bot.simulator.history import TypeSamples
 from bot.simulator.job_log import JobLog
 from bot.simulator.openmetrics import write_openmetrics
 from bot.simulator.profiles import Profile, profile, runner_type_names, stage
 from bot.simulator.queue_model import simulate_type
-from bot.simulator.spec import CAUSES, MAX_HOURS, Scenario, SimulationSpec, Truth
+from bot.simulator.spec import CAUSES, MAX_HOURS, MetricsShape, Scenario, SimulationSpec, Truth
 
 
 @dataclass(frozen=True)
@@ -106,37 +106,12 @@ def _simulated(spec: SimulationSpec, *, keep_jobs: bool = False) -> _Simulated:
     return _Simulated(profiles, histories, truth, end_ms, samples, logs)
 
 
-def _run(spec: SimulationSpec, out: TextIO) -> _Result:
+def _run(spec: SimulationSpec, out: TextIO, shape: MetricsShape) -> _Result:
     run = _simulated(spec)
     step_ms = spec.step_seconds * 1000
     times = [run.end_ms - (run.samples - 1 - i) * step_ms for i in range(run.samples)]
-    writer = write_openmetrics(out, run.profiles, run.histories, times)
+    writer = write_openmetrics(out, run.profiles, run.histories, times, shape)
     return _Result(run.truth, writer.series, writer.samples)
-
-
-def simulate_history(spec: SimulationSpec) -> FleetHistory:
-    """Run the simulation `simulate` runs for `spec`, keeping its samples instead of writing."""
-    run = _simulated(spec)
-    step_ms = spec.step_seconds * 1000
-    types = tuple(
-        RunnerTypeHistory(
-            name=p.name,
-            workflows=tuple(ref for ref, _, _ in p.workflows),
-            pods=p.pods,
-            gauges=dict(h.gauges),
-            started=tuple(h.started),
-            succeeded=tuple(succeeded for succeeded, _ in h.completed),
-            failed=tuple(failed for _, failed in h.completed),
-            startup=tuple(h.startup),
-            execution=tuple(tuple(columns) for columns in h.execution),
-            cfs_periods=tuple(h.cfs_periods),
-            cfs_throttled=tuple(h.cfs_throttled),
-            ooms=tuple(h.ooms),
-        )
-        for p, h in zip(run.profiles, run.histories, strict=True)
-    )
-    first_ms = run.end_ms - (run.samples - 1) * step_ms
-    return FleetHistory(run.truth, first_ms, step_ms, run.samples, types)
 
 
 @dataclass(frozen=True)
@@ -166,14 +141,15 @@ def simulate_jobs(spec: SimulationSpec) -> FleetJobs:
     return FleetJobs(run.truth, run.end_ms / 1000.0, tuple(jobs), tuple(runners))
 
 
-def simulate(spec: SimulationSpec, out: TextIO) -> Truth:
-    """Stream the fleet's history to `out` as OpenMetrics (ending with `# EOF`); the truth."""
-    return _run(spec, out).truth
+def simulate(spec: SimulationSpec, out: TextIO, shape: MetricsShape = MetricsShape.ARC) -> Truth:
+    """Stream the fleet's history to `out` as OpenMetrics in `shape` (ending with `# EOF`);
+    the truth."""
+    return _run(spec, out, shape).truth
 
 
-def write_file(spec: SimulationSpec, path: Path) -> Truth:
+def write_file(spec: SimulationSpec, path: Path, shape: MetricsShape = MetricsShape.ARC) -> Truth:
     with path.open("w", encoding="utf-8") as out:
-        return simulate(spec, out)
+        return simulate(spec, out, shape)
 
 
 def _describe(truth: Truth) -> str:
@@ -193,6 +169,7 @@ def run_cli(
     out: Path,
     end: datetime | None,
     step_seconds: int,
+    shape: str = MetricsShape.ARC.value,
 ) -> int:
     """Write a simulation to `out` and print one line saying what was written; the exit code."""
     try:
@@ -205,14 +182,14 @@ def run_cli(
     spec = SimulationSpec(kind, hours, runner_types, seed, when.astimezone(UTC), step_seconds)
     try:
         with out.open("w", encoding="utf-8") as stream:
-            result = _run(spec, stream)
+            result = _run(spec, stream, MetricsShape(shape))
     except (ValueError, OSError) as exc:
         print(f"queuebot: {exc}", file=sys.stderr)
         return 2
     size = out.stat().st_size
     print(
         f"wrote {out}: {result.series} series, {result.samples} samples ({size / 1e6:.1f} MB),"
-        f" {runner_types} runner types, {hours:g} h every {step_seconds} s until"
+        f" {runner_types} runner types ({shape}), {hours:g} h every {step_seconds} s until"
         f" {when.astimezone(UTC):%Y-%m-%d %H:%M:%SZ}; {_describe(result.truth)}"
     )
     return 0

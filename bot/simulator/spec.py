@@ -1,7 +1,7 @@
 """What a fleet simulation is asked for and what it staged: the scenario, the spec, the truth.
 
 The names and constants here are shared by the model (`bot.simulator.queue_model`), the
-OpenMetrics writer and the in-memory history that `bot.sandbox.prometheus` serves.
+OpenMetrics writer and GitHub's deliveries of the same jobs.
 """
 
 from __future__ import annotations
@@ -45,9 +45,36 @@ MIX_PAIRS: tuple[tuple[Scenario, Scenario], ...] = (
 #: Promtool keeps what a default Prometheus (15 days' retention) keeps.
 MAX_HOURS = 15 * 24
 NAMESPACE = "arc-runners"
-#: Upper bounds of both histograms: few buckets keep the data small.
-BUCKETS = (30, 60, 120, 300, 600, 900, 1800, 2700, 3600, 5400, 7200, 10800, 14400)
+#: The upper bounds of both job histograms: the listener's defaults (actions-runner-controller,
+#: cmd/ghalistener/metrics/metrics.go `defaultRuntimeBuckets`). The last is an hour: a job that
+#: waits or runs longer is only counted in +Inf, and in `_sum`.
+BUCKETS = (
+    0.01, 0.05, 0.1, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 20, 25, 30, 40, 50, 60, 70,
+    80, 90, 100, 110, 120, 150, 180, 210, 240, 300, 360, 420, 480, 540, 600, 900, 1200, 1800,
+    2400, 3000, 3600,
+)  # fmt: skip
 PODS_PER_TYPE = 3
+#: What ARC reports as the maximum of a scale set without one (math.MaxInt32).
+NO_MAXIMUM = 2147483647
+#: The runner type (by rank, busiest first) whose scale set has no maximum, as many have.
+UNBOUNDED_TYPE = 3
+
+
+class MetricsShape(StrEnum):
+    """Which series a fleet's Prometheus holds, as real scrapes of actions-runner-controller's
+    gha-runner-scale-set listener and controller hold them."""
+
+    #: The listener's metrics with the labels ARC's chart suggests (`listenerMetrics` in the
+    #: gha-runner-scale-set values, the job_workflow_* labels included) and every bucket; the
+    #: controller's ephemeral-runner gauges; cAdvisor for the runner pods; scraped as ARC's
+    #: sample dashboard expects, with the listener pod's label
+    #: `actions.github.com/scale-set-name` as `actions_github_com_scale_set_name`.
+    ARC = "arc"
+    #: A lean scrape as PyTorch's own clusters keep it: only assigned and running jobs, the job
+    #: counters and the two histograms' `_sum`/`_count` (no buckets), with `job_workflow_name`
+    #: and a `cluster` label; one runner type served from two clusters; listeners named as
+    #: before ARC's in-place upgrades (the scale set's name and a generated suffix).
+    ARC_LEAN = "arc-lean"
 
 
 @dataclass(frozen=True)

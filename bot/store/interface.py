@@ -127,6 +127,8 @@ class JobRow:
     seconds: float
     #: A completion that failed (the job's conclusion is `failure`).
     failed: bool = False
+    #: The job's name within its workflow.
+    job: str = ""
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,7 @@ async def activity(db: aiosqlite.Connection, since: float, until: float) -> JobA
                     workflow=r[2],
                     seconds=float(r[3]),
                     failed=bool(r[4]),
+                    job=r[5],
                 )
                 for r in await cursor.fetchall()
             ]
@@ -139,16 +140,16 @@ async def activity(db: aiosqlite.Connection, since: float, until: float) -> JobA
         since=since,
         until=until,
         arrivals=await rows(
-            "SELECT runner_type, repository, workflow, 0, 0 FROM jobs"
+            "SELECT runner_type, repository, workflow, 0, 0, job FROM jobs"
             " WHERE created_at >= ? AND created_at < ? AND status != 'waiting'"
         ),
         starts=await rows(
-            "SELECT runner_type, repository, workflow, started_at - created_at, 0 FROM jobs"
+            "SELECT runner_type, repository, workflow, started_at - created_at, 0, job FROM jobs"
             " WHERE started_at >= ? AND started_at < ?"
         ),
         completions=await rows(
             "SELECT runner_type, repository, workflow, completed_at - started_at,"
-            " conclusion = 'failure' FROM jobs"
+            " conclusion = 'failure', job FROM jobs"
             " WHERE completed_at >= ? AND completed_at < ? AND started_at IS NOT NULL"
         ),
     )

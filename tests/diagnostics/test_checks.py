@@ -11,16 +11,18 @@ from typing import Any
 import pytest
 
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.measures import Signal
+from bot.diagnostics.measures import Breakdown, Signal
 from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Cause, Scope, Verdict
 from bot.render.diagnosis_text import text_report
 from bot.render.renderer import Renderer
+from bot.store import QueuedJob
 
 AT = datetime(2026, 11, 21, 15, 0, tzinfo=UTC)
 TYPES = ("linux-2xlarge", "linux-4xlarge", "linux-12xlarge", "windows-4xlarge")
 PULL = "pytorch/pytorch/.github/workflows/pull.yml@refs/heads/main"
 TRUNK = "pytorch/pytorch/.github/workflows/trunk.yml@refs/heads/main"
+RUN = "https://github.com/pytorch/pytorch/actions/runs/1/job/11"
 
 
 def _healthy() -> FleetSignals:
@@ -208,9 +210,21 @@ def test_json_has_the_documented_shape() -> None:
     fleet = _healthy()
     _queueing(fleet, "linux-2xlarge")
     _set(fleet, "linux-2xlarge", started_per_minute=14)
+    fleet.longest["linux-2xlarge"] = [
+        QueuedJob("linux-2xlarge", "pytorch/pytorch", "pull", "build", AT.timestamp() - 3600, RUN)
+    ]
     data: dict[str, Any] = diagnose(fleet).to_json()
     assert data["primary_cause"] == "increased_workload"
     assert set(data["findings"][0]) >= {"cause", "verdict", "runner_types", "evidence"}
+    assert set(data["findings"][0]["evidence"][0]) >= {
+        "now",
+        "baseline",
+        "yesterday",
+        "week_ago",
+        "workflows",
+        "job",
+        "repository",
+    }
     assert set(data["runner_types"][0]) == {
         "name",
         "queued",
@@ -218,7 +232,74 @@ def test_json_has_the_documented_shape() -> None:
         "busy",
         "registered",
         "max",
+        "yesterday",
+        "week_ago",
     }
+    assert data["waiting"] == [
+        {
+            "name": "linux-2xlarge",
+            "jobs": [
+                {
+                    "workflow": "pull",
+                    "job": "build",
+                    "created_at": "2026-11-21T14:00:00+00:00",
+                    "url": RUN,
+                }
+            ],
+        }
+    ]
+
+
+def test_evidence_has_yesterday_and_a_week_ago_beside_the_usual() -> None:
+    """The usual is what the checks compare with; the two single days are shown beside it."""
+    fleet = _healthy()
+    _queueing(fleet, "linux-2xlarge")
+    _set(fleet, "linux-2xlarge", started_per_minute=14)
+    fleet.yesterday[Signal.STARTED_PER_MINUTE] = {"linux-2xlarge": 3.5}
+    fleet.week_ago[Signal.STARTED_PER_MINUTE] = {"linux-2xlarge": 4.5}
+    report = diagnose(fleet)
+    surge = report.findings[0].evidence[0]
+    assert (surge.now, surge.baseline, surge.yesterday, surge.week_ago) == (14, 4, 3.5, 4.5)
+    assert "(usual 4; yesterday 3.5, a week ago 4.5)" in text_report(report)
+    assert "(usual 4; yesterday 3.5, a week ago 4.5)" in json.dumps(
+        Renderer().diagnostics(report).blocks
+    )
+
+
+@pytest.mark.parametrize(
+    ("jobs", "repositories", "named"),
+    [
+        # One job and one repository hold nearly all the rise: both named.
+        ({"lint": 9.0, "build": 3.0}, {"pytorch/vision": 9.5, "pytorch/pytorch": 3.5},
+         ("lint", "pytorch/vision")),
+        # The rise spread over jobs; one repository only: neither says anything.
+        ({"lint": 5.0, "build": 5.0, "test": 4.0}, {"pytorch/pytorch": 14.0}, ("", "")),
+    ],
+)  # fmt: skip
+def test_a_surge_names_one_job_or_repository_only_where_it_dominates(
+    jobs: dict[str, float], repositories: dict[str, float], named: tuple[str, str]
+) -> None:
+    fleet = _healthy()
+    _queueing(fleet, "linux-2xlarge")
+    _set(fleet, "linux-2xlarge", started_per_minute=14)
+    fleet.workflows[Signal.STARTED_BY_WORKFLOW]["linux-2xlarge"] = {PULL: 13, TRUNK: 1}
+    usual_jobs = {"lint": 1.0, "build": 3.0, "test": 1.0}
+    usual_repositories = {"pytorch/vision": 0.5, "pytorch/pytorch": 3.5}
+    if len(repositories) == 1:
+        usual_repositories = {"pytorch/pytorch": 4.0}
+    for by, now, usual in (
+        (Breakdown.JOB, jobs, usual_jobs),
+        (Breakdown.REPOSITORY, repositories, usual_repositories),
+    ):
+        fleet.breakdowns[by] = {Signal.STARTED_PER_MINUTE: {"linux-2xlarge": now}}
+        fleet.breakdown_baseline[by] = {Signal.STARTED_PER_MINUTE: {"linux-2xlarge": usual}}
+    report = diagnose(fleet)
+    surge = report.findings[0].evidence[0]
+    assert surge.workflows == (PULL,)
+    assert (surge.job, surge.repository) == named
+    text = text_report(report)
+    assert ", from workflows pull" in text
+    assert ("mostly job lint, repo pytorch/vision" in text) is any(named)
 
 
 @pytest.mark.parametrize("hostile", ["<!channel>", "<https://evil.example|x>"])

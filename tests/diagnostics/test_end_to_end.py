@@ -1,5 +1,8 @@
-"""Diagnostics end to end: each simulated scenario backfilled into a real Prometheus, judged by
-`queuebot diagnose`, and the Slack flow (button → "Running diagnostics…" → report → chart)."""
+"""Diagnostics end to end from actions-runner-controller's metrics: each simulated scenario, in
+each metric shape real fleets have (every bucket, or `_sum`/`_count` only without runner
+gauges; no `name` on job series), backfilled into a real Prometheus and judged by
+`queuebot diagnose`; what a scrape gives without the runner-type label; and the Slack flow
+(button → "Running diagnostics…" → report → chart)."""
 
 from __future__ import annotations
 
@@ -8,8 +11,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -19,33 +23,18 @@ from bot.diagnostics.checks import diagnose
 from bot.diagnostics.signals import collect
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
-from bot.sandbox.prometheus import FleetPrometheus
 from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
-from bot.simulator import Scenario, SimulationSpec, Truth
+from bot.simulator import MetricsShape, Scenario, SimulationSpec, runner_type_names
+from bot.simulator.spec import UNBOUNDED_TYPE
 from bot.slack.contract import ActionId
+from tests.conftest import PrometheusFactory
+from tests.support.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
 from tests.support.harness import Stack, running_stack
+from tests.support.integration import require_binary
 from tests.support.payloads import reference
 from tests.support.prometheus import Prometheus
 
-Make = Callable[[SimulationSpec], Awaitable[tuple[Prometheus, Truth]]]
-
-
-def _busy_hour() -> datetime:
-    """The latest 18:00 UTC that has passed: the fleet's busy hours, whenever the tests run
-    (what diagnostics make of each hour of the day is bench/diagnosis_accuracy.py's)."""
-    now = datetime.now(UTC).replace(microsecond=0)
-    today = now.replace(hour=18, minute=0, second=0)
-    return today if today <= now else today - timedelta(days=1)
-
-
-#: When the simulated fleets end, and the time diagnostics read them at.
-END = _busy_hour()
-
-
-def _spec(scenario: Scenario, seed: int = 7) -> SimulationSpec:
-    return SimulationSpec(
-        scenario=scenario, hours=27, runner_types=6, seed=seed, end=END, step_seconds=120
-    )
+END = FLEET_END
 
 
 def _diagnose(
@@ -67,12 +56,15 @@ def _diagnose(
 
 
 @pytest.mark.integration
+@in_session_loop
+@pytest.mark.parametrize("shape", list(MetricsShape))
 @pytest.mark.parametrize("scenario", list(Scenario))
 async def test_each_scenario_names_its_cause_and_runner_types(
-    prometheus_for: Make, scenario: Scenario
+    fleets: Fleets, scenario: Scenario, shape: MetricsShape
 ) -> None:
-    """`queuebot diagnose --format json` names the staged cause and where it happens."""
-    prometheus, truth = await prometheus_for(_spec(scenario))
+    """`queuebot diagnose --format json` names the staged cause and where it happens, from
+    actions-runner-controller's metrics alone, as a full or a lean scrape holds them."""
+    prometheus, truth = await fleets(scenario, shape)
     code, out, err = await asyncio.to_thread(_diagnose, prometheus, "--format", "json")
     assert code == 0, err
     report: dict[str, Any] = json.loads(out)
@@ -84,17 +76,26 @@ async def test_each_scenario_names_its_cause_and_runner_types(
         assert runner_type in likely.get(cause, set()), (runner_type, cause, likely)
     if scenario is Scenario.HEALTHY:
         assert likely == {}
-    names = {t["name"] for t in report["runner_types"]}
-    assert set(truth.affected) <= names and len(names) == 6
+    types = {t["name"]: t for t in report["runner_types"]}
+    assert set(truth.affected) <= set(types) and len(types) == FLEET_TYPES
+    # ARC has no measure of the longest current wait, and a lean scrape no runner gauges.
+    assert {t["max_wait_seconds"] for t in types.values()} == {None}
+    if shape is MetricsShape.ARC_LEAN:
+        assert {t["max"] for t in types.values()} == {None}
+    else:
+        # A scale set without a maximum reports 2147483647: no maximum.
+        unbounded = runner_type_names(FLEET_TYPES)[UNBOUNDED_TYPE]
+        assert {name for name, t in types.items() if t["max"] is None} == {unbounded}
 
 
 @pytest.mark.integration
+@in_session_loop
 async def test_text_report_bad_time_and_queries_from_the_yaml_file(
-    prometheus_for: Make, tmp_path: Any
+    fleets: Fleets, tmp_path: Any
 ) -> None:
     """The text form names the cause; a bad --at is refused; the YAML file's queries are
     the ones run, and a fleet they cannot find is said plainly."""
-    prometheus, _ = await prometheus_for(_spec(Scenario.CAPACITY_CAP))
+    prometheus, _ = await fleets(Scenario.CAPACITY_CAP)
     code, out, _ = await asyncio.to_thread(_diagnose, prometheus)
     assert code == 0 and "Most likely: Autoscaling configuration limits" in out
     code, _, err = await asyncio.to_thread(_diagnose, prometheus, "--at", "yesterday-ish")
@@ -114,13 +115,14 @@ def _reply_with(stack: Stack, parent: PostedMessage, text: str) -> PostedMessage
 
 
 @pytest.mark.integration
+@in_session_loop
 class TestInSlack:
     async def test_button_runs_diagnostics_into_the_thread_with_a_chart(
-        self, tmp_path: Any, prometheus_for: Make
+        self, tmp_path: Any, fleets: Fleets
     ) -> None:
         """Run diagnostics: a "Running diagnostics…" reply becomes the report; a chart follows;
         a second click meanwhile starts no second run."""
-        prometheus, truth = await prometheus_for(_spec(Scenario.SURGE))
+        prometheus, truth = await fleets(Scenario.SURGE)
         config = tmp_path / "queuebot.yml"
         config.write_text("auto_diagnose: false\n")
         async with running_stack(
@@ -163,10 +165,10 @@ class TestInSlack:
             assert "already running" in busy.text
 
     async def test_a_new_incident_is_diagnosed_by_itself(
-        self, tmp_path: Any, prometheus_for: Make
+        self, tmp_path: Any, fleets: Fleets
     ) -> None:
         """auto_diagnose (on by default): the report follows the alert into its thread."""
-        prometheus, _ = await prometheus_for(_spec(Scenario.SCALE_UP_FAILURE))
+        prometheus, _ = await fleets(Scenario.SCALE_UP_FAILURE, MetricsShape.ARC_LEAN)
         async with running_stack(
             tmp_path, clock=lambda: END, PROMETHEUS_URL=prometheus.url
         ) as stack:
@@ -177,23 +179,76 @@ class TestInSlack:
                 timeout=30,
             )
 
-    async def test_prometheus_down_is_said_in_the_thread(
-        self, tmp_path: Any, prometheus_for: Make
-    ) -> None:
-        prometheus, _ = await prometheus_for(_spec(Scenario.HEALTHY))
+
+@pytest.mark.integration
+async def test_prometheus_down_is_said_in_the_thread(
+    tmp_path: Any, prometheus_for: PrometheusFactory
+) -> None:
+    spec = SimulationSpec(Scenario.HEALTHY, hours=2, runner_types=2, seed=7, end=END)
+    prometheus, _ = await prometheus_for(spec, MetricsShape.ARC_LEAN)
+    await prometheus.stop()
+    async with running_stack(tmp_path, PROMETHEUS_URL=prometheus.url) as stack:
+        assert (await stack.webhook(reference())).status == 202
+        (parent,) = await stack.parents(1)
+        failed = await stack.sandbox.wait_for(
+            lambda: _reply_with(stack, parent, "could not read the fleet"), timeout=30
+        )
+        assert "cannot reach Prometheus" in stack.text(failed)
+
+
+# A scrape without the listener pods' scale-set label: ARC's own labels only, listeners named
+# as before its in-place upgrades (the scale set's name and a generated suffix).
+UNLABELLED = """# TYPE gha_assigned_jobs gauge
+{assigned}
+# TYPE gha_running_jobs gauge
+{running}
+# TYPE gha_started_jobs counter
+{started}
+# EOF
+"""
+
+
+@pytest.mark.integration
+async def test_without_the_scale_set_label_job_series_are_not_measured(
+    tmp_path: Path,
+) -> None:
+    """Gauges still name their runner type (the generated suffix dropped); job series, which
+    carry no `name`, are "not measured" with what to change in the scrape, never guessed."""
+    binary = require_binary("prometheus", "apt-get install -y prometheus")
+    promtool = require_binary("promtool", "apt-get install -y prometheus")
+    stamps = [int(END.timestamp()) - 60 * i for i in range(30, -1, -1)]
+    gauge = 'name="linux-2xlarge-x7k2p",namespace="arc-runners",organization="pytorch"'
+    job = 'organization="pytorch",repository="pytorch",job_name="build",event_name="push"'
+
+    def series(metric: str, labels: str, value: Callable[[int], int]) -> str:
+        return "\n".join(f"{metric}{{{labels}}} {value(i)} {t}" for i, t in enumerate(stamps))
+
+    history = tmp_path / "fleet.om"
+    history.write_text(
+        UNLABELLED.format(
+            assigned=series("gha_assigned_jobs", gauge, lambda i: 40 + i),
+            running=series("gha_running_jobs", gauge, lambda i: 20),
+            started=series("gha_started_jobs_total", job, lambda i: 100 + 3 * i),
+        )
+    )
+    prometheus = Prometheus(binary, promtool, tmp_path / "prometheus")
+    try:
+        await prometheus.backfill(history)
+        await prometheus.start()
+        code, out, err = await asyncio.to_thread(_diagnose, prometheus, "--format", "json")
+    finally:
         await prometheus.stop()
-        async with running_stack(tmp_path, PROMETHEUS_URL=prometheus.url) as stack:
-            assert (await stack.webhook(reference())).status == 202
-            (parent,) = await stack.parents(1)
-            failed = await stack.sandbox.wait_for(
-                lambda: _reply_with(stack, parent, "could not read the fleet"), timeout=30
-            )
-            assert "cannot reach Prometheus" in stack.text(failed)
+    assert code == 0, err
+    report = json.loads(out)
+    assert [(t["name"], t["queued"]) for t in report["runner_types"]] == [("linux-2xlarge", 50)]
+    (starts,) = [m for m in report["missing"] if m.startswith("started_per_minute")]
+    assert "carry no runner type" in starts and "scale-set-name" in starts
 
 
 CAP = "autoscaling_limits"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("scenario", "end", "cause"),
     [
@@ -210,18 +265,14 @@ CAP = "autoscaling_limits"
     ],
 )
 async def test_quiet_hours_are_not_mistaken_for_a_cause(
-    scenario: Scenario, end: datetime, cause: str
+    prometheus_for: PrometheusFactory, scenario: Scenario, end: datetime, cause: str
 ) -> None:
-    """Cases the simulated fleet once got wrong at quiet hours, read the way Prometheus would."""
+    """Cases the simulated fleet once got wrong at quiet hours."""
     spec = SimulationSpec(
         scenario=scenario, hours=27, runner_types=6, seed=7, end=end, step_seconds=120
     )
-    fleet = FleetPrometheus(spec)
-    await fleet.start()
-    try:
-        async with aiohttp.ClientSession() as session:
-            signals = await collect(PrometheusClient(session, fleet.url), QueryPack(), end)
-    finally:
-        await fleet.stop()
+    prometheus, _ = await prometheus_for(spec, MetricsShape.ARC_LEAN)
+    async with aiohttp.ClientSession() as session:
+        signals = await collect(PrometheusClient(session, prometheus.url), QueryPack(), end)
     report = diagnose(signals)
     assert report.primary_cause is not None and report.primary_cause.value == cause

@@ -10,7 +10,16 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bot.domain.diagnosis import Cause, Evidence, Finding, Report, RunnerTypeState, Scope, Verdict
+from bot.domain.diagnosis import (
+    Cause,
+    Evidence,
+    Finding,
+    PastQueue,
+    Report,
+    RunnerTypeState,
+    Scope,
+    Verdict,
+)
 from bot.domain.incidents import Incident, IncidentStatus, ThreadEvent, ThreadEventKind, ValueChange
 from bot.domain.notifications import parse_webhook
 from bot.domain.queue_status import Compared, FleetView, OpenIncident, QueueStatus, TypeDetail
@@ -24,6 +33,7 @@ from tests.support.payloads import encoded
 
 AT = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
 PREVIOUS = "https://example.slack.com/archives/C1/p1700000000000100"
+RUN = "https://github.com/pytorch/pytorch/actions/runs/1/job/11"
 #: chat.update refuses a message `text` longer than this (msg_too_long).
 MAX_UPDATE_TEXT = 4000
 RENDERER = Renderer()
@@ -127,16 +137,21 @@ def test_every_message_of_a_hostile_alert_is_one_slack_takes(
 @st.composite
 def _reports(draw: st.DrawFn) -> Report:
     names = draw(st.lists(texts(1, 30, 600), min_size=1, max_size=40))
+    past = PastQueue(queued=3, max_wait_seconds=720)
     states = tuple(
         RunnerTypeState(name=name, queued=14, max_wait_seconds=6840, busy=50, registered=50,
-                        idle=0, desired=50, max=50, affected=True)
+                        idle=0, desired=50, max=50, affected=True, yesterday=past, week_ago=past)
         for name in names
     )  # fmt: skip
     evidence = tuple(
         Evidence(runner_type=name, measure="jobs started per minute", now=9, baseline=3,
-                 workflows=(draw(texts()), "pull.yml"))
+                 yesterday=2.5, week_ago=3.5, workflows=(draw(texts()), "pull.yml"),
+                 job=draw(texts()), repository=draw(texts()))
         for name in names
     )  # fmt: skip
+    waiting = tuple(
+        (name, ((draw(texts()), draw(texts()), AT.timestamp() - 600, RUN),) * 5) for name in names
+    )
     findings = tuple(
         Finding(cause=cause, verdict=Verdict.LIKELY, runner_types=tuple(names),
                 evidence=evidence, summary=draw(texts()))
@@ -146,14 +161,14 @@ def _reports(draw: st.DrawFn) -> Report:
     return Report(at=AT, window=draw(texts(1, 600)), scope=Scope.WIDESPREAD,
                   runner_types=states, findings=findings,
                   primary_cause=Cause.INCREASED_WORKLOAD, notes=notes,
-                  missing=(f"{draw(texts())}: no data",))  # fmt: skip
+                  missing=(f"{draw(texts())}: no data",), waiting=waiting)  # fmt: skip
 
 
 @SETTINGS
 @given(_reports())
 def test_a_diagnostics_report_on_hostile_runner_types_is_one_slack_takes(report: Report) -> None:
-    """Runner types and workflows are metric labels: any length, any text."""
-    assert_slack_takes(RENDERER.diagnostics(report), set(), None)
+    """Runner types, workflows, jobs and repositories are labels: any length, any text."""
+    assert_slack_takes(RENDERER.diagnostics(report), {RUN}, None)
 
 
 @SETTINGS

@@ -1,10 +1,10 @@
-"""The fleet simulator behind `queuebot simulate`: its output is OpenMetrics promtool reads, it is
-reproducible, and, backfilled into a real Prometheus, every query of the query pack answers for
-every runner type, with each scenario's signature on the affected types and a healthy fleet on
-the others.
+"""The fleet simulator behind `queuebot simulate`: its output is OpenMetrics promtool reads, in the
+label sets actions-runner-controller's metrics really have, it is reproducible, and, backfilled
+into a real Prometheus, every query of the query pack answers for every runner type, with each
+scenario's signature on the affected types and a healthy fleet on the others.
 
-The Prometheus tests share one server per scenario (module scope): each holds 50 hours of 6 runner
-types every 2 minutes, ending at `END`, and "a day earlier" is the same hour the day before.
+The Prometheus tests use the shared fleets (`tests.support.fleets`: 27 hours of 6 runner types
+every 2 minutes); "a day earlier" is the same hour the day before.
 """
 
 from __future__ import annotations
@@ -13,19 +13,18 @@ import asyncio
 import io
 import math
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
-from bot.diagnostics.measures import Signal
+from bot.diagnostics.measures import BY_WORKFLOW, Signal
 from bot.diagnostics.sources.querypack import DEFAULT_QUERIES, QueryPack
 from bot.simulator import (
     CAUSES,
     MAX_HOURS,
+    MetricsShape,
     Scenario,
     SimulationSpec,
     Truth,
@@ -33,39 +32,46 @@ from bot.simulator import (
     simulate,
     write_file,
 )
+from bot.simulator.profiles import workflow_of
 from bot.simulator.simulate import run_cli
+from bot.simulator.spec import UNBOUNDED_TYPE
+from tests.conftest import PrometheusFactory
+from tests.support.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
 from tests.support.integration import require_binary
 from tests.support.prometheus import Prometheus, stored_samples
 
-END = datetime(2025, 6, 4, 19, 0, tzinfo=UTC)  # a Wednesday, in US working hours
+END = FLEET_END
 DAY = timedelta(days=1)
 SEED = 1
-TYPES = 6
+TYPES = FLEET_TYPES
 PACK = QueryPack()
-BY_WORKFLOW = (Signal.STARTED_BY_WORKFLOW, Signal.DURATION_P90_BY_WORKFLOW)
-QUANTILES = (Signal.MAX_WAIT, Signal.DURATION_P50, Signal.DURATION_P90)
+#: Percentiles from buckets: none where the percentile reaches the last bucket (an hour).
+QUANTILES = (
+    Signal.QUEUE_TIME_P50,
+    Signal.QUEUE_TIME_P90,
+    Signal.DURATION_P50,
+    Signal.DURATION_P90,
+)
 #: The pack's own pattern from a runner pod's name to its runner type.
 POD_PATTERN = re.findall(r'"pod", "([^"]+)"', DEFAULT_QUERIES[Signal.OOM_KILLS])[0]
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\} (\S+) (\S+)$")
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
 SUFFIXES = {"gauge": ("",), "counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
-
-module_loop = pytest.mark.asyncio(loop_scope="module")
-
-
-def _spec(scenario: Scenario) -> SimulationSpec:
-    return SimulationSpec(
-        scenario, hours=50, runner_types=TYPES, seed=SEED, end=END, step_seconds=120
-    )
+JOB_SERIES = (
+    "gha_started_jobs",
+    "gha_completed_jobs",
+    "gha_job_startup_duration_seconds",
+    "gha_job_execution_duration_seconds",
+)
 
 
 def _small(scenario: Scenario = Scenario.MIX, seed: int = 3) -> SimulationSpec:
     return SimulationSpec(scenario, hours=4, runner_types=4, seed=seed, end=END, step_seconds=120)
 
 
-def _text(spec: SimulationSpec) -> tuple[str, Truth]:
+def _text(spec: SimulationSpec, shape: MetricsShape = MetricsShape.ARC) -> tuple[str, Truth]:
     out = io.StringIO()
-    truth = simulate(spec, out)
+    truth = simulate(spec, out, shape)
     return out.getvalue(), truth
 
 
@@ -97,14 +103,31 @@ def test_the_same_seed_writes_the_same_bytes() -> None:
     assert other != first
 
 
-def test_the_output_is_openmetrics_as_promtool_wants_it() -> None:
+@pytest.mark.parametrize("shape", list(MetricsShape))
+def test_the_output_is_openmetrics_as_promtool_wants_it(shape: MetricsShape) -> None:
     """One block of lines per family and per series, in time order, timestamps in whole seconds,
     ending with `# EOF`; histograms cumulative; counters never going down."""
     spec = _small()
-    text, _ = _text(spec)
+    text, _ = _text(spec, shape)
     assert text.endswith("\n# EOF\n") and text.count("# EOF") == 1
     step, samples = spec.step_seconds, int(spec.hours * 3600 // spec.step_seconds) + 1
     stamps = [int(END.timestamp()) - (samples - 1 - i) * step for i in range(samples)]
+    series, kinds = _series(text)
+    assert set(kinds) >= {"gha_assigned_jobs", "gha_started_jobs"}
+    for (metric, labels), points in series.items():
+        assert [t for t, _ in points] == stamps, (metric, labels)
+        values = [v for _, v in points]
+        assert all(math.isfinite(v) and v >= 0 for v in values)
+        if metric.endswith(("_total", "_bucket", "_sum", "_count")):
+            assert values == sorted(values), f"counter {metric}{{{labels}}} goes down"
+    if shape is MetricsShape.ARC:
+        _assert_histograms_are_cumulative(series)
+
+
+def _series(
+    text: str,
+) -> tuple[dict[tuple[str, str], list[tuple[int, float]]], dict[str, str]]:
+    """Every series of an OpenMetrics text with its points, and each family's type."""
     kinds: dict[str, str] = {}
     family = ""
     series: dict[tuple[str, str], list[tuple[int, float]]] = {}
@@ -127,15 +150,48 @@ def test_the_output_is_openmetrics_as_promtool_wants_it() -> None:
             assert key not in series, f"series {key} is split"
             series[key], last_key = [], key
         series[key].append((int(stamp), float(value)))
-    assert set(kinds) >= {"gha_assigned_jobs", "gha_started_jobs", "container_oom_events"}
-    for (metric, labels), points in series.items():
-        assert [t for t, _ in points] == stamps, (metric, labels)
-        values = [v for _, v in points]
-        assert all(math.isfinite(v) and v >= 0 for v in values)
-        if metric.endswith(("_total", "_bucket", "_sum", "_count")):
-            assert values == sorted(values), f"counter {metric}{{{labels}}} goes down"
-        assert 'namespace="arc-runners"' in labels
-    _assert_histograms_are_cumulative(series)
+    return series, kinds
+
+
+@pytest.mark.parametrize("shape", list(MetricsShape))
+def test_series_carry_the_labels_actions_runner_controller_gives_them(
+    shape: MetricsShape,
+) -> None:
+    """Scale-set gauges carry `name`; job series carry no `name`, only the job's own labels
+    (and `job_result` where a job ended); the scrape adds the listener pod's scale-set label;
+    buckets stop at an hour; a lean scrape has no buckets and no runner gauges, and a
+    `cluster`."""
+    series, kinds = _series(_text(_small(), shape)[0])
+    bounds: set[float] = set()
+    for metric, labels in series:
+        keys = dict(LABEL.findall(labels))
+        family = next(f for f in kinds if metric.startswith(f))
+        if family.startswith("container_"):
+            assert {"pod", "container", "namespace"} <= set(keys), labels
+            continue
+        assert "actions_github_com_scale_set_name" in keys or family.startswith(
+            "gha_controller_"
+        ), labels
+        assert ("cluster" in keys) == (shape is MetricsShape.ARC_LEAN), labels
+        if family in JOB_SERIES:
+            assert "name" not in keys and "namespace" not in keys, labels
+            assert {"organization", "repository", "job_name", "event_name"} <= set(keys)
+            assert ("job_result" in keys) == (
+                family in ("gha_completed_jobs", "gha_job_execution_duration_seconds")
+            ), labels
+            workflow = "job_workflow_ref" if shape is MetricsShape.ARC else "job_workflow_name"
+            assert workflow in keys, labels
+        else:
+            assert {"name", "namespace", "organization"} <= set(keys), labels
+        if "le" in keys and keys["le"] != "+Inf":
+            bounds.add(float(keys["le"]))
+    gauges = {f for f, kind in kinds.items() if kind == "gauge"}
+    if shape is MetricsShape.ARC:
+        assert max(bounds) == 3600 and min(bounds) == 0.01
+        assert {"gha_max_runners", "gha_controller_failed_ephemeral_runners"} <= gauges
+    else:
+        assert bounds == set()
+        assert gauges == {"gha_assigned_jobs", "gha_running_jobs"}
 
 
 def _assert_histograms_are_cumulative(
@@ -248,43 +304,9 @@ class Fleet:
         return values
 
 
-Fleets = Callable[[Scenario], Awaitable[Fleet]]
-PrometheusFactory = Callable[[SimulationSpec], Awaitable[tuple[Prometheus, Truth]]]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def fleets(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Fleets]:
-    """One Prometheus per scenario, made when first asked for and shared by the module's tests."""
-    binary = require_binary("prometheus", "apt-get install -y prometheus")
-    promtool = require_binary("promtool", "apt-get install -y prometheus")
-    made: dict[Scenario, Fleet] = {}
-    lock = asyncio.Lock()
-
-    async def get(scenario: Scenario) -> Fleet:
-        async with lock:
-            if scenario not in made:
-                workdir = tmp_path_factory.mktemp(f"prometheus-{scenario}")
-                history = workdir / "fleet.om"
-                truth = await asyncio.to_thread(write_file, _spec(scenario), history)
-                fleet = Fleet(
-                    Prometheus(binary, promtool, workdir), truth, runner_type_names(TYPES)
-                )
-                made[scenario] = fleet
-                try:
-                    await fleet.prometheus.backfill(history)
-                    history.unlink()
-                    await fleet.prometheus.start()
-                except BaseException:
-                    del made[scenario]
-                    await fleet.prometheus.stop()
-                    raise
-            return made[scenario]
-
-    try:
-        yield get
-    finally:
-        for fleet in made.values():
-            await fleet.prometheus.stop()
+async def _fleet(fleets: Fleets, scenario: Scenario) -> Fleet:
+    prometheus, truth = await fleets(scenario)
+    return Fleet(prometheus, truth, runner_type_names(TYPES))
 
 
 @pytest.mark.integration
@@ -323,27 +345,44 @@ async def test_prometheus_for_serves_a_fleet_whose_last_sample_is_at_the_end(
 
 
 @pytest.mark.integration
-@module_loop
+@in_session_loop
 @pytest.mark.parametrize("scenario", list(Scenario))
 async def test_every_query_of_the_pack_answers_for_every_runner_type(
     fleets: Fleets, scenario: Scenario
 ) -> None:
-    fleet = await fleets(scenario)
+    fleet = await _fleet(fleets, scenario)
     pairs = await fleet.prometheus.query(
-        "count by (name, job_workflow_ref) (gha_started_jobs_total)", END
+        "count by (actions_github_com_scale_set_name, job_workflow_ref) (gha_started_jobs_total)",
+        END,
     )
-    workflows = {(s["metric"]["name"], s["metric"]["job_workflow_ref"]) for s in pairs}
+    workflows = {
+        (
+            s["metric"]["actions_github_com_scale_set_name"],
+            workflow_of(s["metric"]["job_workflow_ref"]),
+        )
+        for s in pairs
+    }
     assert {name for name, _ in workflows} == set(fleet.names)
+    unbounded = fleet.names[UNBOUNDED_TYPE]
     for signal in DEFAULT_QUERIES:
         answer = await fleet.read(signal)
         if signal in BY_WORKFLOW:
-            keys = [(labels["name"], labels["workflow"]) for labels, _ in answer]
-            assert sorted(keys) == sorted(workflows), signal
+            keys = {(labels["name"], labels["workflow"]) for labels, _ in answer}
+            assert keys <= workflows and len(answer) == len(keys), signal
+            if signal is Signal.STARTED_BY_WORKFLOW:
+                assert keys == workflows
+            assert all(math.isfinite(v) for _, v in answer) or signal in {
+                Signal.DURATION_MEAN_BY_WORKFLOW  # a workflow with no job ended: 0 / 0
+            }
             continue
         values = await fleet.by_type(signal)
-        assert set(values) == set(fleet.names), signal
-        if signal not in QUANTILES:
-            assert all(math.isfinite(v) for v in values.values()), (signal, values)
+        if signal is Signal.MAX_RUNNERS:
+            assert set(values) == set(fleet.names) - {unbounded}
+        elif signal in QUANTILES:
+            assert set(values) <= set(fleet.names), signal
+        else:
+            assert set(values) == set(fleet.names), signal
+        assert all(math.isfinite(v) for v in values.values()), (signal, values)
 
 
 @dataclass
@@ -359,13 +398,14 @@ class Readings:
 
 async def _readings(fleet: Fleet, name: str) -> Readings:
     now = {
-        signal: (await fleet.by_type(signal))[name]
+        signal: value
         for signal in DEFAULT_QUERIES
         if signal not in BY_WORKFLOW
+        and (value := (await fleet.by_type(signal)).get(name)) is not None
     }
     before = {
         signal: (await fleet.by_type(signal, END - DAY))[name]
-        for signal in (Signal.STARTED_PER_MINUTE, Signal.DURATION_P90)
+        for signal in (Signal.STARTED_PER_MINUTE, Signal.DURATION_MEAN)
     }
     return Readings(now, before)
 
@@ -375,9 +415,12 @@ def _healthy(r: Readings) -> list[str]:
     return [
         claim
         for claim, holds in (
-            ("max wait under 5 minutes", now[Signal.MAX_WAIT] < 300),
+            ("jobs started within 5 minutes", now[Signal.QUEUE_TIME_MEAN] < 300),
             ("next to no queue", now[Signal.QUEUED] <= max(5, 0.05 * now[Signal.REGISTERED])),
-            ("desired well below max", now[Signal.DESIRED] < 0.5 * now[Signal.MAX_RUNNERS]),
+            (
+                "desired well below max",
+                now[Signal.DESIRED] < 0.5 * now.get(Signal.MAX_RUNNERS, math.inf),
+            ),
             ("no failed runners", now[Signal.FAILED_RUNNERS] == 0),
             ("little throttling", now[Signal.CPU_THROTTLED] < 0.2),
             ("no OOM kills", now[Signal.OOM_KILLS] == 0),
@@ -390,19 +433,22 @@ def _queueing(r: Readings) -> list[tuple[str, bool]]:
     now = r.now
     return [
         ("jobs queue", now[Signal.QUEUED] > 0),
-        ("and wait more than 5 minutes", now[Signal.MAX_WAIT] >= 300),
+        ("and those started waited more than 5 minutes", now[Signal.QUEUE_TIME_MEAN] >= 300),
     ]
 
 
 def _signature(cause: str, r: Readings) -> list[str]:
     now = r.now
-    below_max = ("desired below max", now[Signal.DESIRED] < now[Signal.MAX_RUNNERS])
+    below_max = (
+        "desired below max",
+        now[Signal.DESIRED] < now.get(Signal.MAX_RUNNERS, math.inf),
+    )
     no_failures = ("no failed runners", now[Signal.FAILED_RUNNERS] == 0)
     not_starved = ("little throttling", now[Signal.CPU_THROTTLED] < 0.2)
     claims = {
         "increased_workload": [
             ("starts at least 2.5x a day earlier", r.grew(Signal.STARTED_PER_MINUTE) >= 2.5),
-            ("p90 job time as usual", r.grew(Signal.DURATION_P90) < 1.5),
+            ("mean job time as usual", r.grew(Signal.DURATION_MEAN) < 1.5),
             below_max,
             no_failures,
             not_starved,
@@ -414,7 +460,7 @@ def _signature(cause: str, r: Readings) -> list[str]:
             ("starts not up", r.grew(Signal.STARTED_PER_MINUTE) < 1.5),
         ],
         "long_running_jobs": [
-            ("p90 job time at least 2x a day earlier", r.grew(Signal.DURATION_P90) >= 2),
+            ("mean job time at least 2x a day earlier", r.grew(Signal.DURATION_MEAN) >= 2),
             ("starts not way up", r.grew(Signal.STARTED_PER_MINUTE) < 2),
             below_max,
             no_failures,
@@ -442,13 +488,13 @@ def _signature(cause: str, r: Readings) -> list[str]:
 
 
 @pytest.mark.integration
-@module_loop
+@in_session_loop
 @pytest.mark.parametrize("scenario", list(Scenario))
 async def test_each_scenario_shows_its_signature_and_nothing_else(
     fleets: Fleets, scenario: Scenario
 ) -> None:
     """Through the pack's queries: the affected types show their cause; the rest look healthy."""
-    fleet = await fleets(scenario)
+    fleet = await _fleet(fleets, scenario)
     failures = {}
     for name in fleet.names:
         readings = await _readings(fleet, name)
@@ -460,9 +506,9 @@ async def test_each_scenario_shows_its_signature_and_nothing_else(
 
 
 @pytest.mark.integration
-@module_loop
+@in_session_loop
 async def test_a_mix_is_led_by_the_type_that_queues_worst(fleets: Fleets) -> None:
-    fleet = await fleets(Scenario.MIX)
+    fleet = await _fleet(fleets, Scenario.MIX)
     queued = await fleet.by_type(Signal.QUEUED)
     worst = max(fleet.truth.affected, key=lambda name: queued[name])
     assert fleet.truth.primary_cause == fleet.truth.affected[worst]

@@ -4,8 +4,8 @@ it is taken for lost, and how long jobs are kept.
 
 The defaults are the reference alert's: the machine_type rule, jobs queued more than 5 minutes,
 for at most a week (a run cancelled before a runner took its jobs can leave them "queued"
-forever). The reference alert also leaves out runner types containing rocm, xpu, s390x, b200,
-h100 or macos: `exclude: [rocm, xpu, s390x, b200, h100, macos]` does the same.
+forever), and runner types whose name contains rocm, xpu, s390x, b200, h100 or macos (any case)
+left out, as the alert leaves them out. `exclude: []` counts every runner type.
 """
 
 from __future__ import annotations
@@ -16,13 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.domain.jobs import RunnerTypeRule
 
+#: The runner types the reference alert leaves out: names containing any of these.
+ALERT_EXCLUDES = ("rocm", "xpu", "s390x", "b200", "h100", "macos")
+
 
 class JobsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     runner_type: RunnerTypeRule = Field(default_factory=RunnerTypeRule)
     #: Runner types whose name contains any of these (any case) are left out.
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ALERT_EXCLUDES
     #: Repositories counted (`owner/name`, `*` patterns allowed); none listed: every one.
     repositories: tuple[str, ...] = ()
     #: A queued job counts as queueing once it has waited this long (the alert's 5 minutes).
@@ -32,10 +35,14 @@ class JobsConfig(BaseModel):
     #: Jobs are kept this long.
     retention_days: float = Field(14.0, gt=0, le=365)
 
+    def leaves_out(self, runner_type: str) -> bool:
+        """Whether `runner_type` is excluded."""
+        lowered = runner_type.lower()
+        return any(part.lower() in lowered for part in self.exclude if part)
+
     def counts(self, runner_type: str, repository: str) -> bool:
         """Whether a job of `runner_type` in `repository` counts."""
-        lowered = runner_type.lower()
-        if any(part.lower() in lowered for part in self.exclude if part):
+        if self.leaves_out(runner_type):
             return False
         return not self.repositories or any(
             fnmatchcase(repository, pattern) for pattern in self.repositories

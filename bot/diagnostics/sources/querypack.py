@@ -1,115 +1,203 @@
 """The query pack: every fleet signal diagnostics read, as one PromQL query each.
 
-The defaults speak actions-runner-controller's scale-set metrics (gha-runner-scale-set listener
-and controller, https://github.com/actions/actions-runner-controller), with the runner type in the
-label `name`, plus cAdvisor's CPU-throttling and OOM counters of the runner pods. Every query
-returns an instant vector with one series per runner type (label `name`), or per runner type and
-workflow (labels `name` and `workflow`) for the `*_by_workflow` signals. `{window}` in a query is
-replaced by the rate window (e.g. `10m`).
+The defaults speak actions-runner-controller's gha-runner-scale-set metrics as a real scrape holds
+them (https://github.com/actions/actions-runner-controller, cmd/ghalistener/metrics):
+- the scale-set gauges (`gha_assigned_jobs`, `gha_running_jobs`, registered, busy, idle, min,
+  max, desired) carry `name`: the scale set's name, or, before ARC's in-place upgrades, its
+  name and a generated 5-character suffix, which the pack drops;
+- the job series (`gha_started_jobs_total`, `gha_completed_jobs_total`, and the startup and
+  execution histograms) carry no `name` at all. The runner type reaches them only through the
+  scrape: relabel the listener pod's label `actions.github.com/scale-set-name` into a target
+  label, as ARC's sample dashboard does, and every series of that listener carries it:
 
-A fleet with other exporters maps its own metrics in the YAML file:
+      relabel_configs:
+        - action: labelmap
+          regex: __meta_kubernetes_pod_label_(actions_github_com_scale_set_.+)
+
+  Where that label is present it names the runner type on every series (`runner_type_label`
+  names another); without it, job counts and times are "not measured";
+- `gha_max_runners` is 2147483647 when the scale set has no maximum: read as none;
+- the histograms' buckets stop at 3600 s, and many scrapes keep only `_sum`/`_count`: job and
+  queue times are means from `_sum`/`_count`, and percentiles only where buckets exist and the
+  percentile is below the last bucket (otherwise it only says "an hour or more");
+- a `cluster` label (one scale set name in several clusters) is summed over;
+- registered, busy, idle, desired and the controller's runner gauges may be absent.
+ARC has no signal for jobs arriving or for the longest current wait: those come from GitHub's
+job events, or a fleet's own exporters. cAdvisor's CPU-throttling and OOM counters of the runner
+pods (`<scale set>-runner-<suffix>`) are read where scraped.
+
+Every query returns an instant vector with one series per runner type (label `name`), or per
+runner type and workflow (labels `name` and `workflow`) for the `*_by_workflow` signals.
+`{window}` is replaced by the rate window (e.g. `10m`). A fleet with other exporters maps its
+own metrics in the YAML file:
 
     queries:
+      runner_type_label: my_pool_label
       queued: sum by (name) (my_queue_depth{pool!=""})
       window: 15m
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bot.diagnostics.measures import Signal
 
-#: Runner pods are named `<scale set>-<5 chars>-runner-<5 chars>`; the scale set is the type.
-_POD_TO_TYPE = 'label_replace({expr}, "name", "$1", "pod", "(.+)-[a-z0-9]+-runner-[a-z0-9]+")'
+#: The target label a scrape relabels the listener pod's `actions.github.com/scale-set-name` to.
+SCALE_SET_LABEL = "actions_github_com_scale_set_name"
+#: Kubernetes' generateName suffix (5 of these characters), on listeners of older ARC releases.
+_SUFFIX = "-[bcdfghjklmnpqrstvwxz2456789]{5}"
+#: The last bucket of ARC's histograms: a percentile there means "this long or more".
+HISTOGRAM_TOP_SECONDS = 3600
 
 
-def _by_pod(expr: str) -> str:
-    return "sum by (name) (" + _POD_TO_TYPE.format(expr=expr) + ")"
+def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
+    """The default pack, the runner type read from `type_label` where series carry it."""
+
+    def typed(expr: str) -> str:
+        # `name` without a generated suffix, then the scrape's label where it is set.
+        plain = f'label_replace({expr}, "name", "$1", "name", "(.+){_SUFFIX}")'
+        return f'label_replace({plain}, "name", "$1", "{type_label}", "(.+)")'
+
+    def by_type(expr: str) -> str:
+        return f"sum by (name) ({typed(expr)})"
+
+    def with_workflow(expr: str) -> str:
+        # 0.13's job_workflow_name, else the file name in 0.12's job_workflow_ref.
+        from_ref = (
+            f'label_replace({typed(expr)}, "workflow", "$1", "job_workflow_ref",'
+            r' ".*/([^/@]+)\\.ya?ml@.*")'
+        )
+        return f'label_replace({from_ref}, "workflow", "$1", "job_workflow_name", "(.+)")'
+
+    def by_workflow(expr: str) -> str:
+        return f"sum by (name, workflow) ({with_workflow(expr)})"
+
+    def rate(metric: str, by: str = "name") -> str:
+        expr = f"rate({metric}[{{window}}])"
+        return by_type(expr) if by == "name" else by_workflow(expr)
+
+    def mean(histogram: str, by: str = "name") -> str:
+        return f"{rate(histogram + '_sum', by)} / {rate(histogram + '_count', by)}"
+
+    def quantile(q: float, histogram: str, by: str = "name") -> str:
+        expr = f"rate({histogram}_bucket[{{window}}])"
+        inner = (
+            f"sum by (name, le) ({typed(expr)})"
+            if by == "name"
+            else f"sum by (name, workflow, le) ({with_workflow(expr)})"
+        )
+        return f"histogram_quantile({q}, {inner}) < {HISTOGRAM_TOP_SECONDS}"
+
+    started, completed = "gha_started_jobs_total", "gha_completed_jobs_total"
+    startup, execution = "gha_job_startup_duration_seconds", "gha_job_execution_duration_seconds"
+    failed = 'gha_completed_jobs_total{job_result="failed"}'
+
+    def runner_pods(expr: str) -> str:
+        named = (
+            f'label_replace({expr}, "name", "$1", "pod",'
+            f' "(.+?)(?:{_SUFFIX})?-runner-[bcdfghjklmnpqrstvwxz2456789]{{5}}")'
+        )
+        return f"sum by (name) ({named})"
+
+    return {
+        Signal.QUEUED: by_type("clamp_min(gha_assigned_jobs - gha_running_jobs, 0)"),
+        Signal.RUNNING: by_type("gha_running_jobs"),
+        Signal.REGISTERED: by_type("gha_registered_runners"),
+        Signal.BUSY: by_type("gha_busy_runners"),
+        Signal.IDLE: by_type("gha_idle_runners"),
+        Signal.DESIRED: by_type("gha_desired_runners"),
+        Signal.MIN_RUNNERS: by_type("gha_min_runners"),
+        Signal.MAX_RUNNERS: by_type("gha_max_runners < 2147483647"),
+        Signal.STARTED_PER_MINUTE: f"60 * {rate(started)}",
+        Signal.STARTED_BY_WORKFLOW: f"60 * {rate(started, 'workflow')}",
+        Signal.COMPLETED_PER_MINUTE: f"60 * {rate(completed)}",
+        # No failure in the window is a share of 0, not an unknown one.
+        Signal.FAILED_SHARE: f"({rate(failed)} or 0 * {rate(completed)}) / {rate(completed)}",
+        Signal.QUEUE_TIME_MEAN: mean(startup),
+        Signal.QUEUE_TIME_P50: quantile(0.5, startup),
+        Signal.QUEUE_TIME_P90: quantile(0.9, startup),
+        Signal.DURATION_MEAN: mean(execution),
+        Signal.DURATION_P50: quantile(0.5, execution),
+        Signal.DURATION_P90: quantile(0.9, execution),
+        Signal.DURATION_MEAN_BY_WORKFLOW: mean(execution, "workflow"),
+        Signal.DURATION_P90_BY_WORKFLOW: quantile(0.9, execution, "workflow"),
+        Signal.PENDING_RUNNERS: by_type("gha_controller_pending_ephemeral_runners"),
+        Signal.FAILED_RUNNERS: by_type("gha_controller_failed_ephemeral_runners"),
+        Signal.CPU_THROTTLED: (
+            runner_pods(
+                'rate(container_cpu_cfs_throttled_periods_total{container="runner"}[{window}])'
+            )
+            + " / "
+            + runner_pods('rate(container_cpu_cfs_periods_total{container="runner"}[{window}])')
+        ),
+        Signal.OOM_KILLS: runner_pods(
+            'increase(container_oom_events_total{container="runner"}[{window}])'
+        ),
+    }
 
 
-DEFAULT_QUERIES: dict[Signal, str] = {
-    Signal.QUEUED: "sum by (name) (clamp_min(gha_assigned_jobs - gha_running_jobs, 0))",
-    Signal.RUNNING: "sum by (name) (gha_running_jobs)",
-    Signal.MAX_WAIT: (
-        "histogram_quantile(0.99, sum by (name, le)"
-        " (rate(gha_job_startup_duration_seconds_bucket[{window}])))"
-    ),
-    Signal.REGISTERED: "sum by (name) (gha_registered_runners)",
-    Signal.BUSY: "sum by (name) (gha_busy_runners)",
-    Signal.IDLE: "sum by (name) (gha_idle_runners)",
-    Signal.DESIRED: "sum by (name) (gha_desired_runners)",
-    Signal.MIN_RUNNERS: "sum by (name) (gha_min_runners)",
-    Signal.MAX_RUNNERS: "sum by (name) (gha_max_runners)",
-    Signal.STARTED_PER_MINUTE: "60 * sum by (name) (rate(gha_started_jobs_total[{window}]))",
-    Signal.STARTED_BY_WORKFLOW: (
-        "label_replace(60 * sum by (name, job_workflow_ref)"
-        " (rate(gha_started_jobs_total[{window}])),"
-        ' "workflow", "$1", "job_workflow_ref", "(.*)")'
-    ),
-    Signal.DURATION_P50: (
-        "histogram_quantile(0.5, sum by (name, le)"
-        " (rate(gha_job_execution_duration_seconds_bucket[{window}])))"
-    ),
-    Signal.DURATION_P90: (
-        "histogram_quantile(0.9, sum by (name, le)"
-        " (rate(gha_job_execution_duration_seconds_bucket[{window}])))"
-    ),
-    Signal.DURATION_P90_BY_WORKFLOW: (
-        "label_replace(histogram_quantile(0.9, sum by (name, job_workflow_ref, le)"
-        " (rate(gha_job_execution_duration_seconds_bucket[{window}]))),"
-        ' "workflow", "$1", "job_workflow_ref", "(.*)")'
-    ),
-    Signal.PENDING_RUNNERS: "sum by (name) (gha_controller_pending_ephemeral_runners)",
-    Signal.FAILED_RUNNERS: "sum by (name) (gha_controller_failed_ephemeral_runners)",
-    Signal.CPU_THROTTLED: (
-        _by_pod('rate(container_cpu_cfs_throttled_periods_total{container="runner"}[{window}])')
-        + " / "
-        + _by_pod('rate(container_cpu_cfs_periods_total{container="runner"}[{window}])')
-    ),
-    Signal.OOM_KILLS: _by_pod('increase(container_oom_events_total{container="runner"}[{window}])'),
-}
+DEFAULT_QUERIES = default_queries()
 
 
 class QueryPack(BaseModel):
-    """The queries in use: the defaults, with what the YAML file's `queries:` overrides."""
+    """The queries in use: the defaults (for `runner_type_label`), with what the YAML file's
+    `queries:` overrides. An empty query: that signal is not asked of Prometheus."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     window: str = Field("10m", pattern=r"^[0-9]+[smh]$")
-    queued: str = DEFAULT_QUERIES[Signal.QUEUED]
-    running: str = DEFAULT_QUERIES[Signal.RUNNING]
-    max_wait: str = DEFAULT_QUERIES[Signal.MAX_WAIT]
-    registered: str = DEFAULT_QUERIES[Signal.REGISTERED]
-    busy: str = DEFAULT_QUERIES[Signal.BUSY]
-    idle: str = DEFAULT_QUERIES[Signal.IDLE]
-    desired: str = DEFAULT_QUERIES[Signal.DESIRED]
-    min_runners: str = DEFAULT_QUERIES[Signal.MIN_RUNNERS]
-    max_runners: str = DEFAULT_QUERIES[Signal.MAX_RUNNERS]
-    started_per_minute: str = DEFAULT_QUERIES[Signal.STARTED_PER_MINUTE]
-    started_by_workflow: str = DEFAULT_QUERIES[Signal.STARTED_BY_WORKFLOW]
-    duration_p50: str = DEFAULT_QUERIES[Signal.DURATION_P50]
-    duration_p90: str = DEFAULT_QUERIES[Signal.DURATION_P90]
-    duration_p90_by_workflow: str = DEFAULT_QUERIES[Signal.DURATION_P90_BY_WORKFLOW]
-    pending_runners: str = DEFAULT_QUERIES[Signal.PENDING_RUNNERS]
-    failed_runners: str = DEFAULT_QUERIES[Signal.FAILED_RUNNERS]
-    cpu_throttled: str = DEFAULT_QUERIES[Signal.CPU_THROTTLED]
-    oom_kills: str = DEFAULT_QUERIES[Signal.OOM_KILLS]
+    #: The label that names a series' runner type, where the scrape adds one.
+    runner_type_label: str = Field(SCALE_SET_LABEL, pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+    queued: str = ""
+    running: str = ""
+    max_wait: str = ""
+    registered: str = ""
+    busy: str = ""
+    idle: str = ""
+    desired: str = ""
+    min_runners: str = ""
+    max_runners: str = ""
+    started_per_minute: str = ""
+    started_by_workflow: str = ""
+    duration_p50: str = ""
+    duration_p90: str = ""
+    duration_p90_by_workflow: str = ""
+    pending_runners: str = ""
+    failed_runners: str = ""
+    cpu_throttled: str = ""
+    oom_kills: str = ""
+    completed_per_minute: str = ""
+    failed_share: str = ""
+    queue_time_mean: str = ""
+    queue_time_p50: str = ""
+    queue_time_p90: str = ""
+    queue_time_max: str = ""
+    duration_mean: str = ""
+    duration_mean_by_workflow: str = ""
     # Not in actions-runner-controller's metrics: measured from GitHub's job events and runners
     # list instead, unless a fleet's own exporters answer them.
-    arrivals_per_minute: str = DEFAULT_QUERIES.get(Signal.ARRIVALS_PER_MINUTE, "")
-    arrivals_by_workflow: str = DEFAULT_QUERIES.get(Signal.ARRIVALS_BY_WORKFLOW, "")
-    completed_per_minute: str = DEFAULT_QUERIES.get(Signal.COMPLETED_PER_MINUTE, "")
-    queue_time_p50: str = DEFAULT_QUERIES.get(Signal.QUEUE_TIME_P50, "")
-    queue_time_p90: str = DEFAULT_QUERIES.get(Signal.QUEUE_TIME_P90, "")
-    duration_mean: str = DEFAULT_QUERIES.get(Signal.DURATION_MEAN, "")
-    failed_share: str = DEFAULT_QUERIES.get(Signal.FAILED_SHARE, "")
-    duration_mean_by_workflow: str = DEFAULT_QUERIES.get(Signal.DURATION_MEAN_BY_WORKFLOW, "")
-    offline: str = DEFAULT_QUERIES.get(Signal.OFFLINE, "")
+    arrivals_per_minute: str = ""
+    arrivals_by_workflow: str = ""
+    offline: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        """Fill every query not given from the defaults for the pack's runner-type label."""
+        given = dict(data) if isinstance(data, dict) else {}
+        label = given.get("runner_type_label", SCALE_SET_LABEL)
+        if not isinstance(label, str):
+            return data
+        for signal, query in default_queries(label).items():
+            given.setdefault(signal.value, query)
+        return given
 
     def measures(self, signal: Signal) -> bool:
         """Whether the pack has a query for `signal` (an empty one: Prometheus is not asked)."""
-        return bool(getattr(self, signal.value).strip())
+        return bool(str(getattr(self, signal.value, "")).strip())
 
     def query(self, signal: Signal) -> str:
         """The PromQL for `signal`, with the rate window filled in."""
