@@ -129,7 +129,7 @@ async def run_check(settings: Settings) -> int:
     try:
         store = await open_store(settings.database)
         await store.close()
-        lines.append(f"store: ok ({settings.database})")
+        lines.append(f"store: ok ({redact_url(settings.database)})")
     except StoreError as exc:
         lines.append(f"store: FAILED: {exc}")
     lines.append(await _slack(settings))

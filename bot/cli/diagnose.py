@@ -20,7 +20,7 @@ from bot.config import ConfigError, Settings
 from bot.diagnostics.checks import diagnose
 from bot.diagnostics.fleet import FleetSources, FleetUnreadable, read_fleet
 from bot.render.diagnosis_text import text_report
-from bot.store import Store, open_store
+from bot.store import Store, is_server, open_store
 
 _DURATION = re.compile(r"^[0-9]+[smh]$")
 
@@ -38,8 +38,10 @@ def parse_time(text: str) -> datetime:
     return when.replace(tzinfo=UTC) if when.tzinfo is None else when
 
 
-def _exists(path: str) -> bool:
-    return Path(path).expanduser().exists()
+def _exists(database: str) -> bool:
+    """Whether the store holds anything to read: a server always may, a file once it exists
+    (diagnose never creates one)."""
+    return is_server(database) or Path(database).expanduser().exists()
 
 
 def parse_window(text: str) -> str:

@@ -85,7 +85,7 @@ class DigestWriter:
         # theirs, so the digest is looked for by its own id, not by this item's.
         posted = await self._recovery.digest_posted(incident, digest)
         if posted is None:
-            await self._pacer.wait(await self._recovery.channel_id(incident) or incident.channel)
+            await self._pacer.wait(incident.channel)
             await self._store.mark_sending(item.id, time.time())
             posted = await self._slack.post_message(
                 incident.channel, first, metadata=metadata(DIGEST_EVENT, item, digest=digest.id)
@@ -131,7 +131,7 @@ class DigestWriter:
             thread_ts=ts,
         )
         if found is None:
-            await self._pacer.wait(channel_id)
+            await self._pacer.wait(digest.channel)
             posted = await self._slack.post_message(
                 channel_id,
                 page,

@@ -54,8 +54,7 @@ class ThreadWriter:
         shown = incident.model_copy(update={"previous_link": link})
         posted = await self._recovery.posted(item, incident, PARENT_EVENT)
         if posted is None:
-            channel = await self._recovery.channel_id(incident) or incident.channel
-            await self._pacer.wait(channel)
+            await self._pacer.wait(incident.channel)
             await self._store.mark_sending(item.id, time.time())
             posted = await self._slack.post_message(
                 incident.channel,
@@ -127,7 +126,7 @@ class ThreadWriter:
         found = await self._recovery.shared(item, incident, name)
         if found is not None:
             return found.ts
-        await self._pacer.wait(incident.channel_id)
+        await self._pacer.wait(incident.channel)
         await self._store.mark_sending(item.id, time.time())
         await self._slack.upload_file(
             incident.channel_id,
@@ -144,7 +143,7 @@ class ThreadWriter:
         found = await self._recovery.posted(item, incident, REPLY_EVENT, incident.parent_ts)
         if found is not None:
             return found.ts
-        await self._pacer.wait(incident.channel_id)
+        await self._pacer.wait(incident.channel)
         await self._store.mark_sending(item.id, time.time())
         posted = await self._slack.post_message(
             incident.channel_id,

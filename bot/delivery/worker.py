@@ -46,8 +46,10 @@ log = logging.getLogger(__name__)
 
 MAX_PARALLEL_INCIDENTS = 16
 MAX_BACKOFF_SECONDS = 300.0
-#: How long a worker may hold an item; longer than any Slack call's timeout.
-LEASE_SECONDS = 30.0
+#: How long an item's lease lasts unless renewed: a replica killed mid-delivery has its items
+#: taken over by another within this time. Renewed every third of it while the worker is busy
+#: with the item (waiting for the channel's pace, or for Slack's answer).
+LEASE_SECONDS = 10.0
 #: How often the worker looks at the outbox when nothing woke it (a safety net, not the path).
 IDLE_POLL_SECONDS = 5.0
 #: The longest wait between tries while the outbox cannot be read.
@@ -75,7 +77,8 @@ class Deliverer:
     ) -> None:
         self._metrics = metrics
         self._store = store
-        pacer = pacer or Pacer()
+        # The store's buckets: replicas on one store share Slack's per-channel limit.
+        pacer = pacer or Pacer(store=store)
         recovery = Recovery(store, slack)
         self._thread = ThreadWriter(
             store, slack, renderer, pacer, recovery, on_parent_posted=on_parent_posted
@@ -170,6 +173,7 @@ class Deliverer:
                     item.id, self._owner, time.time() + LEASE_SECONDS
                 ):
                     return  # another bot on this store is delivering it
+                holding = asyncio.create_task(self._hold(item.id), name=f"lease-{item.id}")
                 try:
                     carry_on = await self._attempt(item)
                 except Exception:
@@ -185,8 +189,20 @@ class Deliverer:
                     await self._store.defer_item(item.id, time.time() + delay, "unexpected error")
                     self._count(item, "retry")
                     return
+                finally:
+                    holding.cancel()
                 if not carry_on:
                     return
+
+    async def _hold(self, item_id: int) -> None:
+        """Renew the lease on `item_id` until cancelled: a delivery may wait for its channel's
+        pace longer than one lease, and must not be taken over meanwhile."""
+        while True:
+            await asyncio.sleep(LEASE_SECONDS / 3)
+            try:
+                await self._store.claim_item(item_id, self._owner, time.time() + LEASE_SECONDS)
+            except StoreError as exc:
+                log.warning("cannot renew the lease on outbox item %s: %s", item_id, exc)
 
     async def _attempt(self, item: OutboxItem) -> bool:
         """Deliver one item; False when the incident's queue must wait."""

@@ -12,9 +12,8 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from bot.delivery import owed
 from bot.domain.alerts import AlertGroup
@@ -77,15 +76,6 @@ class IncidentService:
         self._routes = tuple(routes)
         self._on_enqueued = on_enqueued
         self._clock = clock
-        self._opened: dict[str, deque[datetime]] = {}
-
-    def _storming(self, channel: str, now: datetime) -> bool:
-        """Count an incident opening in `channel`; True past the storm threshold."""
-        opened = self._opened.setdefault(channel, deque())
-        opened.append(now)
-        while opened and opened[0] < now - STORM_WINDOW:
-            opened.popleft()
-        return len(opened) > STORM_THRESHOLD
 
     async def accept(self, group: AlertGroup, body: str) -> tuple[Decision, int | None]:
         """Store the notification and its consequences; returns the decision and incident id."""
@@ -110,7 +100,9 @@ class IncidentService:
                 channel = route_channel(group, self._routes, self._default_channel)
                 digest_id = None
                 digest = await tx.open_digest(channel, now - STORM_WINDOW)
-                if digest is None and self._storming(channel, now):
+                # Counted in the store, so replicas sharing it see one storm.
+                opened = await tx.count_opening(channel, now, STORM_WINDOW)
+                if digest is None and opened > STORM_THRESHOLD:
                     digest = await tx.create_digest(channel, now)
                     log.warning("alert storm in %s: new incidents go to one digest", channel)
                 if digest is not None:

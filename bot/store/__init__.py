@@ -2,7 +2,8 @@
 is remembered across replicas (claims, requests seen).
 
 `Store` (in `bot.store.interface`) is what every backend answers; `open_store` picks the backend
-from QUEUEBOT_DATABASE (a SQLite path today).
+from QUEUEBOT_DATABASE: a `postgresql://` (or `postgres://`) URL names a PostgreSQL database,
+which several replicas can share; anything else is the path of a SQLite file.
 """
 
 from __future__ import annotations
@@ -23,16 +24,21 @@ from bot.store.interface import (
     Transaction,
     UnfinishedDiagnosis,
 )
+from bot.store.postgres import PostgresStore
 from bot.store.sqlite import SQLiteStore
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_server(database: str) -> bool:
+    """Whether QUEUEBOT_DATABASE names a PostgreSQL server rather than a SQLite file."""
+    return database.startswith(POSTGRES_SCHEMES)
 
 
 async def open_store(database: str) -> Store:
     """Open (creating and migrating) the store named by QUEUEBOT_DATABASE."""
-    if database.startswith(("postgresql://", "postgres://")):
-        raise StoreError(
-            "QUEUEBOT_DATABASE names PostgreSQL, which this version does not support yet;"
-            " use a SQLite path"
-        )
+    if is_server(database):
+        return await PostgresStore.open(database)
     return await SQLiteStore.open(database)
 
 
@@ -51,5 +57,6 @@ __all__ = [
     "StoreError",
     "Transaction",
     "UnfinishedDiagnosis",
+    "is_server",
     "open_store",
 ]

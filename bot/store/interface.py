@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
@@ -213,6 +213,11 @@ class Transaction(Protocol):
 
     async def create_digest(self, channel: str, at: datetime) -> Digest: ...
 
+    async def count_opening(self, channel: str, at: datetime, window: timedelta) -> int:
+        """Record an incident opening in `channel` at `at`; how many opened there within
+        `window` up to `at`, this one included (storms are counted across replicas)."""
+        ...
+
     async def touch_digest(self, digest_id: int, joined_at: datetime | None) -> None:
         """The digest has news (version + 1); `joined_at` when an incident joined it."""
         ...
@@ -224,6 +229,12 @@ class Store(Protocol):
     async def probe(self) -> None:
         """Write to the store as a webhook would: StoreError says why it cannot (a full disk,
         an I/O error, its file deleted or replaced)."""
+        ...
+
+    async def take_pace(self, channel: str, per_second: float, burst: float) -> float:
+        """Take a post's token from `channel`'s bucket (`bot.domain.pace`) at the store's
+        clock: 0 when taken, else the seconds to wait before asking again. Atomic across
+        every process on the store."""
         ...
 
     async def first_seen(self, key: str, expires_at: float) -> bool:

@@ -1,16 +1,32 @@
-"""Rows of the store's tables as the domain's objects: the columns read, and the mapping."""
+"""Rows of the store's tables as the domain's objects: the columns read, and the mapping.
+
+Both backends' rows go through here: SQLite's `sqlite3.Row` and asyncpg's `Record` are read by
+column name alike. SQLite keeps moments as ISO 8601 text, PostgreSQL as `timestamptz`, which
+asyncpg hands over as datetimes already.
+"""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import OrderedDict
 from datetime import datetime
+from typing import Any, Protocol
 
 from bot.domain.alerts import AlertGroup
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.domain.silences import Silence
-from bot.store.interface import Digest
+from bot.store.interface import Digest, OutboxItem, OutboxKind, StoreError
+
+
+class Row(Protocol):
+    """A row read by column name."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+def _moment(value: str | datetime) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
+
 
 INCIDENT_COLUMNS = (
     "id, group_key, generation, channel, channel_id, parent_ts, status, group_json, started_at,"
@@ -58,7 +74,7 @@ class ParsedGroups:
             self._alerts -= len(dropped.alerts)
 
 
-def incident_from(row: sqlite3.Row, groups: ParsedGroups) -> Incident:
+def incident_from(row: Row, groups: ParsedGroups) -> Incident:
     return Incident(
         id=row["id"],
         group_key=row["group_key"],
@@ -68,8 +84,8 @@ def incident_from(row: sqlite3.Row, groups: ParsedGroups) -> Incident:
         parent_ts=row["parent_ts"],
         status=IncidentStatus(row["status"]),
         group=groups.parse(row["group_json"]),
-        started_at=datetime.fromisoformat(row["started_at"]),
-        resolved_at=datetime.fromisoformat(row["resolved_at"]) if row["resolved_at"] else None,
+        started_at=_moment(row["started_at"]),
+        resolved_at=_moment(row["resolved_at"]) if row["resolved_at"] else None,
         fired_count=row["fired_count"],
         previous_id=row["previous_id"],
         previous_link=row["previous_link"],
@@ -81,14 +97,14 @@ def incident_from(row: sqlite3.Row, groups: ParsedGroups) -> Incident:
     )
 
 
-def digest_from(row: sqlite3.Row) -> Digest:
+def digest_from(row: Row) -> Digest:
     return Digest(
         id=row["id"],
         channel=row["channel"],
         channel_id=row["channel_id"],
         ts=row["ts"],
-        opened_at=datetime.fromisoformat(row["opened_at"]),
-        last_joined_at=datetime.fromisoformat(row["last_joined_at"]),
+        opened_at=_moment(row["opened_at"]),
+        last_joined_at=_moment(row["last_joined_at"]),
         version=row["version"],
         shown_version=row["shown_version"],
         pages=tuple(json.loads(row["pages_json"])),
@@ -100,3 +116,22 @@ DIGEST_COLUMNS = (
     "id, channel, channel_id, ts, opened_at, last_joined_at, version, shown_version, pages_json,"
     " permalink"
 )
+
+
+OUTBOX_COLUMNS = "id, incident_id, kind, payload, attempts, not_before, sent_at, created_at"
+
+
+def outbox_item_from(row: Row) -> OutboxItem:
+    try:
+        return OutboxItem(
+            id=row["id"],
+            incident_id=row["incident_id"],
+            kind=OutboxKind(row["kind"]),
+            payload=row["payload"],
+            attempts=row["attempts"],
+            not_before=float(row["not_before"]),
+            sent_at=row["sent_at"],
+            created_at=row["created_at"],
+        )
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"outbox row {row['id']} cannot be read: {exc}") from exc

@@ -145,4 +145,16 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX jobs_in_queue ON jobs (created_at) WHERE left_queue_at IS NULL;
     CREATE INDEX jobs_long_waits ON jobs (created_at) WHERE left_queue_at - created_at >= 3600
     """,
+    """
+    CREATE TABLE channel_pace (
+        channel TEXT PRIMARY KEY,
+        tokens REAL NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE TABLE channel_openings (
+        channel TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX channel_openings_at ON channel_openings (channel, at)
+    """,
 )

@@ -16,12 +16,12 @@ from typing import Any
 
 from bot.domain.incidents import Incident
 from bot.domain.jobs import JobEvent
+from bot.domain.pace import Bucket, take
 from bot.store.interface import (
     Digest,
     Due,
     JobActivity,
     OutboxItem,
-    OutboxKind,
     OutboxState,
     Pruned,
     QueuedJob,
@@ -31,9 +31,11 @@ from bot.store.interface import (
 from bot.store.rows import (
     DIGEST_COLUMNS,
     INCIDENT_COLUMNS,
+    OUTBOX_COLUMNS,
     ParsedGroups,
     digest_from,
     incident_from,
+    outbox_item_from,
 )
 from bot.store.sqlite_db import SQLiteDatabase, translated
 from bot.store.sqlite_jobs import activity, prune_jobs, queued_at, record_job, running_at
@@ -68,6 +70,22 @@ class SQLiteStore:
 
     async def probe(self) -> None:
         await self._database.probe(self._now())
+
+    async def take_pace(self, channel: str, per_second: float, burst: float) -> float:
+        async with self._database.transaction() as db:
+            async with db.execute(
+                "SELECT tokens, at FROM channel_pace WHERE channel = ?", (channel,)
+            ) as cursor:
+                row = await cursor.fetchone()
+            bucket, pause = take(
+                Bucket(row[0], row[1]) if row else None, self._now(), per_second, burst
+            )
+            await db.execute(
+                "INSERT INTO channel_pace (channel, tokens, at) VALUES (?, ?, ?)"
+                " ON CONFLICT (channel) DO UPDATE SET tokens = excluded.tokens, at = excluded.at",
+                (channel, bucket.tokens, bucket.at),
+            )
+            return pause
 
     async def first_seen(self, key: str, expires_at: float) -> bool:
         now = self._now()
@@ -228,27 +246,11 @@ class SQLiteStore:
 
     async def next_item(self, incident_id: int) -> OutboxItem | None:
         rows = await self._fetch(
-            "SELECT id, incident_id, kind, payload, attempts, not_before, sent_at, created_at"
-            " FROM outbox"
+            f"SELECT {OUTBOX_COLUMNS} FROM outbox"  # noqa: S608
             " WHERE incident_id = ? AND state = 'pending' ORDER BY id LIMIT 1",
             (incident_id,),
         )
-        if not rows:
-            return None
-        row = rows[0]
-        try:
-            return OutboxItem(
-                id=row["id"],
-                incident_id=row["incident_id"],
-                kind=OutboxKind(row["kind"]),
-                payload=row["payload"],
-                attempts=row["attempts"],
-                not_before=float(row["not_before"]),
-                sent_at=row["sent_at"],
-                created_at=row["created_at"],
-            )
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"outbox row {row['id']} cannot be read: {exc}") from exc
+        return outbox_item_from(rows[0]) if rows else None
 
     async def has_later_update(self, incident_id: int, after_id: int) -> bool:
         rows = await self._fetch(

@@ -11,7 +11,7 @@ import sqlite3
 import time
 import zlib
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiosqlite
@@ -158,6 +158,21 @@ class SQLiteTransaction:
             (channel, joined_since.isoformat()),
         )
         return digest_from(row) if row else None
+
+    async def count_opening(self, channel: str, at: datetime, window: timedelta) -> int:
+        moment = at.timestamp()
+        await self._db.execute(
+            "DELETE FROM channel_openings WHERE channel = ? AND at < ?",
+            (channel, moment - window.total_seconds()),
+        )
+        await self._db.execute(
+            "INSERT INTO channel_openings (channel, at) VALUES (?, ?)", (channel, moment)
+        )
+        row = await self._one(
+            "SELECT COUNT(*) FROM channel_openings WHERE channel = ? AND at <= ?",
+            (channel, moment),
+        )
+        return int(row[0]) if row else 0
 
     async def create_digest(self, channel: str, at: datetime) -> Digest:
         cursor = await self._db.execute(

@@ -169,11 +169,17 @@ async def serve_bot(
 
 
 async def serve_process(
-    sandbox: SlackSandbox, database: Path, port: int, **settings: str
+    sandbox: SlackSandbox,
+    database: Path | str,
+    port: int,
+    *,
+    log_to: Path | None = None,
+    **settings: str,
 ) -> asyncio.subprocess.Process:
-    """`queuebot serve` as a real process on `port`, against `sandbox`, with extra `settings`
-    in its environment; returns once it answers /healthz. Its log goes to `queuebot.log` beside
-    the database, appended to across restarts."""
+    """`queuebot serve` as a real process on `port`, against `sandbox` and the store `database`
+    (a SQLite file, or a PostgreSQL URL), with extra `settings` in its environment; returns once
+    it answers /healthz. Its log is appended to `log_to` (by default `queuebot.log` beside a
+    SQLite file), across restarts."""
     env = {
         "PATH": os.environ["PATH"],
         "SLACK_BOT_TOKEN": BOT_TOKEN,
@@ -186,7 +192,8 @@ async def serve_process(
         **webhook_auth(settings),
         **settings,
     }
-    with (database.parent / "queuebot.log").open("ab") as log:
+    log_file = log_to or Path(database).parent / "queuebot.log"
+    with log_file.open("ab") as log:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

@@ -1,0 +1,144 @@
+"""Two replicas, one message: two `queuebot serve` processes on one PostgreSQL, every
+notification sent to both as Grafana in HA sends it, through a Slack that enforces its
+per-channel posting limit; one replica killed with SIGKILL mid-storm."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bot.incidents.service import STORM_THRESHOLD
+from bot.sandbox.slack import PostedMessage, SlackSandbox
+from tests.support.harness import (
+    BOT_TOKEN,
+    CHANNEL_NAME,
+    SIGNING_SECRET,
+    drained,
+    serve_process,
+    stop_process,
+    webhook_headers,
+)
+from tests.support.payloads import encoded, reference, with_values
+from tests.support.postgres import fresh_database
+from tests.support.servers import free_port
+
+pytestmark = pytest.mark.integration
+
+#: Past the storm threshold: the first incidents get their own message, the rest one digest.
+INCIDENTS = STORM_THRESHOLD + 6
+
+
+@pytest.fixture
+async def postgres_url() -> AsyncIterator[str]:
+    async with fresh_database() as url:
+        yield url
+
+
+def _notifications() -> list[dict[str, Any]]:
+    """Each incident firing, then changed (its longest wait 200 + n minutes), in order."""
+    bodies = []
+    for n in range(INCIDENTS):
+        body = reference()
+        body["groupKey"] = f"ha-{n}"
+        bodies += [body, with_values(body, max_queue_time_mins=200 + n)]
+    return bodies
+
+
+def _text(message: PostedMessage) -> str:
+    return json.dumps(message.blocks) + message.text
+
+
+def _split(sandbox: SlackSandbox) -> tuple[list[PostedMessage], list[PostedMessage]]:
+    """Top-level messages: incidents' own, and storm digests."""
+    kinds = [((m.metadata or {}).get("event_type"), m) for m in sandbox.messages()]
+    own = [m for kind, m in kinds if kind == "queuebot_incident"]
+    return own, [m for kind, m in kinds if kind == "queuebot_digest"]
+
+
+async def test_two_replicas_post_a_storm_once_and_a_survivor_finishes_it(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    async with SlackSandbox(
+        bot_token=BOT_TOKEN,
+        signing_secret=SIGNING_SECRET,
+        channel_name=CHANNEL_NAME,
+        enforce_rate_limits=True,
+    ) as sandbox:
+        ports = [free_port(), free_port()]
+        logs = [tmp_path / f"replica-{i}.log" for i in range(2)]
+        replicas = [
+            await serve_process(sandbox, postgres_url, port, log_to=log)
+            for port, log in zip(ports, logs, strict=True)
+        ]
+        try:
+            async with aiohttp.ClientSession() as http:
+
+                async def post(port: int, body: bytes) -> int:
+                    async with http.post(
+                        f"http://127.0.0.1:{port}/webhooks/grafana",
+                        data=body,
+                        headers=webhook_headers(),
+                    ) as answer:
+                        return answer.status
+
+                # Both Grafana instances send every notification, at the same moment.
+                for body in map(encoded, _notifications()):
+                    assert await asyncio.gather(*(post(port, body) for port in ports)) == [
+                        202,
+                        202,
+                    ]
+            # Slack takes about one post a second: the storm is mid-delivery now.
+            await sandbox.wait_for(lambda: len(sandbox.messages()) >= 4, timeout=30)
+            replicas[0].send_signal(signal.SIGKILL)
+            await replicas[0].wait()
+            assert len(sandbox.messages()) < STORM_THRESHOLD
+
+            every = {f"{200 + n} min" for n in range(INCIDENTS)}
+
+            def done() -> bool:
+                own, digests = _split(sandbox)
+                replies = [r for m in own for r in sandbox.replies(None, m.ts)]
+                left = every - {value for r in replies for value in _values(r)}
+                return (
+                    len(own) >= STORM_THRESHOLD
+                    and len(replies) >= STORM_THRESHOLD
+                    and len(digests) == 1
+                    and all(value in _text(digests[0]) for value in left)
+                )
+
+            await sandbox.wait_for(done, timeout=60)
+            await drained(ports[1])
+        finally:
+            for replica in replicas:
+                await stop_process(replica)
+        own, digests = _split(sandbox)
+        # One parent per incident, one digest for the rest, nothing else in the channel.
+        incidents = {(m.metadata or {}).get("event_payload", {}).get("incident") for m in own}
+        assert len(own) == STORM_THRESHOLD and len(incidents) == STORM_THRESHOLD
+        assert len(digests) == 1 and len(sandbox.messages()) == STORM_THRESHOLD + 1
+        # Each parent's change replied once, with its own value: no reply doubled or crossed.
+        shown = []
+        for parent in own:
+            (reply,) = sandbox.replies(None, parent.ts)
+            (value,) = _values(reply)
+            shown.append(value)
+        assert len(set(shown)) == STORM_THRESHOLD
+        assert all(value in _text(digests[0]) for value in every - set(shown))
+        # Both replicas together kept to Slack's per-channel pace: Slack never had to refuse.
+        posts = sandbox.calls("chat.postMessage")
+        assert posts and all(call.status != 429 for call in posts), [
+            (c.status, c.params.get("channel"), round(c.received_at, 2)) for c in posts
+        ]
+
+
+def _values(message: PostedMessage) -> set[str]:
+    """The longest waits of the storm's changes a message shows ("2NN min")."""
+    return set(re.findall(r"\b2\d\d min", _text(message)))
