@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import time
+import uuid
 
 from bot.delivery.pacing import Pacer
 from bot.delivery.recovery import DIGEST_EVENT, Recovery, metadata
@@ -36,6 +37,12 @@ def _fingerprint(message: Message) -> str:
     return hashlib.sha256(json.dumps(message.blocks, sort_keys=True).encode()).hexdigest()
 
 
+#: How long a worker may take to post a storm's digest before another may try (it looks for
+#: the first's message in the channel before posting).
+POST_CLAIM = 30.0
+CLAIM_POLL_SECONDS = 0.5
+
+
 class DigestWriter:
     def __init__(
         self,
@@ -52,6 +59,7 @@ class DigestWriter:
         self._recovery = recovery
         self._locks: dict[int, asyncio.Lock] = {}
         self._edited: dict[int, float] = {}
+        self._owner = uuid.uuid4().hex
         #: What each digest page shows now, so an edit goes only to pages that changed.
         self._shown: dict[tuple[int, int], str] = {}
 
@@ -72,11 +80,38 @@ class DigestWriter:
             members = await self._store.digest_members(digest_id)
             pages = self._renderer.digest(digest.opened_at, members)
             if not (digest.ts and digest.channel_id):
-                digest = await self._post(item, incident, digest, pages[0])
+                digest = await self._post_once(item, incident, digest, members, pages[0])
             assert digest.ts and digest.channel_id
             await self._show_pages(digest, digest.channel_id, digest.ts, pages)
             await self._store.set_digest_shown(digest_id, version)
             self._edited[digest_id] = time.monotonic()
+
+    async def _post_once(
+        self,
+        item: OutboxItem,
+        incident: Incident,
+        digest: Digest,
+        members: list[Incident],
+        first: Message,
+    ) -> Digest:
+        """Post the digest unless another worker (on any replica) is posting it: each of the
+        storm's incidents owes the digest, and replicas deliver different incidents side by
+        side. The claim is held on the digest's first incident, which every worker names the
+        same; a worker that dies holding it lets it lapse."""
+        key = min((m.id for m in members), default=incident.id)
+        purpose = f"digest-post:{digest.id}"
+        while not await self._store.claim(key, purpose, self._owner, time.time() + POST_CLAIM):
+            await asyncio.sleep(CLAIM_POLL_SECONDS)
+            posted = await self._store.get_digest(digest.id)
+            if posted is not None and posted.ts and posted.channel_id:
+                return posted
+        try:
+            posted = await self._store.get_digest(digest.id)
+            if posted is not None and posted.ts and posted.channel_id:
+                return posted
+            return await self._post(item, incident, digest, first)
+        finally:
+            await self._store.release(key, purpose, self._owner)
 
     async def _post(
         self, item: OutboxItem, incident: Incident, digest: Digest, first: Message
