@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+import uuid
 from datetime import datetime, timedelta
 
 from bot.domain.clock import Clock, utcnow
@@ -25,6 +27,9 @@ from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
+#: The leader lease of the watcher: held for this many check intervals, renewed at each.
+LEADER_ROLE = "silence-watcher"
+LEADER_INTERVALS = 3
 #: A silence found ended this close to its planned end ended as planned.
 END_TOLERANCE = timedelta(seconds=5)
 RESOLVED_NOTE = (
@@ -50,12 +55,19 @@ class SilenceWatcher:
         self._metrics = metrics
         self._resolve_after = resolve_after
         self._clock = clock
+        self._owner = uuid.uuid4().hex
 
     async def run(self, interval: float) -> None:
-        """Check every `interval` seconds until cancelled; a failed pass never stops it."""
+        """Check every `interval` seconds until cancelled; a failed pass never stops it. Of
+        several replicas on one store, only the one holding the watcher's leader lease checks
+        (Grafana is asked once, not once per replica); another takes over within a few
+        intervals of its death."""
         while True:
             await asyncio.sleep(interval)
             try:
+                until = time.time() + LEADER_INTERVALS * interval
+                if not await self._store.lead(LEADER_ROLE, self._owner, until):
+                    continue
                 await self.check()
             except Exception:
                 log.exception("checking silences failed; trying again in %.0fs", interval)

@@ -231,6 +231,11 @@ class Store(Protocol):
         an I/O error, its file deleted or replaced)."""
         ...
 
+    async def lead(self, role: str, owner: str, until: float) -> bool:
+        """Hold the leader lease `role` for `owner` until `until` (taking it if free or
+        lapsed, renewing it if held); False while another owner holds it."""
+        ...
+
     async def take_pace(self, channel: str, per_second: float, burst: float) -> float:
         """Take a post's token from `channel`'s bucket (`bot.domain.pace`) at the store's
         clock: 0 when taken, else the seconds to wait before asking again. Atomic across

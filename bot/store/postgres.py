@@ -37,7 +37,7 @@ from bot.store.interface import (
     StoreError,
     UnfinishedDiagnosis,
 )
-from bot.store.postgres_pace import take_channel_pace
+from bot.store.postgres_pace import take_channel_pace, take_leader_lease
 from bot.store.postgres_tx import (
     PostgresDatabase,
     PostgresTransaction,
@@ -80,6 +80,10 @@ class PostgresStore:
             "UPDATE store_identity SET checked_at = $1 WHERE id = 1", self._now()
         ):
             raise StoreError("the database has no store identity: it was emptied or replaced")
+
+    async def lead(self, role: str, owner: str, until: float) -> bool:
+        async with self._connection("the store cannot be written") as conn:
+            return await take_leader_lease(conn, role, owner, until, self._now())
 
     async def take_pace(self, channel: str, per_second: float, burst: float) -> float:
         async with self._connection("the store cannot be written") as conn:

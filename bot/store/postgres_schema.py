@@ -189,6 +189,11 @@ POSTGRES_MIGRATIONS: tuple[str, ...] = (
         at DOUBLE PRECISION NOT NULL
     );
     CREATE INDEX channel_openings_at ON channel_openings (channel, at);
+    CREATE TABLE leader_leases (
+        role TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        until DOUBLE PRECISION NOT NULL
+    );
     """,
 )
 

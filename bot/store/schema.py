@@ -155,6 +155,11 @@ MIGRATIONS: tuple[str, ...] = (
         channel TEXT NOT NULL,
         at REAL NOT NULL
     );
-    CREATE INDEX channel_openings_at ON channel_openings (channel, at)
+    CREATE INDEX channel_openings_at ON channel_openings (channel, at);
+    CREATE TABLE leader_leases (
+        role TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        until REAL NOT NULL
+    )
     """,
 )

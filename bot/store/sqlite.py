@@ -71,6 +71,14 @@ class SQLiteStore:
     async def probe(self) -> None:
         await self._database.probe(self._now())
 
+    async def lead(self, role: str, owner: str, until: float) -> bool:
+        sql = (
+            "INSERT INTO leader_leases (role, owner, until) VALUES (?, ?, ?)"
+            " ON CONFLICT (role) DO UPDATE SET owner = excluded.owner, until = excluded.until"
+            " WHERE leader_leases.owner = excluded.owner OR leader_leases.until < ?"
+        )
+        return await self._write(sql, (role, owner, until, self._now())) == 1
+
     async def take_pace(self, channel: str, per_second: float, burst: float) -> float:
         async with self._database.transaction() as db:
             async with db.execute(

@@ -235,11 +235,14 @@ async def test_clicks_alternating_between_replicas_all_work(
             return _text(sandbox.message(None, parent.ts) or parent)
 
         try:
-            async with aiohttp.ClientSession() as http, http.post(
-                f"http://127.0.0.1:{ports[0]}/webhooks/grafana",
-                data=encoded(reference()),
-                headers=webhook_headers(),
-            ) as answer:
+            async with (
+                aiohttp.ClientSession() as http,
+                http.post(
+                    f"http://127.0.0.1:{ports[0]}/webhooks/grafana",
+                    data=encoded(reference()),
+                    headers=webhook_headers(),
+                ) as answer,
+            ):
                 assert answer.status == 202
             (parent,) = await sandbox.wait_for(lambda: sandbox.messages()[:1], timeout=10)
             via(0)

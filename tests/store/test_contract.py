@@ -320,6 +320,18 @@ async def test_a_channels_pace_allows_a_burst_then_one_post_a_second(
     assert await store.take_pace("C1", 1.0, 3) == pytest.approx(1.0)
 
 
+async def test_a_leader_lease_is_one_owners_until_it_lapses(store: Store, clock: Clock) -> None:
+    assert await store.lead("silence-watcher", "a", NOW + 15)
+    assert not await store.lead("silence-watcher", "b", NOW + 15)
+    assert await store.lead("silence-watcher", "a", NOW + 30)  # renewed
+    assert await store.lead("other-role", "b", NOW + 15)
+    clock.now = NOW + 20
+    assert not await store.lead("silence-watcher", "b", NOW + 35)
+    clock.now = NOW + 31
+    assert await store.lead("silence-watcher", "b", NOW + 45)
+    assert not await store.lead("silence-watcher", "a", NOW + 45)
+
+
 async def test_a_digest_collects_a_storms_incidents(store: Store) -> None:
     async with store.transaction() as tx:
         assert await tx.open_digest("#ci", AT - timedelta(minutes=5)) is None
@@ -591,6 +603,20 @@ async def test_replicas_share_a_channels_pace(postgres_url: str, clock: Clock) -
         asks = [s.take_pace("C1", 1.0, 3) for _ in range(3) for s in (one, two)]
         pauses = await asyncio.gather(*asks)
         assert sum(pause == 0.0 for pause in pauses) == 3, pauses
+    finally:
+        await one.close()
+        await two.close()
+
+
+async def test_one_of_two_replicas_asking_at_once_leads(postgres_url: str, clock: Clock) -> None:
+    one, two = [await PostgresStore.open(postgres_url, clock) for _ in range(2)]
+    try:
+        for round_ in range(10):
+            role = f"role-{round_}"
+            won = await asyncio.gather(
+                one.lead(role, "w1", NOW + 60), two.lead(role, "w2", NOW + 60)
+            )
+            assert sorted(won) == [False, True]
     finally:
         await one.close()
         await two.close()
