@@ -174,4 +174,7 @@ class DigestWriter:
                 metadata={"event_type": DIGEST_PAGE_EVENT, "event_payload": carrying},
             )
             found = posted.ts
+        else:
+            # An earlier attempt (perhaps a replica that died) posted it as the storm was then.
+            await self._slack.update_message(channel_id, found, page)
         await self._store.add_digest_page(digest.id, found)
