@@ -26,6 +26,7 @@ from tests.support.harness import (
     running_stack,
     serve_process,
     stop_process,
+    top_level,
     webhook_headers,
 )
 from tests.support.payloads import encoded, reference, with_values
@@ -63,15 +64,6 @@ async def test_a_lost_answer_to_a_reply_posts_no_second_reply(tmp_path: Path) ->
 
 #: The storm threshold: incidents opening faster get one digest message between them.
 OWN_MESSAGES = STORM_THRESHOLD
-
-
-def _split(sandbox: SlackSandbox) -> tuple[list[PostedMessage], list[PostedMessage]]:
-    """Top-level messages: incidents' own, and storm digests."""
-    messages = sandbox.messages()
-    kinds = [(m.metadata or {}).get("event_type") for m in messages]
-    own = [m for m, k in zip(messages, kinds, strict=True) if k == "queuebot_incident"]
-    digests = [m for m, k in zip(messages, kinds, strict=True) if k == "queuebot_digest"]
-    return own, digests
 
 
 @pytest.mark.integration
@@ -118,7 +110,7 @@ async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) 
             bot = await serve_process(sandbox, database, port)
 
             def done() -> bool:
-                own, digests = _split(sandbox)
+                own, digests = top_level(sandbox)
                 return (
                     len(own) >= OWN_MESSAGES
                     and all(len(sandbox.replies(None, m.ts)) >= 1 for m in own)
@@ -130,7 +122,7 @@ async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) 
             await drained(port)  # nothing more is owed: anything doubled is there now
         finally:
             await stop_process(bot)
-        parents, digests = _split(sandbox)
+        parents, digests = top_level(sandbox)
         keys = [p.metadata["event_payload"]["incident"] for p in parents if p.metadata]
         assert len(parents) == OWN_MESSAGES and len(set(keys)) == OWN_MESSAGES
         assert len(digests) == 1 and len(sandbox.messages()) == OWN_MESSAGES + 1

@@ -26,6 +26,7 @@ from tests.support.harness import (
     drained,
     serve_process,
     stop_process,
+    top_level,
     webhook_headers,
 )
 from tests.support.payloads import encoded, reference, with_values
@@ -56,13 +57,6 @@ def _notifications() -> list[dict[str, Any]]:
 
 def _text(message: PostedMessage) -> str:
     return json.dumps(message.blocks) + message.text
-
-
-def _split(sandbox: SlackSandbox) -> tuple[list[PostedMessage], list[PostedMessage]]:
-    """Top-level messages: incidents' own, and storm digests."""
-    kinds = [((m.metadata or {}).get("event_type"), m) for m in sandbox.messages()]
-    own = [m for kind, m in kinds if kind == "queuebot_incident"]
-    return own, [m for kind, m in kinds if kind == "queuebot_digest"]
 
 
 async def test_two_replicas_post_a_storm_once_and_a_survivor_finishes_it(
@@ -106,7 +100,7 @@ async def test_two_replicas_post_a_storm_once_and_a_survivor_finishes_it(
             every = {f"{200 + n} min" for n in range(INCIDENTS)}
 
             def done() -> bool:
-                own, digests = _split(sandbox)
+                own, digests = top_level(sandbox)
                 replies = [r for m in own for r in sandbox.replies(None, m.ts)]
                 left = every - {value for r in replies for value in _values(r)}
                 return (
@@ -121,7 +115,7 @@ async def test_two_replicas_post_a_storm_once_and_a_survivor_finishes_it(
         finally:
             for replica in replicas:
                 await stop_process(replica)
-        own, digests = _split(sandbox)
+        own, digests = top_level(sandbox)
         # One parent per incident, one digest for the rest, nothing else in the channel.
         incidents = {(m.metadata or {}).get("event_payload", {}).get("incident") for m in own}
         assert len(own) == STORM_THRESHOLD and len(incidents) == STORM_THRESHOLD
@@ -202,7 +196,7 @@ async def test_postgresql_restarted_mid_storm_answers_503_then_loses_nothing(
                 assert await health() == 200
             finally:
                 await stop_process(bot)
-        own, _ = _split(sandbox)
+        own, _ = top_level(sandbox)
         assert len(own) == 6 and len(sandbox.messages()) == 6
         shown = sorted(v for m in own for r in sandbox.replies(None, m.ts) for v in _values(r))
         assert shown == [f"{200 + n} min" for n in range(6)]

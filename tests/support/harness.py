@@ -22,6 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import create_app
 from bot.config import Settings, load_settings
+from bot.delivery.recovery import DIGEST_EVENT, PARENT_EVENT
 from bot.domain.clock import Clock, utcnow
 from bot.sandbox.slack import PostedMessage, SlackSandbox
 from bot.web.routes import EDGES
@@ -38,6 +39,13 @@ CHANNEL_NAME = "queue-alerts"
 class Answer:
     status: int
     body: dict[str, Any]
+
+
+def top_level(sandbox: SlackSandbox) -> tuple[list[PostedMessage], list[PostedMessage]]:
+    """The channel's top-level messages the bot posted: incidents' own, and storm digests."""
+    kinds = [((m.metadata or {}).get("event_type"), m) for m in sandbox.messages()]
+    own = [m for kind, m in kinds if kind == PARENT_EVENT]
+    return own, [m for kind, m in kinds if kind == DIGEST_EVENT]
 
 
 def webhook_auth(env: dict[str, str]) -> dict[str, str]:
