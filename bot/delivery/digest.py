@@ -4,7 +4,8 @@ The digest is posted once, then edited to show the storm now, at most one edit e
 DIGEST_EDIT_SECONDS (chat.update allows about 50 a minute), each edit showing everything that
 happened meanwhile. Past its first page the list continues in thread replies; only the pages
 whose content changed are edited. A page posted by an attempt whose outcome is unknown is found
-by the digest and page number it carries rather than posted twice.
+by the digest and page number it carries rather than posted twice. One worker at a time, on any
+replica, posts or edits a digest: it holds the digest in the store while it writes.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ def _fingerprint(message: Message) -> str:
     return hashlib.sha256(json.dumps(message.blocks, sort_keys=True).encode()).hexdigest()
 
 
-#: How long a worker may take to post a storm's digest before another may try (it looks for
-#: the first's message in the channel before posting).
-POST_CLAIM = 30.0
+#: How long a worker may hold a storm's digest (posting it or editing its pages) before another
+#: may take it over; renewed page by page. Replicas deliver different incidents of one storm side
+#: by side, so without it two could edit at once and the older content land last.
+DIGEST_CLAIM = 30.0
 CLAIM_POLL_SECONDS = 0.5
 
 
@@ -60,7 +62,8 @@ class DigestWriter:
         self._locks: dict[int, asyncio.Lock] = {}
         self._edited: dict[int, float] = {}
         self._owner = uuid.uuid4().hex
-        #: What each digest page shows now, so an edit goes only to pages that changed.
+        #: What each digest page shows now, as this process last wrote it, so an edit goes only
+        #: to pages that changed; forgotten when another writer has held the digest since.
         self._shown: dict[tuple[int, int], str] = {}
 
     async def update(self, item: OutboxItem, incident: Incident, digest_id: int) -> None:
@@ -72,50 +75,54 @@ class DigestWriter:
             if digest.ts and digest.channel_id:
                 pause = self._edited.get(digest_id, 0.0) + DIGEST_EDIT_SECONDS
                 await asyncio.sleep(max(0.0, pause - time.monotonic()))
-                digest = await self._store.get_digest(digest_id)
-                assert digest is not None and digest.ts and digest.channel_id
-                if digest.shown_version >= digest.version:
-                    return
-            version = digest.version  # what the members read next show, at least
             members = await self._store.digest_members(digest_id)
-            pages = self._renderer.digest(digest.opened_at, members)
-            if not (digest.ts and digest.channel_id):
-                digest = await self._post_once(item, incident, digest, members, pages[0])
-            assert digest.ts and digest.channel_id
-            await self._show_pages(digest, digest.channel_id, digest.ts, pages)
-            await self._store.set_digest_shown(digest_id, version)
+            # Every worker names the same incident (the storm's first) to hold the digest by; one
+            # that dies holding it lets it lapse.
+            key = min((m.id for m in members), default=incident.id)
+            purpose = f"digest:{digest_id}"
+            while not await self._store.claim(key, purpose, self._owner, self._until()):
+                await asyncio.sleep(CLAIM_POLL_SECONDS)
+                digest = await self._store.get_digest(digest_id)
+                if digest is None or (digest.ts and digest.shown_version >= digest.version):
+                    return  # the holder showed what this item owed
+            try:
+                await self._write(item, incident, digest_id, key)
+            finally:
+                await self._store.release(key, purpose, self._owner)
             self._edited[digest_id] = time.monotonic()
 
-    async def _post_once(
-        self,
-        item: OutboxItem,
-        incident: Incident,
-        digest: Digest,
-        members: list[Incident],
-        first: Message,
-    ) -> Digest:
-        """Post the digest unless another worker (on any replica) is posting it: each of the
-        storm's incidents owes the digest, and replicas deliver different incidents side by
-        side. The claim is held on the digest's first incident, which every worker names the
-        same; a worker that dies holding it lets it lapse."""
-        key = min((m.id for m in members), default=incident.id)
-        purpose = f"digest-post:{digest.id}"
-        while not await self._store.claim(key, purpose, self._owner, time.time() + POST_CLAIM):
-            await asyncio.sleep(CLAIM_POLL_SECONDS)
-            posted = await self._store.get_digest(digest.id)
-            if posted is not None and posted.ts and posted.channel_id:
-                return posted
-        try:
-            posted = await self._store.get_digest(digest.id)
-            if posted is not None and posted.ts and posted.channel_id:
-                return posted
-            return await self._post(item, incident, digest, first)
-        finally:
-            await self._store.release(key, purpose, self._owner)
+    def _until(self) -> float:
+        return time.time() + DIGEST_CLAIM
+
+    async def _write(self, item: OutboxItem, incident: Incident, digest_id: int, key: int) -> None:
+        digest = await self._store.get_digest(digest_id)
+        assert digest is not None
+        if digest.ts and digest.shown_version >= digest.version:
+            return
+        if digest.editor != self._owner:
+            # Another writer held the digest since this one did (or died editing it): what this
+            # process remembers showing may no longer be what the pages show.
+            for shown in [k for k in self._shown if k[0] == digest_id]:
+                del self._shown[shown]
+            await self._store.set_digest_editor(digest_id, self._owner)
+        version = digest.version  # what the members read next show, at least
+        members = await self._store.digest_members(digest_id)
+        pages = self._renderer.digest(digest.opened_at, members)
+        if not (digest.ts and digest.channel_id):
+            digest = await self._post(item, incident, digest, pages[0])
+        assert digest.ts and digest.channel_id
+        for index, page in enumerate(pages):
+            if not await self._store.renew(key, f"digest:{digest_id}", self._owner, self._until()):
+                log.warning("storm digest %s: taken over before page %s", digest_id, index + 1)
+                return
+            await self._show_page(digest, digest.channel_id, digest.ts, index, page)
+        await self._store.set_digest_shown(digest_id, version)
 
     async def _post(
         self, item: OutboxItem, incident: Incident, digest: Digest, first: Message
     ) -> Digest:
+        """Post the digest's first page, unless an earlier attempt did (then it is edited to the
+        storm now like any page this process did not write)."""
         # Each incident of the storm owes the digest: an earlier attempt may have been any of
         # theirs, so the digest is looked for by its own id, not by this item's.
         posted = await self._recovery.digest_posted(incident, digest)
@@ -125,6 +132,7 @@ class DigestWriter:
             posted = await self._slack.post_message(
                 incident.channel, first, metadata=metadata(DIGEST_EVENT, item, digest=digest.id)
             )
+            self._shown[(digest.id, 0)] = _fingerprint(first)
         self._pacer.same(incident.channel, posted.channel_id)
         await self._store.set_digest_posted(digest.id, posted.channel_id, posted.ts, 0)
         try:
@@ -133,26 +141,24 @@ class DigestWriter:
         except SlackError as exc:
             log.warning("no permalink for storm digest %s: %s", digest.id, exc)
         log.info("storm digest posted (digest=%s ts=%s)", digest.id, posted.ts)
-        self._shown[(digest.id, 0)] = _fingerprint(first)
         now = await self._store.get_digest(digest.id)
         assert now is not None
         return now
 
-    async def _show_pages(
-        self, digest: Digest, channel_id: str, ts: str, pages: list[Message]
+    async def _show_page(
+        self, digest: Digest, channel_id: str, ts: str, index: int, page: Message
     ) -> None:
-        """Edit the pages whose content changed; post the pages that are new, in the thread."""
-        for index, page in enumerate(pages):
-            shown = _fingerprint(page)
-            if self._shown.get((digest.id, index)) == shown:
-                continue
-            if index == 0:
-                await self._slack.update_message(channel_id, ts, page)
-            elif index - 1 < len(digest.pages):
-                await self._slack.update_message(channel_id, digest.pages[index - 1], page)
-            else:
-                await self._post_page(digest, channel_id, ts, index, page)
-            self._shown[(digest.id, index)] = shown
+        """Edit the page if its content changed; post it in the thread if it is new."""
+        shown = _fingerprint(page)
+        if self._shown.get((digest.id, index)) == shown:
+            return
+        if index == 0:
+            await self._slack.update_message(channel_id, ts, page)
+        elif index - 1 < len(digest.pages):
+            await self._slack.update_message(channel_id, digest.pages[index - 1], page)
+        else:
+            await self._post_page(digest, channel_id, ts, index, page)
+        self._shown[(digest.id, index)] = shown
 
     async def _post_page(
         self, digest: Digest, channel_id: str, ts: str, index: int, page: Message

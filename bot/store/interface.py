@@ -79,6 +79,8 @@ class Digest:
     pages: tuple[str, ...] = ()
     #: A link to the digest message, stored when it was posted.
     permalink: str | None = None
+    #: Who last began editing it (a writer that finds another's mark re-edits every page).
+    editor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -392,6 +394,8 @@ class Store(Protocol):
     async def set_digest_permalink(self, digest_id: int, permalink: str) -> None: ...
 
     async def set_digest_shown(self, digest_id: int, version: int) -> None: ...
+
+    async def set_digest_editor(self, digest_id: int, editor: str) -> None: ...
 
     async def add_digest_page(self, digest_id: int, ts: str) -> None: ...
 

@@ -381,6 +381,9 @@ class PostgresStore:
             digest_id,
         )
 
+    async def set_digest_editor(self, digest_id: int, editor: str) -> None:
+        await self._write("UPDATE digests SET editor = $1 WHERE id = $2", editor, digest_id)
+
     async def add_digest_page(self, digest_id: int, ts: str) -> None:
         # Appended in one statement: two pages added at once both stay.
         await self._write(

@@ -195,6 +195,9 @@ POSTGRES_MIGRATIONS: tuple[str, ...] = (
         until DOUBLE PRECISION NOT NULL
     );
     """,
+    """
+    ALTER TABLE digests ADD COLUMN editor TEXT;
+    """,
 )
 
 

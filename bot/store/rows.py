@@ -109,12 +109,13 @@ def digest_from(row: Row) -> Digest:
         shown_version=row["shown_version"],
         pages=tuple(json.loads(row["pages_json"])),
         permalink=row["permalink"],
+        editor=row["editor"],
     )
 
 
 DIGEST_COLUMNS = (
     "id, channel, channel_id, ts, opened_at, last_joined_at, version, shown_version, pages_json,"
-    " permalink"
+    " permalink, editor"
 )
 
 

@@ -162,4 +162,7 @@ MIGRATIONS: tuple[str, ...] = (
         until REAL NOT NULL
     )
     """,
+    """
+    ALTER TABLE digests ADD COLUMN editor TEXT
+    """,
 )

@@ -385,6 +385,9 @@ class SQLiteStore:
             (version, digest_id),
         )
 
+    async def set_digest_editor(self, digest_id: int, editor: str) -> None:
+        await self._write("UPDATE digests SET editor = ? WHERE id = ?", (editor, digest_id))
+
     async def add_digest_page(self, digest_id: int, ts: str) -> None:
         async with self._database.transaction() as db:
             async with db.execute(

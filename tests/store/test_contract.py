@@ -349,8 +349,11 @@ async def test_a_digest_collects_a_storms_incidents(store: Store) -> None:
     await store.set_digest_permalink(digest.id, "https://slack/d")
     await store.add_digest_page(digest.id, "2.1")
     await store.add_digest_page(digest.id, "2.2")
+    assert (await store.get_digest(digest.id)).editor is None  # type: ignore[union-attr]
+    await store.set_digest_editor(digest.id, "writer-a")
+    await store.set_digest_editor(digest.id, "writer-b")
     stored = await store.get_digest(digest.id)
-    assert stored is not None
+    assert stored is not None and stored.editor == "writer-b"
     assert (stored.version, stored.shown_version, stored.channel_id, stored.ts) == (
         3,
         3,
