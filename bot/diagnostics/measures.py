@@ -30,6 +30,7 @@ class Signal(StrEnum):
     DURATION_P50 = "duration_p50"
     DURATION_P90 = "duration_p90"
     FAILED_SHARE = "failed_share"  # share of the jobs completed in the window that failed
+    JOBS_JUDGED = "jobs_judged"  # how many jobs the failed share is of, where a source says
     DURATION_MEAN_BY_WORKFLOW = "duration_mean_by_workflow"
     DURATION_P90_BY_WORKFLOW = "duration_p90_by_workflow"
     REGISTERED = "registered"  # runners registered with GitHub (online)

@@ -127,9 +127,10 @@ def resources(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         starved = starved or ooms >= 1
         found.append(evidence(fleet, Signal.OOM_KILLS, name, "OOM kills", baseline=False))
     if failing is not None and usual_failing is not None:
-        jobs = (fleet.value(Signal.COMPLETED_PER_MINUTE, name) or 0.0) * window_minutes(
-            fleet.window
-        )
+        jobs = fleet.value(Signal.JOBS_JUDGED, name)
+        if jobs is None:
+            completed = fleet.value(Signal.COMPLETED_PER_MINUTE, name) or 0.0
+            jobs = completed * window_minutes(fleet.window)
         usual_share = max(usual_failing, 0.02)
         starved = starved or (
             jobs >= FAILING_MIN_JOBS

@@ -24,7 +24,7 @@ from bot.simulator import FleetJobs, Scenario, SimulationSpec, simulate_jobs
 from bot.simulator.deliveries import delivery, events, history_bodies, workflow_job_body
 from bot.store import open_store
 from tests.support.github import HOOK_SECRET
-from tests.support.github_fleet import alert_numbers, sandbox_runners
+from tests.support.github_fleet import alert_numbers, diagnose_from_github, sandbox_runners
 from tests.support.harness import running_stack
 
 #: The last minutes of the fleet reach the bot through its webhook, the rest is loaded.
@@ -124,3 +124,23 @@ async def test_each_cause_is_diagnosed_from_job_events_and_runners(
     likely = {f["cause"]: set(f["runner_types"]) for f in report["findings"]}
     worst = max(truth.affected, key=lambda name: expected.get(name, (0, 0.0)))
     assert worst in likely[truth.affected[worst]]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_starved_runners_at_a_quiet_hour_are_told_by_the_last_hours_failing_jobs(
+    tmp_path: Path, seed: int
+) -> None:
+    """At 06:00 a starved runner type completes a few dozen jobs in ten minutes, too few for
+    its OOM-killed ones to stand out from chance, while its slow-starting runners are listed
+    offline like failed ones: the last hour's failing jobs name the cause."""
+    spec = SimulationSpec(
+        scenario=Scenario.RESOURCE_STARVATION,
+        hours=27,
+        runner_types=6,
+        seed=seed,
+        end=END.replace(hour=6),
+        step_seconds=120,
+    )
+    run = await diagnose_from_github(spec, tmp_path)
+    assert (run.staged, run.named) == ("resource_constraints", "resource_constraints")

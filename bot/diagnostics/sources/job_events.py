@@ -8,6 +8,8 @@ At a moment T, per runner type:
 - over the window before T (bot.diagnostics.sources.job_window): arrivals, starts and
   completions per minute, queue time mean/p50/p90/max, job time mean/p50/p90, by workflow, job
   and repository;
+- jobs failing: the share of the last hour's completions (failures are rare: a short window
+  holds too few to tell a rise from chance), against the same hour of the usual days pooled;
 - the same window on each of the previous days: the baseline (the median of the days), and the
   same time yesterday and a week before on their own, for people to read beside it. With less
   than a day of history, 3-6 hours earlier stand in for the usual, and the reading says so.
@@ -29,6 +31,7 @@ from bot.diagnostics.sources.job_window import (
     Groups,
     WindowNumbers,
     counted,
+    failed_shares,
     median_values,
     usual,
     window_values,
@@ -45,6 +48,8 @@ DAY_SECONDS = 86400.0
 #: With less than a day of history, these hours before stand in for the previous days: far
 #: enough back to be before most trouble still going on now.
 SHORT_HISTORY_HOURS = (3, 4, 5, 6)
+#: Jobs failing are judged over at least this many seconds before the moment.
+OUTCOME_SECONDS = 3600.0
 SHORT_HISTORY_NOTE = (
     "Job history is shorter than a day: usual values are from 3-6 hours earlier,"
     " not from the same time on previous days."
@@ -167,6 +172,12 @@ async def read_jobs(
         *(queued_now(store, config, t) for t in [stamp, *earlier_at, *single])
     )
     activities = await asyncio.gather(*(store.job_activity(t - span, t) for t in [stamp, *days]))
+    outcomes = activities
+    if span < OUTCOME_SECONDS:
+        outcomes = await asyncio.gather(
+            *(store.job_activity(t - OUTCOME_SECONDS, t) for t in [stamp, *days])
+        )
+    judged_now, *judged_past = [counted(activity, config) for activity in outcomes]
     busy = await asyncio.gather(*(running(store, config, t) for t in [stamp, *earlier_at, *days]))
     now, *past = [window_values(counted(activity, config)) for activity in activities]
     queued, busy_days = queues[0], busy[1 + len(earlier_at) :]
@@ -184,6 +195,10 @@ async def read_jobs(
     reading.earlier_running = list(busy[1 : 1 + len(earlier_at)])
     base = usual(past)
     reading.baseline = {**base.values, Signal.RUNNING: median_values(busy_days, rate=True)}
+    share, jobs = failed_shares([judged_now])
+    reading.now[Signal.FAILED_SHARE], reading.now[Signal.JOBS_JUDGED] = share, jobs
+    if judged_past:
+        reading.baseline[Signal.FAILED_SHARE] = failed_shares(judged_past)[0]
     reading.workflow_baseline = base.workflows
     reading.breakdown_baseline = base.breakdowns
     queued_then = dict(zip(single, queues[1 + len(earlier_at) :], strict=True))

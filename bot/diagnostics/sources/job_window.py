@@ -122,6 +122,18 @@ def window_values(activity: JobActivity) -> WindowNumbers:
     return numbers
 
 
+def failed_shares(activities: list[JobActivity]) -> tuple[Values, Values]:
+    """The share of the jobs completed that failed, per runner type, over all the activities
+    pooled (a few failures in each window add up to a rate), and how many jobs it is of."""
+    failed: Values = defaultdict(float)
+    jobs: Values = defaultdict(float)
+    for activity in activities:
+        for row in activity.completions:
+            jobs[row.runner_type] += 1.0
+            failed[row.runner_type] += float(row.failed)
+    return {name: failed[name] / count for name, count in jobs.items()}, dict(jobs)
+
+
 def counted(activity: JobActivity, config: JobsConfig) -> JobActivity:
     """The activity of the runner types and repositories that count."""
 
