@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.stats import percentile
 from bot.diagnostics.sources.job_history import load_history
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.sandbox.github import GitHubSandbox
@@ -38,11 +39,6 @@ from tests.support.harness import Stack, running_stack
 from tests.support.payloads import reference
 
 SLACK_ACK_SECONDS = 3.0
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def summary(name: str, seconds: list[float]) -> str:

@@ -20,16 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.stats import percentile
 from bot.diagnostics.chart import ChartData, Series, render_chart
 
 IMPORT = "import time; t = time.perf_counter(); import bot.diagnostics.chart; " + (
     "print(time.perf_counter() - t)"
 )
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def chart_data(types: int = 8) -> ChartData:

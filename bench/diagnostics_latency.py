@@ -28,6 +28,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.stats import percentile
 from bot.diagnostics.checks import diagnose
 from bot.diagnostics.signals import collect
 from bot.diagnostics.sources.prometheus import PrometheusClient
@@ -37,11 +38,6 @@ from bot.slack.contract import ActionId
 from tests.support.harness import running_stack
 from tests.support.payloads import reference
 from tests.support.prometheus import Prometheus
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def summary(name: str, seconds: list[float]) -> str:

@@ -38,6 +38,7 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.stats import percentile
 from bot.sandbox.slack import PostedMessage, SlackSandbox
 from tests.support.harness import (
     BOT_TOKEN,
@@ -51,11 +52,6 @@ from tests.support.harness import (
 from tests.support.payloads import encoded, reference, with_values
 from tests.support.postgres import fresh_database
 from tests.support.servers import free_port
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def storm(incidents: int, notifications: int) -> list[tuple[int, bytes]]:

@@ -28,16 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.stats import percentile
 from bot.diagnostics.checks import diagnose
 from bot.diagnostics.fleet import FleetSources, read_fleet
 from bot.store.sqlite import SQLiteStore
 
 END = datetime(2026, 11, 20, 20, 0, tzinfo=UTC)
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def rows(types: int, days: int, per_day: int, seed: int) -> list[tuple[object, ...]]:

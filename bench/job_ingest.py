@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
 
+from bench.stats import percentile
 from bot.sandbox.slack import SlackSandbox
 from tests.support.github import HOOK_SECRET, hook_headers, job_delivery
 from tests.support.harness import (
@@ -39,11 +40,6 @@ from tests.support.harness import (
 from tests.support.servers import free_port
 
 TYPES = [("self-hosted", f"linux.{size}xlarge") for size in (2, 4, 8, 12, 16, 24)]
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def deliveries(count: int) -> list[bytes]:

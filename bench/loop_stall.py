@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
 
+from bench.stats import percentile
 from bot.sandbox.slack import SlackSandbox
 from tests.support.harness import (
     BOT_TOKEN,
@@ -85,11 +86,6 @@ def realistic(count: int, round_: int) -> bytes:
         alerts.append(alert)
     body["alerts"] = alerts
     return json.dumps(body).encode()
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 async def main() -> int:

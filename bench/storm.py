@@ -32,6 +32,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.stats import percentile
 from bot.sandbox.slack import SlackSandbox
 from tests.support.harness import (
     BOT_TOKEN,
@@ -42,11 +43,6 @@ from tests.support.harness import (
 )
 from tests.support.payloads import encoded, reference, with_values
 from tests.support.servers import free_port
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def peak_rss_mb(pid: int) -> float:

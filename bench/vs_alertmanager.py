@@ -75,6 +75,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.stats import percentile
 from bot.delivery.digest import DIGEST_PAGE_EVENT
 from bot.sandbox.slack import SlackSandbox
 from bot.sandbox.slack.faults import INCOMING_WEBHOOK, Fault
@@ -209,11 +210,6 @@ class Lane:
 
     def done(self, groups: int) -> bool:
         return len(self.shown_now) >= groups
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def alertmanager_tries(sandbox: SlackSandbox, began: float) -> str:
