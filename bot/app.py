@@ -26,6 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import listeners
 from bot.config import ConfigError, Settings, check_url_credentials, check_webhook_auth
+from bot.delivery.pacing import Pacer
 from bot.delivery.worker import Deliverer
 from bot.diagnostics.fleet import FleetSources
 from bot.diagnostics.service import DIAGNOSIS_CLAIM_SECONDS, Diagnoser
@@ -33,6 +34,7 @@ from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
 from bot.diagnostics.sources.github_runners import GitHubRunnersClient
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.domain.clock import Clock, utcnow
+from bot.forecast.watcher import EarlyWarningWatcher
 from bot.incidents.service import IncidentService
 from bot.listeners.actions import ActionHandlers
 from bot.listeners.silence import SilenceHandlers
@@ -242,6 +244,14 @@ def create_app(
             clock=clock,
         )
         reader = StatusReader(store, sources, clock=clock)
+        warnings = settings.file.early_warning if sources.store is not None else []
+        if settings.file.early_warning and not warnings:
+            log.warning(
+                "early_warning needs GitHub's job events (GITHUB_WEBHOOK_SECRET): no heads-ups"
+            )
+        forecaster = EarlyWarningWatcher(
+            store, slack, renderer, Pacer(store=store), warnings, settings.file.jobs, clock=clock
+        )
         listeners.register(
             bolt,
             ActionHandlers(slack, renderer, diagnoser),
@@ -276,6 +286,15 @@ def create_app(
         tasks = {
             "outbox worker": asyncio.create_task(deliverer.run(), name="outbox"),
             "silence watcher": asyncio.create_task(watch.run(interval), name="silence-watch"),
+            **(
+                {
+                    "early warning": asyncio.create_task(
+                        forecaster.run(settings.forecast_check_seconds), name="early-warning"
+                    )
+                }
+                if warnings
+                else {}
+            ),
             "diagnostics resumer": asyncio.create_task(
                 diagnoser.watch(DIAGNOSIS_CLAIM_SECONDS), name="diagnostics-resume"
             ),

@@ -27,6 +27,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.diagnostics.sources.querypack import QueryPack
+from bot.forecast.settings import EarlyWarning
 from bot.incidents.routing import Route
 from bot.silencing.permissions import SilencePolicy
 
@@ -54,6 +55,8 @@ class FileConfig(BaseModel):
     jobs: JobsConfig = Field(default_factory=JobsConfig)
     #: Post the diagnostics report in the thread when an incident opens.
     auto_diagnose: bool = True
+    #: Heads-ups before the alert, per channel (needs GitHub's job events).
+    early_warning: list[EarlyWarning] = Field(default_factory=list)
 
 
 class Settings(BaseSettings):
@@ -85,6 +88,9 @@ class Settings(BaseSettings):
     grafana_token: SecretStr | None = Field(None, validation_alias="GRAFANA_TOKEN")
     silence_check_seconds: float = Field(
         30.0, gt=0, le=3600, validation_alias="QUEUEBOT_SILENCE_CHECK_SECONDS"
+    )
+    forecast_check_seconds: float = Field(
+        60.0, gt=0, le=3600, validation_alias="QUEUEBOT_FORECAST_CHECK_SECONDS"
     )
     prometheus_url: AnyHttpUrl | None = Field(None, validation_alias="PROMETHEUS_URL")
     grafana_prometheus_datasource_uid: str | None = Field(

@@ -83,6 +83,17 @@ class WarningBoard:
                 changed.append(found)
         return changed
 
+    def resume(self, runner_type: str, started_at: float, at: float) -> None:
+        """A heads-up out since `started_at` (found in the store): it is edited or ended, not
+        raised again."""
+        quiet = QueueState(at, (), 0.0, 0.0)
+        watch = self._watches.setdefault(runner_type, _Watch())
+        watch.active = HeadsUp(runner_type, Phase.WARNING, started_at, at, quiet, None, 0.0, 0.0)
+
+    def ended(self, runner_type: str, at: float) -> None:
+        """A heads-up that ended at `at` (found in the store): the cool-down runs from there."""
+        self._watches.setdefault(runner_type, _Watch()).ended_at = at
+
     def active(self) -> list[HeadsUp]:
         return [w.active for w in self._watches.values() if w.active is not None]
 

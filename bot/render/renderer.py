@@ -17,9 +17,11 @@ from bot.domain.diagnosis import Report
 from bot.domain.incidents import Incident, ThreadEvent
 from bot.domain.queue_status import QueueStatus
 from bot.domain.silences import MatcherSet
+from bot.forecast.news import HeadsUpNews
 from bot.render import status_lines
 from bot.render.diagnostics import diagnostics_message
 from bot.render.digest import digest_pages
+from bot.render.heads_up import heads_up_message
 from bot.render.incident import incident_message
 from bot.render.queue_status import queue_status_message
 from bot.render.silence_modal import silence_modal_view
@@ -77,6 +79,10 @@ class Renderer:
         if problem:
             text = f":grey_question: {problem}\n\n{text}"
         return self.notice(text)
+
+    def heads_up(self, news: HeadsUpNews) -> Message:
+        """A heads-up before the queue alert, as the trend stands now."""
+        return heads_up_message(self._templates, news)
 
     def notice(self, text: str) -> Message:
         """A one-paragraph message (text is ours, already mrkdwn)."""

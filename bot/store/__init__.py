@@ -11,6 +11,7 @@ from __future__ import annotations
 from bot.store.interface import (
     Digest,
     Due,
+    HeadsUpRecord,
     JobActivity,
     JobRow,
     NewIncident,
@@ -45,6 +46,7 @@ async def open_store(database: str) -> Store:
 __all__ = [
     "Digest",
     "Due",
+    "HeadsUpRecord",
     "JobActivity",
     "JobRow",
     "NewIncident",

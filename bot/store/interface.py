@@ -84,6 +84,20 @@ class Digest:
 
 
 @dataclass(frozen=True)
+class HeadsUpRecord:
+    """A heads-up before the alert as posted: its message, and how it reads now."""
+
+    channel: str
+    runner_type: str
+    started_at: float
+    phase: str
+    channel_id: str | None
+    ts: str | None
+    shown_at: float
+    ended_at: float | None = None
+
+
+@dataclass(frozen=True)
 class UnfinishedDiagnosis:
     """A diagnostics run whose notice was owed but whose report was not (yet)."""
 
@@ -396,6 +410,14 @@ class Store(Protocol):
     async def set_digest_shown(self, digest_id: int, version: int) -> None: ...
 
     async def set_digest_editor(self, digest_id: int, editor: str) -> None: ...
+
+    async def heads_ups(self, channel: str, since: float) -> list[HeadsUpRecord]:
+        """The channel's heads-ups still out, and those shown since `since`, oldest first."""
+        ...
+
+    async def save_heads_up(self, record: HeadsUpRecord) -> None:
+        """Store a heads-up (a new one, or the same channel, type and start as it is now)."""
+        ...
 
     async def add_digest_page(self, digest_id: int, ts: str) -> None: ...
 

@@ -26,9 +26,16 @@ from contextlib import asynccontextmanager
 from bot.domain.incidents import Incident
 from bot.domain.jobs import JobEvent
 from bot.store import postgres_jobs as jobs
+from bot.store.heads_ups_sql import (
+    RECENT_HEADS_UPS,
+    SAVE_HEADS_UP,
+    heads_up_from,
+    heads_up_values,
+)
 from bot.store.interface import (
     Digest,
     Due,
+    HeadsUpRecord,
     JobActivity,
     OutboxItem,
     OutboxState,
@@ -52,6 +59,7 @@ from bot.store.rows import (
     incident_from,
     outbox_item_from,
 )
+from bot.store.shared_sql import numbered
 
 
 class PostgresStore:
@@ -383,6 +391,13 @@ class PostgresStore:
 
     async def set_digest_editor(self, digest_id: int, editor: str) -> None:
         await self._write("UPDATE digests SET editor = $1 WHERE id = $2", editor, digest_id)
+
+    async def heads_ups(self, channel: str, since: float) -> list[HeadsUpRecord]:
+        rows = await self._fetch(numbered(RECENT_HEADS_UPS), channel, since)
+        return [heads_up_from(row) for row in rows]
+
+    async def save_heads_up(self, record: HeadsUpRecord) -> None:
+        await self._write(numbered(SAVE_HEADS_UP), *heads_up_values(record))
 
     async def add_digest_page(self, digest_id: int, ts: str) -> None:
         # Appended in one statement: two pages added at once both stay.

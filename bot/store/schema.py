@@ -165,4 +165,18 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE digests ADD COLUMN editor TEXT
     """,
+    """
+    CREATE TABLE heads_ups (
+        channel TEXT NOT NULL,
+        runner_type TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        phase TEXT NOT NULL,
+        channel_id TEXT,
+        ts TEXT,
+        shown_at REAL NOT NULL,
+        ended_at REAL,
+        PRIMARY KEY (channel, runner_type, started_at)
+    );
+    CREATE INDEX heads_ups_recent ON heads_ups (channel, shown_at)
+    """,
 )

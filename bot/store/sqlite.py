@@ -17,9 +17,16 @@ from typing import Any
 from bot.domain.incidents import Incident
 from bot.domain.jobs import JobEvent
 from bot.domain.pace import Bucket, take
+from bot.store.heads_ups_sql import (
+    RECENT_HEADS_UPS,
+    SAVE_HEADS_UP,
+    heads_up_from,
+    heads_up_values,
+)
 from bot.store.interface import (
     Digest,
     Due,
+    HeadsUpRecord,
     JobActivity,
     OutboxItem,
     OutboxState,
@@ -387,6 +394,12 @@ class SQLiteStore:
 
     async def set_digest_editor(self, digest_id: int, editor: str) -> None:
         await self._write("UPDATE digests SET editor = ? WHERE id = ?", (editor, digest_id))
+
+    async def heads_ups(self, channel: str, since: float) -> list[HeadsUpRecord]:
+        return [heads_up_from(r) for r in await self._fetch(RECENT_HEADS_UPS, (channel, since))]
+
+    async def save_heads_up(self, record: HeadsUpRecord) -> None:
+        await self._write(SAVE_HEADS_UP, heads_up_values(record))
 
     async def add_digest_page(self, digest_id: int, ts: str) -> None:
         async with self._database.transaction() as db:

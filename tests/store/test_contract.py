@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from bot.domain.notifications import parse_webhook
 from bot.domain.silences import Matcher, Person, Silence
 from bot.store import (
     Due,
+    HeadsUpRecord,
     JobActivity,
     NewIncident,
     OutboxKind,
@@ -655,3 +657,17 @@ async def test_two_replicas_opening_a_groups_first_incident_make_one(postgres_ur
     assert arrived == 1
     assert sorted([one[0], two[0]]) == [False, True]
     assert one[1] == two[1]
+
+
+async def test_heads_ups_are_kept_while_out_and_for_a_while_after(store: Store) -> None:
+    out = HeadsUpRecord("#ci", "linux.2xlarge", 100.0, "warning", "C1", "1.5", 100.0)
+    older = HeadsUpRecord("#ci", "linux.4xlarge", 50.0, "normal", "C1", "1.2", 60.0, ended_at=60.0)
+    ended = HeadsUpRecord("#ci", "linux.arm64", 90.0, "fired", "C1", "1.4", 95.0, ended_at=95.0)
+    for record in (out, older, ended, replace(out, channel="#other")):
+        await store.save_heads_up(record)
+    assert await store.heads_ups("#ci", 90.0) == [ended, out]
+    # The same heads-up saved again is edited, not added.
+    normal = replace(out, phase="normal", shown_at=130.0, ended_at=130.0)
+    await store.save_heads_up(normal)
+    assert await store.heads_ups("#ci", 120.0) == [normal]
+    assert await store.heads_ups("#ci", 0.0) == [older, ended, normal]
