@@ -26,6 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import listeners
 from bot.config import ConfigError, Settings, check_url_credentials, check_webhook_auth
+from bot.delivery.heads_up import HeadsUpWriter
 from bot.delivery.pacing import Pacer
 from bot.delivery.worker import Deliverer
 from bot.diagnostics.fleet import FleetSources
@@ -249,8 +250,9 @@ def create_app(
             log.warning(
                 "early_warning needs GitHub's job events (GITHUB_WEBHOOK_SECRET): no heads-ups"
             )
+        heads_ups = HeadsUpWriter(store, slack, renderer, Pacer(store=store))
         forecaster = EarlyWarningWatcher(
-            store, slack, renderer, Pacer(store=store), warnings, settings.file.jobs, clock=clock
+            store, warnings, settings.file.jobs, on_saved=heads_ups.wake, clock=clock
         )
         listeners.register(
             bolt,
@@ -290,7 +292,8 @@ def create_app(
                 {
                     "early warning": asyncio.create_task(
                         forecaster.run(settings.forecast_check_seconds), name="early-warning"
-                    )
+                    ),
+                    "heads-up writer": asyncio.create_task(heads_ups.run(), name="heads-ups"),
                 }
                 if warnings
                 else {}

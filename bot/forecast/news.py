@@ -1,15 +1,16 @@
-"""What a heads-up message says besides the projection: how arrivals compare with the usual,
-the workflows behind them, and links (the runbook; the alert's message once it fired)."""
+"""What a heads-up shows besides the projection: how arrivals compare with the usual, the
+workflows behind them, and links (the runbook; the alert's message once it fired)."""
 
 from __future__ import annotations
 
 import statistics
 from collections import Counter
-from dataclasses import dataclass
 
 from bot.diagnostics.sources.job_events import usual_moments
 from bot.diagnostics.sources.job_window import counted
 from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.domain.heads_up import HeadsUpView
+from bot.domain.incidents import Incident
 from bot.forecast.projection import Threshold
 from bot.forecast.reading import RECENT_SECONDS
 from bot.forecast.warnings import HeadsUp
@@ -17,21 +18,6 @@ from bot.store import Store
 
 #: Workflows named as behind the arrivals, at most.
 WORKFLOWS_NAMED = 2
-
-
-@dataclass(frozen=True)
-class HeadsUpNews:
-    """Everything one heads-up message shows."""
-
-    heads_up: HeadsUp
-    threshold: Threshold
-    #: Arrivals a minute at this time on the usual days (None without history).
-    usual_arrivals: float | None = None
-    #: The workflows most of the arrivals now come from, most first.
-    workflows: tuple[str, ...] = ()
-    runbook_url: str | None = None
-    #: The alert's message, once the threshold was crossed and it was posted.
-    alert_link: str | None = None
 
 
 async def arrivals_context(
@@ -55,3 +41,36 @@ async def arrivals_context(
     above = {name: count - usual_by_workflow[name] / share for name, count in by_workflow.items()}
     ranked = sorted((n for n, extra in above.items() if extra > 0), key=lambda n: -above[n])
     return usual, tuple(ranked[:WORKFLOWS_NAMED])
+
+
+async def view_of(
+    store: Store,
+    config: JobsConfig,
+    heads_up: HeadsUp,
+    threshold: Threshold,
+    *,
+    runbook_url: str | None,
+    alert: Incident | None,
+) -> HeadsUpView:
+    """The heads-up as its message shows it."""
+    usual, workflows = await arrivals_context(store, config, heads_up.runner_type, heads_up.at)
+    state = heads_up.state
+    return HeadsUpView(
+        runner_type=heads_up.runner_type,
+        phase=heads_up.phase,
+        started_at=heads_up.started_at,
+        at=heads_up.at,
+        queued=state.queued(threshold),
+        longest_wait=state.longest_wait(),
+        arrivals_per_minute=state.arrivals_per_minute,
+        starts_per_minute=state.starts_per_minute,
+        threshold_wait=threshold.wait_seconds,
+        threshold_queued=threshold.queued,
+        crossing_in=heads_up.crossing_in,
+        usual_arrivals=usual,
+        workflows=workflows,
+        runbook_url=runbook_url,
+        alert_link=alert.permalink if alert is not None else None,
+        alert_channel_id=alert.channel_id if alert is not None else None,
+        alert_ts=alert.parent_ts if alert is not None else None,
+    )

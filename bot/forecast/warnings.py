@@ -15,8 +15,8 @@ gets no new one for COOL_DOWN seconds, unless its alert fired meanwhile.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
+from bot.domain.heads_up import Phase
 from bot.forecast.projection import RISE_SECONDS, QueueState, Threshold, crossing, project
 
 RAISE_CHECKS = 2
@@ -26,12 +26,6 @@ COOL_DOWN = 1800.0
 #: A heads-up needs the longest wait to have risen by this share of the time since it was read
 #: before (a queue holding a steady level just under the threshold is no news).
 RISE_SHARE = 0.2
-
-
-class Phase(StrEnum):
-    WARNING = "warning"  # the queue is projected to cross the threshold within the horizon
-    FIRED = "fired"  # the threshold was crossed: the alert's own message takes over
-    NORMAL = "normal"  # the trend reversed: back to normal
 
 
 @dataclass(frozen=True)

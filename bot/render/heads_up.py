@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.forecast.news import HeadsUpNews
-from bot.forecast.warnings import Phase
+from bot.domain.heads_up import HeadsUpView, Phase
 from bot.render.mrkdwn import date_token, inert, safe_url
 from bot.render.templates import Templates
 from bot.slack.message import Message
@@ -24,54 +23,51 @@ def _when(stamp: float) -> str:
     return date_token(datetime.fromtimestamp(stamp, UTC))
 
 
-def _demand(news: HeadsUpNews) -> str:
-    state = news.heads_up.state
-    if news.usual_arrivals:
-        ratio = state.arrivals_per_minute / news.usual_arrivals
-        text = f"Arrivals *{ratio:.1f}×* usual ({state.arrivals_per_minute:.1f} a minute)"
+def _demand(view: HeadsUpView) -> str:
+    if view.usual_arrivals:
+        ratio = view.arrivals_per_minute / view.usual_arrivals
+        text = f"Arrivals *{ratio:.1f}×* usual ({view.arrivals_per_minute:.1f} a minute)"
     else:
-        text = f"Arrivals {state.arrivals_per_minute:.1f} a minute"
-    if news.workflows:
-        names = " and ".join(f"*{inert(w, 80)}*" for w in news.workflows)
+        text = f"Arrivals {view.arrivals_per_minute:.1f} a minute"
+    if view.workflows:
+        names = " and ".join(f"*{inert(w, 80)}*" for w in view.workflows)
         text += f", most from {names}"
-    return text + f"; runners take {state.starts_per_minute:.1f} a minute."
+    return text + f"; runners take {view.starts_per_minute:.1f} a minute."
 
 
-def heads_up_message(templates: Templates, news: HeadsUpNews) -> Message:
-    heads_up, threshold = news.heads_up, news.threshold
-    state = heads_up.state
-    name = inert(heads_up.runner_type, 80)
-    limit = _minutes(threshold.wait_seconds)
-    rule = f"more than {threshold.queued} jobs queued, the longest {limit} or more"
-    queued, longest = state.queued(threshold), _minutes(state.longest_wait())
-    since = _when(heads_up.started_at)
-    if heads_up.phase is Phase.WARNING:
-        growth = heads_up.growth_per_minute
+def heads_up_message(templates: Templates, view: HeadsUpView) -> Message:
+    name = inert(view.runner_type, 80)
+    limit = _minutes(view.threshold_wait)
+    rule = f"more than {view.threshold_queued} jobs queued, the longest {limit} or more"
+    queued, longest = view.queued, _minutes(view.longest_wait)
+    since = _when(view.started_at)
+    if view.phase is Phase.WARNING:
+        growth = view.growth_per_minute
         trend = f"growing *{growth:.1f} jobs/min*" if growth > 0 else "not draining fast enough"
         lines = [
             f"*{name}*: queue {trend}, longest wait *{longest}* ({queued} queued):"
-            f" *{limit}* in about *{heads_up.crossing_in or 0:.0f} min* at this rate.",
-            _demand(news),
+            f" *{limit}* in about *{view.crossing_in or 0:.0f} min* at this rate.",
+            _demand(view),
         ]
-        title = f":hourglass_flowing_sand: Heads-up: {heads_up.runner_type} heading for the alert"
+        title = f":hourglass_flowing_sand: Heads-up: {view.runner_type} heading for the alert"
         fallback = f"Heads-up: {name} queue heading for the alert ({longest} wait)"
-    elif heads_up.phase is Phase.FIRED:
-        link = safe_url(news.alert_link or "")
+    elif view.phase is Phase.FIRED:
+        link = safe_url(view.alert_link or "")
         where = f" <{link}|The alert's message> takes it from here." if link else ""
         lines = [
-            f"*{name}* crossed the alert's threshold at {_when(heads_up.at)}: longest wait"
+            f"*{name}* crossed the alert's threshold at {_when(view.at)}: longest wait"
             f" *{longest}*, {queued} queued. Heads-up since {since}.{where}"
         ]
-        title = f":rotating_light: {heads_up.runner_type} crossed the queue alert's threshold"
+        title = f":rotating_light: {view.runner_type} crossed the queue alert's threshold"
         fallback = f"{name} crossed the queue alert's threshold"
     else:
         lines = [
             f"*{name}*: the queue stopped heading for the threshold (longest wait {longest},"
-            f" {queued} queued). Heads-up from {since} to {_when(heads_up.at)}."
+            f" {queued} queued). Heads-up from {since} to {_when(view.at)}."
         ]
-        title = f":white_check_mark: Back to normal: {heads_up.runner_type}"
+        title = f":white_check_mark: Back to normal: {view.runner_type}"
         fallback = f"Back to normal: {name}"
-    runbook = safe_url(news.runbook_url or "")
+    runbook = safe_url(view.runbook_url or "")
     return templates.message(
         "heads_up.json.j2",
         {
@@ -79,9 +75,9 @@ def heads_up_message(templates: Templates, news: HeadsUpNews) -> Message:
             "fallback": fallback,
             "lines": lines,
             "note": (
-                f"Projected from GitHub's job events at {_when(heads_up.at)} for the alert rule"
+                f"Projected from GitHub's job events at {_when(view.at)} for the alert rule"
                 f" ({rule}); edited as the trend changes. `/queue-status` shows every runner type."
             ),
-            "runbook": runbook if heads_up.phase is Phase.WARNING else None,
+            "runbook": runbook if view.phase is Phase.WARNING else None,
         },
     )

@@ -14,10 +14,10 @@ from typing import Any
 import jinja2
 
 from bot.domain.diagnosis import Report
+from bot.domain.heads_up import HeadsUpView
 from bot.domain.incidents import Incident, ThreadEvent
 from bot.domain.queue_status import QueueStatus
 from bot.domain.silences import MatcherSet
-from bot.forecast.news import HeadsUpNews
 from bot.render import status_lines
 from bot.render.diagnostics import diagnostics_message
 from bot.render.digest import digest_pages
@@ -80,9 +80,9 @@ class Renderer:
             text = f":grey_question: {problem}\n\n{text}"
         return self.notice(text)
 
-    def heads_up(self, news: HeadsUpNews) -> Message:
+    def heads_up(self, view: HeadsUpView) -> Message:
         """A heads-up before the queue alert, as the trend stands now."""
-        return heads_up_message(self._templates, news)
+        return heads_up_message(self._templates, view)
 
     def notice(self, text: str) -> Message:
         """A one-paragraph message (text is ours, already mrkdwn)."""

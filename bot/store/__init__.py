@@ -11,21 +11,18 @@ from __future__ import annotations
 from bot.store.interface import (
     Digest,
     Due,
-    HeadsUpRecord,
-    JobActivity,
-    JobRow,
     NewIncident,
     OutboxItem,
     OutboxKind,
     OutboxState,
     Pruned,
-    QueuedJob,
     Store,
     StoreError,
     Transaction,
     UnfinishedDiagnosis,
 )
 from bot.store.postgres import PostgresStore
+from bot.store.records import HeadsUpRecord, JobActivity, JobRow, QueuedJob
 from bot.store.sqlite import SQLiteStore
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")

@@ -1,24 +1,37 @@
 """Heads-ups before the alert in the store, written once with `?` placeholders for both
-backends (`bot.store.shared_sql.numbered` numbers them for PostgreSQL)."""
+backends (`bot.store.shared_sql.numbered` numbers them for PostgreSQL): the early warning saves
+how each should read, a new version each time; the writer records what Slack shows."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.store.interface import HeadsUpRecord
+from bot.store.records import HeadsUpRecord
 from bot.store.shared_sql import Columns
 
+_COLUMNS = (
+    "channel, runner_type, started_at, phase, view_json, updated_at, ended_at, version,"
+    " shown_version, channel_id, ts"
+)
 RECENT_HEADS_UPS = (
-    "SELECT channel, runner_type, started_at, phase, channel_id, ts, shown_at, ended_at"
-    " FROM heads_ups WHERE channel = ? AND (ended_at IS NULL OR shown_at >= ?)"
-    " ORDER BY started_at"
+    f"SELECT {_COLUMNS} FROM heads_ups WHERE channel = ?"  # noqa: S608
+    " AND (ended_at IS NULL OR updated_at >= ?) ORDER BY started_at"
+)
+UNSHOWN_HEADS_UPS = (
+    f"SELECT {_COLUMNS} FROM heads_ups WHERE shown_version < version"  # noqa: S608
+    " ORDER BY updated_at"
 )
 SAVE_HEADS_UP = (
-    "INSERT INTO heads_ups (channel, runner_type, started_at, phase, channel_id, ts, shown_at,"
-    " ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO heads_ups (channel, runner_type, started_at, phase, view_json, updated_at,"
+    " ended_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (channel, runner_type, started_at) DO UPDATE SET phase = excluded.phase,"
-    " channel_id = excluded.channel_id, ts = excluded.ts, shown_at = excluded.shown_at,"
-    " ended_at = excluded.ended_at"
+    " view_json = excluded.view_json, updated_at = excluded.updated_at,"
+    " ended_at = excluded.ended_at, version = heads_ups.version + 1"
+)
+#: Shown: the version (never lowered), and the message it is shown in.
+HEADS_UP_SHOWN = (
+    "UPDATE heads_ups SET shown_version = CASE WHEN shown_version > ? THEN shown_version"
+    " ELSE ? END, channel_id = ?, ts = ? WHERE channel = ? AND runner_type = ? AND started_at = ?"
 )
 
 
@@ -28,21 +41,35 @@ def heads_up_from(row: Columns) -> HeadsUpRecord:
         runner_type=row[1],
         started_at=float(row[2]),
         phase=row[3],
-        channel_id=row[4],
-        ts=row[5],
-        shown_at=float(row[6]),
-        ended_at=None if row[7] is None else float(row[7]),
+        view_json=row[4],
+        updated_at=float(row[5]),
+        ended_at=None if row[6] is None else float(row[6]),
+        version=int(row[7]),
+        shown_version=int(row[8]),
+        channel_id=row[9],
+        ts=row[10],
     )
 
 
-def heads_up_values(record: HeadsUpRecord) -> tuple[Any, ...]:
+def saved_values(record: HeadsUpRecord) -> tuple[Any, ...]:
     return (
         record.channel,
         record.runner_type,
         record.started_at,
         record.phase,
-        record.channel_id,
-        record.ts,
-        record.shown_at,
+        record.view_json,
+        record.updated_at,
         record.ended_at,
+    )
+
+
+def shown_values(record: HeadsUpRecord, channel_id: str, ts: str) -> tuple[Any, ...]:
+    return (
+        record.version,
+        record.version,
+        channel_id,
+        ts,
+        record.channel,
+        record.runner_type,
+        record.started_at,
     )

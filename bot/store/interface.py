@@ -17,6 +17,7 @@ from typing import Protocol
 from bot.domain.alerts import AlertGroup
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.domain.jobs import JobEvent
+from bot.store.records import HeadsUpRecord, JobActivity, QueuedJob
 
 
 class OutboxKind(StrEnum):
@@ -84,20 +85,6 @@ class Digest:
 
 
 @dataclass(frozen=True)
-class HeadsUpRecord:
-    """A heads-up before the alert as posted: its message, and how it reads now."""
-
-    channel: str
-    runner_type: str
-    started_at: float
-    phase: str
-    channel_id: str | None
-    ts: str | None
-    shown_at: float
-    ended_at: float | None = None
-
-
-@dataclass(frozen=True)
 class UnfinishedDiagnosis:
     """A diagnostics run whose notice was owed but whose report was not (yet)."""
 
@@ -118,44 +105,6 @@ class NewIncident:
     resolved_at: datetime | None
     previous_id: int | None
     digest_id: int | None = None
-
-
-@dataclass(frozen=True)
-class QueuedJob:
-    """A job waiting for a runner at some moment."""
-
-    runner_type: str
-    repository: str
-    workflow: str
-    job: str
-    created_at: float  # Unix seconds
-    html_url: str | None = None
-
-
-@dataclass(frozen=True)
-class JobRow:
-    """One job's part in a window's activity: its seconds are the wait of a start, the run of a
-    completion, 0 for an arrival."""
-
-    runner_type: str
-    repository: str
-    workflow: str
-    seconds: float
-    #: A completion that failed (the job's conclusion is `failure`).
-    failed: bool = False
-    #: The job's name within its workflow.
-    job: str = ""
-
-
-@dataclass(frozen=True)
-class JobActivity:
-    """Jobs created, taken by a runner, and completed within [since, until)."""
-
-    since: float
-    until: float
-    arrivals: list[JobRow]
-    starts: list[JobRow]
-    completions: list[JobRow]
 
 
 class StoreError(Exception):
@@ -412,11 +361,20 @@ class Store(Protocol):
     async def set_digest_editor(self, digest_id: int, editor: str) -> None: ...
 
     async def heads_ups(self, channel: str, since: float) -> list[HeadsUpRecord]:
-        """The channel's heads-ups still out, and those shown since `since`, oldest first."""
+        """The channel's heads-ups still out, and those changed since `since`, oldest first."""
         ...
 
     async def save_heads_up(self, record: HeadsUpRecord) -> None:
-        """Store a heads-up (a new one, or the same channel, type and start as it is now)."""
+        """A heads-up as it should read now (a new one, or the next version of the one with
+        the same channel, runner type and start); its message is left to the writer."""
+        ...
+
+    async def unshown_heads_ups(self) -> list[HeadsUpRecord]:
+        """Heads-ups whose latest version is not yet shown in Slack, oldest change first."""
+        ...
+
+    async def set_heads_up_shown(self, record: HeadsUpRecord, channel_id: str, ts: str) -> None:
+        """`record`'s version is what its message (`channel_id`, `ts`) shows."""
         ...
 
     async def add_digest_page(self, digest_id: int, ts: str) -> None: ...

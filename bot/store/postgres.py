@@ -26,30 +26,23 @@ from contextlib import asynccontextmanager
 from bot.domain.incidents import Incident
 from bot.domain.jobs import JobEvent
 from bot.store import postgres_jobs as jobs
-from bot.store.heads_ups_sql import (
-    RECENT_HEADS_UPS,
-    SAVE_HEADS_UP,
-    heads_up_from,
-    heads_up_values,
-)
 from bot.store.interface import (
     Digest,
     Due,
-    HeadsUpRecord,
-    JobActivity,
     OutboxItem,
     OutboxState,
     Pruned,
-    QueuedJob,
     StoreError,
     UnfinishedDiagnosis,
 )
 from bot.store.postgres_pace import take_channel_pace, take_leader_lease
+from bot.store.postgres_shown import PostgresShown
 from bot.store.postgres_tx import (
     PostgresDatabase,
     PostgresTransaction,
     changed,
 )
+from bot.store.records import JobActivity, QueuedJob
 from bot.store.rows import (
     DIGEST_COLUMNS,
     INCIDENT_COLUMNS,
@@ -59,10 +52,9 @@ from bot.store.rows import (
     incident_from,
     outbox_item_from,
 )
-from bot.store.shared_sql import numbered
 
 
-class PostgresStore:
+class PostgresStore(PostgresShown):
     """`bot.store.Store` on a PostgreSQL database (`PostgresDatabase` holds the pool)."""
 
     def __init__(self, database: PostgresDatabase, clock: Callable[[], float] = time.time) -> None:
@@ -378,26 +370,6 @@ class PostgresStore:
             version,
             digest_id,
         )
-
-    async def set_digest_permalink(self, digest_id: int, permalink: str) -> None:
-        await self._write("UPDATE digests SET permalink = $1 WHERE id = $2", permalink, digest_id)
-
-    async def set_digest_shown(self, digest_id: int, version: int) -> None:
-        await self._write(
-            "UPDATE digests SET shown_version = GREATEST(shown_version, $1) WHERE id = $2",
-            version,
-            digest_id,
-        )
-
-    async def set_digest_editor(self, digest_id: int, editor: str) -> None:
-        await self._write("UPDATE digests SET editor = $1 WHERE id = $2", editor, digest_id)
-
-    async def heads_ups(self, channel: str, since: float) -> list[HeadsUpRecord]:
-        rows = await self._fetch(numbered(RECENT_HEADS_UPS), channel, since)
-        return [heads_up_from(row) for row in rows]
-
-    async def save_heads_up(self, record: HeadsUpRecord) -> None:
-        await self._write(numbered(SAVE_HEADS_UP), *heads_up_values(record))
 
     async def add_digest_page(self, digest_id: int, ts: str) -> None:
         # Appended in one statement: two pages added at once both stay.

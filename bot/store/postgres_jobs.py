@@ -13,9 +13,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from bot.domain.jobs import JobEvent
-from bot.store.interface import JobActivity, JobRow, Pruned, QueuedJob
+from bot.store.interface import Pruned
 from bot.store.postgres_schema import Lock
 from bot.store.postgres_tx import changed
+from bot.store.records import JobActivity, JobRow, QueuedJob
 from bot.store.shared_sql import (
     ARRIVALS,
     COMPLETIONS,

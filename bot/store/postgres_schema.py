@@ -204,13 +204,17 @@ POSTGRES_MIGRATIONS: tuple[str, ...] = (
         runner_type TEXT NOT NULL,
         started_at DOUBLE PRECISION NOT NULL,
         phase TEXT NOT NULL,
+        view_json TEXT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        ended_at DOUBLE PRECISION,
+        version INTEGER NOT NULL DEFAULT 1,
+        shown_version INTEGER NOT NULL DEFAULT 0,
         channel_id TEXT,
         ts TEXT,
-        shown_at DOUBLE PRECISION NOT NULL,
-        ended_at DOUBLE PRECISION,
         PRIMARY KEY (channel, runner_type, started_at)
     );
-    CREATE INDEX heads_ups_recent ON heads_ups (channel, shown_at);
+    CREATE INDEX heads_ups_recent ON heads_ups (channel, updated_at);
+    CREATE INDEX heads_ups_unshown ON heads_ups (updated_at) WHERE shown_version < version;
     """,
 )
 

@@ -16,7 +16,7 @@ import json
 from typing import Any, Protocol
 
 from bot.domain.jobs import JobAction, JobEvent
-from bot.store.interface import JobRow, QueuedJob
+from bot.store.records import JobRow, QueuedJob
 
 #: Jobs that waited at least this long are found through their own index.
 LONG_WAIT_SECONDS = 3600.0

@@ -17,24 +17,16 @@ from typing import Any
 from bot.domain.incidents import Incident
 from bot.domain.jobs import JobEvent
 from bot.domain.pace import Bucket, take
-from bot.store.heads_ups_sql import (
-    RECENT_HEADS_UPS,
-    SAVE_HEADS_UP,
-    heads_up_from,
-    heads_up_values,
-)
 from bot.store.interface import (
     Digest,
     Due,
-    HeadsUpRecord,
-    JobActivity,
     OutboxItem,
     OutboxState,
     Pruned,
-    QueuedJob,
     StoreError,
     UnfinishedDiagnosis,
 )
+from bot.store.records import JobActivity, QueuedJob
 from bot.store.rows import (
     DIGEST_COLUMNS,
     INCIDENT_COLUMNS,
@@ -47,10 +39,11 @@ from bot.store.rows import (
 from bot.store.sqlite_db import SQLiteDatabase, translated
 from bot.store.sqlite_jobs import activity, prune_jobs, queued_at, record_job, running_at
 from bot.store.sqlite_retention import BATCH, prune_before
+from bot.store.sqlite_shown import SQLiteShown
 from bot.store.sqlite_tx import SQLiteTransaction
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteShown):
     """`bot.store.Store` on one SQLite file (`bot.store.sqlite_db` holds the connection)."""
 
     def __init__(self, database: SQLiteDatabase, clock: Callable[[], float] = time.time) -> None:
@@ -382,24 +375,6 @@ class SQLiteStore:
             "UPDATE digests SET channel_id = ?, ts = ?, shown_version = ? WHERE id = ?",
             (channel_id, ts, version, digest_id),
         )
-
-    async def set_digest_permalink(self, digest_id: int, permalink: str) -> None:
-        await self._write("UPDATE digests SET permalink = ? WHERE id = ?", (permalink, digest_id))
-
-    async def set_digest_shown(self, digest_id: int, version: int) -> None:
-        await self._write(
-            "UPDATE digests SET shown_version = MAX(shown_version, ?) WHERE id = ?",
-            (version, digest_id),
-        )
-
-    async def set_digest_editor(self, digest_id: int, editor: str) -> None:
-        await self._write("UPDATE digests SET editor = ? WHERE id = ?", (editor, digest_id))
-
-    async def heads_ups(self, channel: str, since: float) -> list[HeadsUpRecord]:
-        return [heads_up_from(r) for r in await self._fetch(RECENT_HEADS_UPS, (channel, since))]
-
-    async def save_heads_up(self, record: HeadsUpRecord) -> None:
-        await self._write(SAVE_HEADS_UP, heads_up_values(record))
 
     async def add_digest_page(self, digest_id: int, ts: str) -> None:
         async with self._database.transaction() as db:

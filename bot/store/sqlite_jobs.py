@@ -7,7 +7,7 @@ from __future__ import annotations
 import aiosqlite
 
 from bot.domain.jobs import JobEvent
-from bot.store.interface import JobActivity, JobRow, QueuedJob
+from bot.store.records import JobActivity, JobRow, QueuedJob
 from bot.store.shared_sql import (
     ARRIVALS,
     COMPLETIONS,

@@ -10,8 +10,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bot.delivery.heads_up import HEADS_UP_EVENT
 from bot.forecast.warnings import CLEAR_CHECKS
-from bot.forecast.watcher import HEADS_UP_EVENT
 from bot.sandbox.slack import PostedMessage
 from bot.simulator.deliveries import SimulatedJob, delivery, workflow_job_body
 from tests.support.github import HOOK_SECRET

@@ -659,15 +659,36 @@ async def test_two_replicas_opening_a_groups_first_incident_make_one(postgres_ur
     assert one[1] == two[1]
 
 
-async def test_heads_ups_are_kept_while_out_and_for_a_while_after(store: Store) -> None:
-    out = HeadsUpRecord("#ci", "linux.2xlarge", 100.0, "warning", "C1", "1.5", 100.0)
-    older = HeadsUpRecord("#ci", "linux.4xlarge", 50.0, "normal", "C1", "1.2", 60.0, ended_at=60.0)
-    ended = HeadsUpRecord("#ci", "linux.arm64", 90.0, "fired", "C1", "1.4", 95.0, ended_at=95.0)
-    for record in (out, older, ended, replace(out, channel="#other")):
-        await store.save_heads_up(record)
-    assert await store.heads_ups("#ci", 90.0) == [ended, out]
-    # The same heads-up saved again is edited, not added.
-    normal = replace(out, phase="normal", shown_at=130.0, ended_at=130.0)
-    await store.save_heads_up(normal)
-    assert await store.heads_ups("#ci", 120.0) == [normal]
-    assert await store.heads_ups("#ci", 0.0) == [older, ended, normal]
+async def test_heads_ups_are_saved_as_versions_and_shown_by_the_writer(store: Store) -> None:
+    def record(runner_type: str, started: float, phase: str = "warning") -> HeadsUpRecord:
+        return HeadsUpRecord("#ci", runner_type, started, phase, f"{phase} view", started)
+
+    out, older = record("linux.2xlarge", 100.0), record("linux.4xlarge", 50.0, "normal")
+    older = replace(older, ended_at=60.0, updated_at=60.0)
+    for saved in (out, older, replace(out, channel="#other")):
+        await store.save_heads_up(saved)
+    unshown = [r for r in await store.unshown_heads_ups() if r.channel == "#ci"]
+    assert [(r.runner_type, r.version, r.shown_version) for r in unshown] == [
+        ("linux.4xlarge", 1, 0),
+        ("linux.2xlarge", 1, 0),
+    ]
+    # The writer shows one; the early warning saves its next version, which is unshown again.
+    await store.set_heads_up_shown(unshown[1], "C1", "1.5")
+    assert [r.runner_type for r in await store.unshown_heads_ups() if r.channel == "#ci"] == [
+        "linux.4xlarge"
+    ]
+    fired = replace(out, phase="fired", view_json="fired view", updated_at=130.0, ended_at=130.0)
+    await store.save_heads_up(fired)
+    (again,) = [
+        r
+        for r in await store.unshown_heads_ups()
+        if r.runner_type == "linux.2xlarge" and r.channel == "#ci"
+    ]
+    assert (again.version, again.shown_version, again.channel_id, again.ts) == (2, 1, "C1", "1.5")
+    assert (again.phase, again.view_json, again.ended_at) == ("fired", "fired view", 130.0)
+    # Out, or changed since: what a new leader resumes from.
+    assert [r.runner_type for r in await store.heads_ups("#ci", 100.0)] == ["linux.2xlarge"]
+    assert [r.runner_type for r in await store.heads_ups("#ci", 0.0)] == [
+        "linux.4xlarge",
+        "linux.2xlarge",
+    ]

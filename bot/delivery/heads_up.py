@@ -1,0 +1,102 @@
+"""Showing heads-ups before the alert in Slack: each heads-up the early warning saved (a new
+version of how it should read) is posted once, then edited in place; one that ends because the
+alert's threshold was crossed also gets a reply in the alert's thread pointing back to it.
+
+Of several replicas, only the one holding the writer's leader lease writes, so a heads-up is
+posted once; a version whose write failed stays unshown and is tried again at the next pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from datetime import UTC, datetime
+
+from bot.delivery.pacing import Pacer
+from bot.domain.heads_up import HeadsUpView, Phase
+from bot.render.mrkdwn import date_token, inert, safe_url
+from bot.render.renderer import Renderer
+from bot.slack.errors import SlackError
+from bot.slack.gateway import SlackGateway
+from bot.store import HeadsUpRecord, Store
+
+log = logging.getLogger(__name__)
+
+#: Heads-up messages carry this event type, with the runner type and when the heads-up began.
+HEADS_UP_EVENT = "queuebot_heads_up"
+WRITER_ROLE = "heads-up-writer"
+#: Unshown heads-ups are looked for at least this often (and at once when one is saved).
+WRITER_POLL_SECONDS = 5.0
+
+
+class HeadsUpWriter:
+    def __init__(self, store: Store, slack: SlackGateway, renderer: Renderer, pacer: Pacer) -> None:
+        self._store = store
+        self._slack = slack
+        self._renderer = renderer
+        self._pacer = pacer
+        self._owner = uuid.uuid4().hex
+        self._wakeup = asyncio.Event()
+
+    def wake(self) -> None:
+        self._wakeup.set()
+
+    async def run(self) -> None:
+        """Show what is unshown until cancelled; a failed pass is tried again, never fatal."""
+        while True:
+            self._wakeup.clear()
+            try:
+                until = time.time() + 3 * WRITER_POLL_SECONDS
+                if await self._store.lead(WRITER_ROLE, self._owner, until):
+                    await self.show_unshown()
+            except Exception:
+                log.exception("showing heads-ups failed; trying again")
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(WRITER_POLL_SECONDS):
+                    await self._wakeup.wait()
+
+    async def show_unshown(self) -> None:
+        for record in await self._store.unshown_heads_ups():
+            try:
+                await self._show(record)
+            except SlackError as exc:
+                log.warning(
+                    "heads-up not shown (%s, %s): %s", record.channel, record.runner_type, exc
+                )
+
+    async def _show(self, record: HeadsUpRecord) -> None:
+        view = HeadsUpView.from_json(record.view_json)
+        message = self._renderer.heads_up(view)
+        if record.channel_id is None or record.ts is None:
+            await self._pacer.wait(record.channel)
+            carrying = {"runner_type": view.runner_type, "started_at": view.started_at}
+            posted = await self._slack.post_message(
+                record.channel,
+                message,
+                metadata={"event_type": HEADS_UP_EVENT, "event_payload": carrying},
+            )
+            channel_id, ts = posted.channel_id, posted.ts
+            log.info("heads-up posted (%s, %s)", record.channel, record.runner_type)
+        else:
+            channel_id, ts = record.channel_id, record.ts
+            await self._slack.update_message(channel_id, ts, message)
+        await self._store.set_heads_up_shown(record, channel_id, ts)
+        if view.phase is Phase.FIRED and view.alert_channel_id and view.alert_ts:
+            await self._point_back(view, channel_id, ts)
+
+    async def _point_back(self, view: HeadsUpView, channel_id: str, ts: str) -> None:
+        """A reply in the alert's thread linking the heads-up that came before it."""
+        assert view.alert_channel_id is not None and view.alert_ts is not None
+        link = safe_url(await self._slack.permalink(channel_id, ts))
+        began = date_token(datetime.fromtimestamp(view.started_at, UTC))
+        named = inert(view.runner_type, 80)
+        text = f":hourglass_flowing_sand: queuebot warned of *{named}* from {began}" + (
+            f": <{link}|the heads-up>." if link else "."
+        )
+        await self._pacer.wait(view.alert_channel_id)
+        await self._slack.post_message(
+            view.alert_channel_id, self._renderer.notice(text), thread_ts=view.alert_ts
+        )

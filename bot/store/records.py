@@ -1,0 +1,62 @@
+"""Records the store hands out besides incidents: GitHub's jobs as the queries read them, and
+heads-ups before the alert."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    """A job waiting for a runner at some moment."""
+
+    runner_type: str
+    repository: str
+    workflow: str
+    job: str
+    created_at: float  # Unix seconds
+    html_url: str | None = None
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One job's part in a window's activity: its seconds are the wait of a start, the run of a
+    completion, 0 for an arrival."""
+
+    runner_type: str
+    repository: str
+    workflow: str
+    seconds: float
+    #: A completion that failed (the job's conclusion is `failure`).
+    failed: bool = False
+    #: The job's name within its workflow.
+    job: str = ""
+
+
+@dataclass(frozen=True)
+class JobActivity:
+    """Jobs created, taken by a runner, and completed within [since, until)."""
+
+    since: float
+    until: float
+    arrivals: list[JobRow]
+    starts: list[JobRow]
+    completions: list[JobRow]
+
+
+@dataclass(frozen=True)
+class HeadsUpRecord:
+    """A heads-up before the alert: how it should read (`view_json`, a `HeadsUpView`, changed
+    with each `version`), and its message once shown."""
+
+    channel: str
+    runner_type: str
+    started_at: float
+    phase: str
+    view_json: str
+    updated_at: float
+    ended_at: float | None = None
+    version: int = 1
+    shown_version: int = 0
+    channel_id: str | None = None
+    ts: str | None = None
