@@ -144,12 +144,21 @@ class TestServeCommand:
 
 
 def test_the_readmes_yaml_example_is_valid(tmp_path: Path) -> None:
-    """The YAML file shown in the README loads: routes, diagnostics and silence settings."""
+    """Every YAML file shown in the README loads; the full one with its routes, diagnostics,
+    silence and early warning settings."""
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
-    path = tmp_path / "queuebot.yml"
-    path.write_text(example)
-    settings = load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)})
+    examples = [part.split("```", 1)[0] for part in readme.split("```yaml\n")[1:]]
+    loaded = []
+    for n, example in enumerate(examples):
+        path = tmp_path / f"queuebot-{n}.yml"
+        path.write_text(example)
+        loaded.append(load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)}))
+    (settings,) = [s for s, text in zip(loaded, examples, strict=True) if "routes:" in text]
+    (warned,) = [s for s, text in zip(loaded, examples, strict=True) if "runner_types" in text]
+    (warning,) = warned.file.early_warning
+    assert warning.threshold(300.0).wait_seconds == 3600.0 and warning.watches("linux.g5.4xlarge")
+    assert not warning.watches("windows.4xlarge")
+    assert settings.file.early_warning[0].channel == "#ci-infra-alerts"
     assert settings.file.queries.window == "15m"
     assert "my_exporter_queue_depth" in settings.file.queries.queued
     assert settings.file.silence.allowed_groups == ["S0456EFGH"]
