@@ -1,7 +1,8 @@
 """Watching the queues for the early warning: every check, each runner type's queue read from
 the job events and stepped through each channel's heads-up board. A heads-up that starts, or
 changes, is saved in the store as it should read (at most every EDIT_SECONDS while it reads the
-same way); `bot.delivery.heads_up` shows it in Slack.
+same way); `bot.delivery.heads_up` shows it in Slack. A heads-up that ended with the threshold
+crossed is linked to the alert's message once that is posted.
 
 Of several replicas on one store, only the one holding the watcher's leader lease checks; the
 heads-ups out are in the store, so a new leader carries them on rather than starting again.
@@ -14,10 +15,11 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.domain.clock import Clock, utcnow
-from bot.domain.heads_up import Phase
+from bot.domain.heads_up import HeadsUpView, Phase
 from bot.domain.incidents import Incident
 from bot.forecast.news import view_of
 from bot.forecast.reading import queue_states
@@ -75,6 +77,7 @@ class EarlyWarningWatcher:
             watched = {name: state for name, state in states.items() if config.watches(name)}
             for heads_up in board.step(watched):
                 await self._save(config, board, heads_up)
+            await self._link_late_alerts(config.channel, at)
 
     async def _board(self, config: EarlyWarning, at: float) -> WarningBoard:
         board = self._boards.get(config.channel)
@@ -108,7 +111,11 @@ class EarlyWarningWatcher:
             heads_up,
             board.threshold,
             runbook_url=str(config.runbook_url) if config.runbook_url else None,
-            alert=await self._alert(config.channel, heads_up),
+            alert=(
+                await self._alert(config.channel, heads_up.started_at)
+                if heads_up.phase is Phase.FIRED
+                else None
+            ),
         )
         await self._store.save_heads_up(
             HeadsUpRecord(
@@ -123,15 +130,34 @@ class EarlyWarningWatcher:
         )
         self._on_saved()
 
-    async def _alert(self, channel: str, heads_up: HeadsUp) -> Incident | None:
-        """The alert's incident in the channel, once it fired after the heads-up began."""
-        if heads_up.phase is not Phase.FIRED:
-            return None
+    async def _alert(self, channel: str, started_at: float) -> Incident | None:
+        """The alert's incident in the channel, posted, opened after the heads-up began."""
         firing, _ = await self._store.firing_incidents(20)
-        since = heads_up.started_at - ALERT_SLACK_SECONDS
+        since = started_at - ALERT_SLACK_SECONDS
         mine = [
             i
             for i in firing
             if i.channel == channel and i.parent_ts and i.started_at.timestamp() >= since
         ]
         return max(mine, key=lambda i: i.started_at, default=None)
+
+    async def _link_late_alerts(self, channel: str, at: float) -> None:
+        """Grafana's rule may fire minutes after the crossing (its pending period): a crossed
+        heads-up without the alert's message gets it once the message is posted."""
+        for record in await self._store.heads_ups(channel, at - ALERT_SLACK_SECONDS):
+            if record.phase != Phase.FIRED.value:
+                continue
+            view = HeadsUpView.from_json(record.view_json)
+            if view.alert_ts is not None:
+                continue
+            alert = await self._alert(channel, record.started_at)
+            if alert is None:
+                continue
+            linked = replace(
+                view,
+                alert_link=alert.permalink,
+                alert_channel_id=alert.channel_id,
+                alert_ts=alert.parent_ts,
+            )
+            await self._store.save_heads_up(replace(record, view_json=linked.to_json()))
+            self._on_saved()

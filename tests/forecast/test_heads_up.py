@@ -145,3 +145,32 @@ async def test_runner_type_names_are_escaped_in_a_heads_up(tmp_path: Path) -> No
             if block.get("type") in ("section", "context"):
                 shown = json.dumps(block)
                 assert "<!channel>" not in shown and "<https://evil" not in shown
+
+
+async def test_an_alert_posted_after_the_crossing_is_linked_when_it_comes(tmp_path: Path) -> None:
+    """Grafana's rule fires minutes after the threshold is crossed (its pending period): the
+    heads-up first says it was crossed, then links the alert's message once it is posted."""
+    now = [START]
+    async with running_stack(tmp_path, clock=lambda: now[0], **_env(tmp_path)) as stack:
+        for job in [_job(n, START - timedelta(minutes=40 - 5 * n)) for n in range(8)]:
+            await _send(stack, job, "queued")
+        (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
+        now[0] = START + timedelta(minutes=21)
+        await stack.sandbox.wait_for(
+            lambda: "crossed the alert's threshold" in _text(stack, posted), timeout=10
+        )
+        assert "The alert's message" not in _text(stack, posted)
+        now[0] = START + timedelta(minutes=24)
+        alert = refired(reference(), START + timedelta(minutes=22))
+        assert (await stack.webhook(alert)).status == 202
+        (parent,) = await stack.sandbox.wait_for(lambda: top_level(stack.sandbox)[0], timeout=10)
+        await stack.sandbox.wait_for(
+            lambda: "The alert's message" in _text(stack, posted), timeout=10
+        )
+        warned = await stack.sandbox.wait_for(
+            lambda: [r for r in stack.sandbox.replies(None, parent.ts) if "warned" in r.text],
+            timeout=10,
+        )
+        await asyncio.sleep(10 * 0.1)
+        assert len([r for r in stack.sandbox.replies(None, parent.ts) if "warned" in r.text]) == 1
+        assert TYPE in warned[0].text and len(_heads_ups(stack)) == 1
