@@ -85,7 +85,8 @@ class Tally:
     onsets: int = 0
     warned: int = 0
     leads: list[float] = field(default_factory=list)
-    by_scenario: Counter[str] = field(default_factory=Counter)
+    #: Heads-ups that ended back to normal, by the scenario of their run.
+    reversed_by_scenario: Counter[str] = field(default_factory=Counter)
 
 
 def _range(text: str) -> list[int]:
@@ -122,13 +123,13 @@ class Replay:
                 self.raised_at[name] = t
                 if t >= start:
                     tally.raised += 1
-                    tally.by_scenario[scenario] += 1
             elif heads_up.phase is not Phase.WARNING and name in self.raised_at:
                 counted = self.raised_at.pop(name) >= start
                 if counted and heads_up.phase is Phase.FIRED:
                     tally.fired += 1
                 elif counted:
                     tally.reversed += 1
+                    tally.reversed_by_scenario[scenario] += 1
 
     def finish(self, start: float) -> None:
         self.tally.open_at_end += sum(1 for at in self.raised_at.values() if at >= start)
@@ -218,6 +219,9 @@ def report(threshold: Threshold, tally: Tally) -> None:
         f" {tally.reversed}, still out at the end {tally.open_at_end})"
     )
     print(f"precision: {precision:.2f} (target ≥ 0.8)")
+    if tally.reversed_by_scenario:
+        shares = ", ".join(f"{k} {n}" for k, n in tally.reversed_by_scenario.most_common())
+        print(f"back to normal without firing, by scenario: {shares}")
     print(f"alert onsets: {tally.onsets}, warned of {tally.warned}")
     print(f"recall: {recall:.2f} (target ≥ 0.8)")
     if tally.leads:
