@@ -39,6 +39,7 @@ WITH_BASELINE = (
     Signal.DURATION_MEAN,
     Signal.DURATION_MEAN_BY_WORKFLOW,
     Signal.FAILED_SHARE,
+    Signal.JOBS_JUDGED,
     Signal.RUNNING,
     Signal.BUSY,
 )

@@ -51,6 +51,8 @@ SCALE_SET_LABEL = "actions_github_com_scale_set_name"
 _SUFFIX = "-[bcdfghjklmnpqrstvwxz2456789]{5}"
 #: The last bucket of ARC's histograms: a percentile there means "this long or more".
 HISTOGRAM_TOP_SECONDS = 3600
+#: Jobs failing are judged over this window, whatever the rate window.
+OUTCOME_WINDOW = "1h"
 
 
 def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
@@ -75,8 +77,8 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
     def by_workflow(expr: str) -> str:
         return f"sum by (name, workflow) ({with_workflow(expr)})"
 
-    def rate(metric: str, by: str = "name") -> str:
-        expr = f"rate({metric}[{{window}}])"
+    def rate(metric: str, by: str = "name", window: str = "{window}") -> str:
+        expr = f"rate({metric}[{window}])"
         return by_type(expr) if by == "name" else by_workflow(expr)
 
     def mean(histogram: str, by: str = "name") -> str:
@@ -94,6 +96,10 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
     started, completed = "gha_started_jobs_total", "gha_completed_jobs_total"
     startup, execution = "gha_job_startup_duration_seconds", "gha_job_execution_duration_seconds"
     failed = 'gha_completed_jobs_total{job_result="failed"}'
+    hourly, hourly_failed = (
+        rate(completed, window=OUTCOME_WINDOW),
+        rate(failed, window=OUTCOME_WINDOW),
+    )
 
     def runner_pods(expr: str) -> str:
         named = (
@@ -114,8 +120,10 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
         Signal.STARTED_PER_MINUTE: f"60 * {rate(started)}",
         Signal.STARTED_BY_WORKFLOW: f"60 * {rate(started, 'workflow')}",
         Signal.COMPLETED_PER_MINUTE: f"60 * {rate(completed)}",
-        # No failure in the window is a share of 0, not an unknown one.
-        Signal.FAILED_SHARE: f"({rate(failed)} or 0 * {rate(completed)}) / {rate(completed)}",
+        # Over the last hour (failures are rare: a short window holds too few to tell a rise
+        # from chance); no failure is a share of 0, not an unknown one.
+        Signal.FAILED_SHARE: f"({hourly_failed} or 0 * {hourly}) / {hourly}",
+        Signal.JOBS_JUDGED: by_type(f"increase({completed}[{OUTCOME_WINDOW}])"),
         Signal.QUEUE_TIME_MEAN: mean(startup),
         Signal.QUEUE_TIME_P50: quantile(0.5, startup),
         Signal.QUEUE_TIME_P90: quantile(0.9, startup),
@@ -171,6 +179,7 @@ class QueryPack(BaseModel):
     oom_kills: str = ""
     completed_per_minute: str = ""
     failed_share: str = ""
+    jobs_judged: str = ""
     queue_time_mean: str = ""
     queue_time_p50: str = ""
     queue_time_p90: str = ""
