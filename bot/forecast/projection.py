@@ -41,8 +41,6 @@ class QueueState:
     created: tuple[float, ...]
     arrivals_per_minute: float
     starts_per_minute: float
-    #: Starts a minute over the last few minutes only: runners added lately show here first.
-    latest_starts_per_minute: float = 0.0
     #: The longest wait RISE_SECONDS before `at` (None where not read): a queue heading for the
     #: threshold has a longest wait that rises, where a steady one holds its level.
     longest_wait_before: float | None = None

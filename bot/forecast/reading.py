@@ -13,8 +13,6 @@ from bot.store import Store
 
 #: Arrivals and starts are counted over this many seconds before the moment.
 RECENT_SECONDS = 900.0
-#: And starts over these last seconds too: the rate runners added lately reach.
-LATEST_SECONDS = 300.0
 
 
 async def queue_states(store: Store, config: JobsConfig, at: float) -> dict[str, QueueState]:
@@ -27,7 +25,6 @@ async def queue_states(store: Store, config: JobsConfig, at: float) -> dict[str,
             oldest = oldest_before.get(job.runner_type, earlier)
             oldest_before[job.runner_type] = min(oldest, job.created_at)
     activity = counted(await store.job_activity(at - RECENT_SECONDS, at), config)
-    lately = counted(await store.job_activity(at - LATEST_SECONDS, at), config)
     created: dict[str, list[float]] = defaultdict(list)
     for job in waiting:
         if config.counts(job.runner_type, job.repository):
@@ -35,20 +32,16 @@ async def queue_states(store: Store, config: JobsConfig, at: float) -> dict[str,
     minutes = RECENT_SECONDS / 60.0
     arrivals: dict[str, float] = defaultdict(float)
     starts: dict[str, float] = defaultdict(float)
-    latest: dict[str, float] = defaultdict(float)
     for row in activity.arrivals:
         arrivals[row.runner_type] += 1.0 / minutes
     for row in activity.starts:
         starts[row.runner_type] += 1.0 / minutes
-    for row in lately.starts:
-        latest[row.runner_type] += 60.0 / LATEST_SECONDS
     return {
         name: QueueState(
             at=at,
             created=tuple(sorted(created.get(name, ()))),
             arrivals_per_minute=arrivals.get(name, 0.0),
             starts_per_minute=starts.get(name, 0.0),
-            latest_starts_per_minute=latest.get(name, 0.0),
             longest_wait_before=earlier - oldest_before.get(name, earlier),
         )
         for name in set(created) | set(arrivals) | set(starts)

@@ -73,6 +73,15 @@ def _text(stack: Stack, message: PostedMessage) -> str:
     return json.dumps(current.blocks) + current.text
 
 
+async def _queue_growing(stack: Stack, runner_type: str = TYPE) -> list[SimulatedJob]:
+    """Eight jobs queued 40 minutes down to 5, none taken: the oldest reaches 60 minutes in
+    about 20."""
+    jobs = [_job(n, START - timedelta(minutes=40 - 5 * n), runner_type) for n in range(8)]
+    for job in jobs:
+        await _send(stack, job, "queued")
+    return jobs
+
+
 def _env(tmp_path: Path) -> dict[str, str]:
     return {
         "GITHUB_WEBHOOK_SECRET": HOOK_SECRET,
@@ -84,10 +93,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 async def test_a_growing_queue_gets_one_heads_up_then_points_to_the_alert(tmp_path: Path) -> None:
     now = [START]
     async with running_stack(tmp_path, clock=lambda: now[0], **_env(tmp_path)) as stack:
-        # Nothing taken for 40 minutes: the oldest job reaches 60 minutes in about 20.
-        jobs = [_job(n, START - timedelta(minutes=40 - 5 * n)) for n in range(8)]
-        for job in jobs:
-            await _send(stack, job, "queued")
+        await _queue_growing(stack)
         (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
         text = _text(stack, posted)
         assert f"Heads-up: {TYPE}" in text and "longest wait *40 min*" in text
@@ -115,9 +121,7 @@ async def test_a_growing_queue_gets_one_heads_up_then_points_to_the_alert(tmp_pa
 async def test_a_queue_that_drains_is_back_to_normal_without_flapping(tmp_path: Path) -> None:
     now = [START]
     async with running_stack(tmp_path, clock=lambda: now[0], **_env(tmp_path)) as stack:
-        jobs = [_job(n, START - timedelta(minutes=40 - 5 * n)) for n in range(8)]
-        for job in jobs:
-            await _send(stack, job, "queued")
+        jobs = await _queue_growing(stack)
         (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
         # Runners come: every job is taken.
         now[0] = START + timedelta(minutes=2)
@@ -129,16 +133,13 @@ async def test_a_queue_that_drains_is_back_to_normal_without_flapping(tmp_path: 
         )
         assert "stopped heading for the threshold" in _text(stack, posted)
         assert len(_heads_ups(stack)) == 1
-        # A hostile runner type label cannot ping the channel from a heads-up.
-        assert "<!channel>" not in json.dumps([m.blocks for m in stack.sandbox.messages()])
 
 
 async def test_runner_type_names_are_escaped_in_a_heads_up(tmp_path: Path) -> None:
     now = [START]
     hostile = "linux.<!channel>.<https://evil.example|x>"
     async with running_stack(tmp_path, clock=lambda: now[0], **_env(tmp_path)) as stack:
-        for n in range(8):
-            await _send(stack, _job(n, START - timedelta(minutes=40 - 5 * n), hostile), "queued")
+        await _queue_growing(stack, hostile)
         (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
         assert "<!channel>" not in posted.text
         for block in posted.blocks:
@@ -152,8 +153,7 @@ async def test_an_alert_posted_after_the_crossing_is_linked_when_it_comes(tmp_pa
     heads-up first says it was crossed, then links the alert's message once it is posted."""
     now = [START]
     async with running_stack(tmp_path, clock=lambda: now[0], **_env(tmp_path)) as stack:
-        for job in [_job(n, START - timedelta(minutes=40 - 5 * n)) for n in range(8)]:
-            await _send(stack, job, "queued")
+        await _queue_growing(stack)
         (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
         now[0] = START + timedelta(minutes=21)
         await stack.sandbox.wait_for(
