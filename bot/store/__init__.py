@@ -22,7 +22,14 @@ from bot.store.interface import (
     UnfinishedDiagnosis,
 )
 from bot.store.postgres import PostgresStore
-from bot.store.records import HeadsUpRecord, JobActivity, JobRow, QueuedJob
+from bot.store.records import (
+    HeadsUpRecord,
+    JobActivity,
+    JobRow,
+    JobSpan,
+    QueuedJob,
+    ReportRecord,
+)
 from bot.store.sqlite import SQLiteStore
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -46,12 +53,14 @@ __all__ = [
     "HeadsUpRecord",
     "JobActivity",
     "JobRow",
+    "JobSpan",
     "NewIncident",
     "OutboxItem",
     "OutboxKind",
     "OutboxState",
     "Pruned",
     "QueuedJob",
+    "ReportRecord",
     "Store",
     "StoreError",
     "Transaction",

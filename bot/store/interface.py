@@ -18,6 +18,7 @@ from bot.domain.alerts import AlertGroup
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.domain.jobs import JobEvent
 from bot.store.records import HeadsUpRecord, JobActivity, QueuedJob
+from bot.store.reports_interface import ReportStore
 
 
 class OutboxKind(StrEnum):
@@ -188,7 +189,7 @@ class Transaction(Protocol):
         ...
 
 
-class Store(Protocol):
+class Store(ReportStore, Protocol):
     def transaction(self) -> AbstractAsyncContextManager[Transaction]: ...
 
     async def probe(self) -> None:

@@ -36,6 +36,7 @@ from bot.store.interface import (
     UnfinishedDiagnosis,
 )
 from bot.store.postgres_pace import take_channel_pace, take_leader_lease
+from bot.store.postgres_reports import PostgresReports
 from bot.store.postgres_shown import PostgresShown
 from bot.store.postgres_tx import (
     PostgresDatabase,
@@ -54,7 +55,7 @@ from bot.store.rows import (
 )
 
 
-class PostgresStore(PostgresShown):
+class PostgresStore(PostgresShown, PostgresReports):
     """`bot.store.Store` on a PostgreSQL database (`PostgresDatabase` holds the pool)."""
 
     def __init__(self, database: PostgresDatabase, clock: Callable[[], float] = time.time) -> None:

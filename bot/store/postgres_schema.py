@@ -216,6 +216,20 @@ POSTGRES_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX heads_ups_recent ON heads_ups (channel, updated_at);
     CREATE INDEX heads_ups_unshown ON heads_ups (updated_at) WHERE shown_version < version;
     """,
+    """
+    CREATE TABLE reports (
+        slot TEXT PRIMARY KEY,
+        channel TEXT NOT NULL,
+        due_at DOUBLE PRECISION NOT NULL,
+        view_json TEXT NOT NULL,
+        chart BYTEA,
+        created_at DOUBLE PRECISION NOT NULL,
+        sent_at DOUBLE PRECISION,
+        channel_id TEXT,
+        ts TEXT
+    );
+    CREATE INDEX reports_unposted ON reports (due_at) WHERE ts IS NULL;
+    """,
 )
 
 

@@ -1,5 +1,5 @@
-"""Records the store hands out besides incidents: GitHub's jobs as the queries read them, and
-heads-ups before the alert."""
+"""Records the store hands out besides incidents: GitHub's jobs as the queries read them,
+heads-ups before the alert and scheduled capacity reports."""
 
 from __future__ import annotations
 
@@ -58,5 +58,39 @@ class HeadsUpRecord:
     ended_at: float | None = None
     version: int = 1
     shown_version: int = 0
+    channel_id: str | None = None
+    ts: str | None = None
+
+
+@dataclass(frozen=True)
+class JobSpan:
+    """One job's whole life as far as it is known: when it was queued, taken by a runner and
+    completed (Unix seconds; None where it has not happened, or was not reported)."""
+
+    runner_type: str
+    repository: str
+    workflow: str
+    created_at: float
+    started_at: float | None
+    completed_at: float | None
+    #: When it left the queue: taken by a runner, or cancelled before one took it.
+    left_queue_at: float | None
+    conclusion: str | None = None
+
+
+@dataclass(frozen=True)
+class ReportRecord:
+    """A scheduled capacity report: one per `slot` (its channel and the time it was due), saved
+    by whichever replica composed it first; its message once posted."""
+
+    slot: str
+    channel: str
+    due_at: float
+    #: The report as it should read (a `CapacityReport`), and its chart (PNG), if any.
+    view_json: str
+    chart: bytes | None
+    created_at: float
+    #: When a post of it last went to Slack; set without `ts`, its outcome is unknown.
+    sent_at: float | None = None
     channel_id: str | None = None
     ts: str | None = None

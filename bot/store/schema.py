@@ -183,4 +183,18 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX heads_ups_recent ON heads_ups (channel, updated_at);
     CREATE INDEX heads_ups_unshown ON heads_ups (updated_at) WHERE shown_version < version
     """,
+    """
+    CREATE TABLE reports (
+        slot TEXT PRIMARY KEY,
+        channel TEXT NOT NULL,
+        due_at REAL NOT NULL,
+        view_json TEXT NOT NULL,
+        chart BLOB,
+        created_at REAL NOT NULL,
+        sent_at REAL,
+        channel_id TEXT,
+        ts TEXT
+    );
+    CREATE INDEX reports_unposted ON reports (due_at) WHERE ts IS NULL
+    """,
 )

@@ -38,12 +38,13 @@ from bot.store.rows import (
 )
 from bot.store.sqlite_db import SQLiteDatabase, translated
 from bot.store.sqlite_jobs import activity, prune_jobs, queued_at, record_job, running_at
+from bot.store.sqlite_reports import SQLiteReports
 from bot.store.sqlite_retention import BATCH, prune_before
 from bot.store.sqlite_shown import SQLiteShown
 from bot.store.sqlite_tx import SQLiteTransaction
 
 
-class SQLiteStore(SQLiteShown):
+class SQLiteStore(SQLiteShown, SQLiteReports):
     """`bot.store.Store` on one SQLite file (`bot.store.sqlite_db` holds the connection)."""
 
     def __init__(self, database: SQLiteDatabase, clock: Callable[[], float] = time.time) -> None:
