@@ -25,9 +25,12 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import listeners
+from bot.capacity.report import CapacityReporter
+from bot.capacity.schedule import WeeklyReports
 from bot.config import ConfigError, Settings, check_url_credentials, check_webhook_auth
 from bot.delivery.heads_up import HeadsUpWriter
 from bot.delivery.pacing import Pacer
+from bot.delivery.report import ReportWriter
 from bot.delivery.worker import Deliverer
 from bot.diagnostics.fleet import FleetSources
 from bot.diagnostics.service import DIAGNOSIS_CLAIM_SECONDS, Diagnoser
@@ -38,6 +41,7 @@ from bot.domain.clock import Clock, utcnow
 from bot.forecast.watcher import EarlyWarningWatcher
 from bot.incidents.service import IncidentService
 from bot.listeners.actions import ActionHandlers
+from bot.listeners.capacity import ReportAnswers
 from bot.listeners.silence import SilenceHandlers
 from bot.listeners.status import StatusHandlers
 from bot.render.renderer import Renderer
@@ -245,6 +249,9 @@ def create_app(
             clock=clock,
         )
         reader = StatusReader(store, sources, clock=clock)
+        reporter = CapacityReporter(sources, settings.file.capacity_report, clock=clock)
+        report_writer = ReportWriter(store, slack, renderer, Pacer(store=store))
+        weekly = WeeklyReports(store, reporter, on_saved=report_writer.wake, clock=clock)
         warnings = settings.file.early_warning if sources.store is not None else []
         if settings.file.early_warning and not warnings:
             log.warning(
@@ -258,7 +265,9 @@ def create_app(
             bolt,
             ActionHandlers(slack, renderer, diagnoser),
             SilenceHandlers(silencer, slack, renderer, clock),
-            StatusHandlers(reader, slack, renderer),
+            StatusHandlers(
+                reader, slack, renderer, reports=ReportAnswers(reporter, slack, renderer)
+            ),
         )
         slack_events = (
             SlackEvents(
@@ -296,6 +305,18 @@ def create_app(
                     "heads-up writer": asyncio.create_task(heads_ups.run(), name="heads-ups"),
                 }
                 if warnings
+                else {}
+            ),
+            **(
+                {
+                    "capacity report schedule": asyncio.create_task(
+                        weekly.run(), name="capacity-reports"
+                    ),
+                    "capacity report writer": asyncio.create_task(
+                        report_writer.run(), name="capacity-report-writer"
+                    ),
+                }
+                if settings.file.capacity_report.posts
                 else {}
             ),
             "diagnostics resumer": asyncio.create_task(

@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.capacity.settings import CapacitySettings
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.forecast.settings import EarlyWarning
@@ -57,6 +58,8 @@ class FileConfig(BaseModel):
     auto_diagnose: bool = True
     #: Heads-ups before the alert, per channel (needs GitHub's job events).
     early_warning: list[EarlyWarning] = Field(default_factory=list)
+    #: The capacity report: its target, window and weekly posts.
+    capacity_report: CapacitySettings = Field(default_factory=CapacitySettings)
 
 
 class Settings(BaseSettings):

@@ -84,6 +84,9 @@ class ChartData:
     marker_label: str = "alert"
     #: What the lower panel measures (the longest current wait, or the waits of jobs started).
     wait_heading: str = "Longest wait (minutes)"
+    #: What the upper panel counts (queued jobs, or runners busy), and its peaks' word.
+    queued_heading: str = "Queued jobs"
+    queued_peak: str = "queued"
 
 
 def render_chart(data: ChartData) -> bytes:
@@ -115,7 +118,7 @@ def render_chart(data: ChartData) -> bytes:
     )
     peaks: dict[str, list[str]] = {name: [] for name in shown}
     panels = (
-        ("Queued jobs", TOP_PANEL, data.queued, 1.0, lambda v: f"max {_count(v)} queued"),
+        (data.queued_heading, TOP_PANEL, data.queued, 1.0, lambda v: _peak(v, data.queued_peak)),
         (data.wait_heading, BOTTOM_PANEL, data.wait_minutes, 0.1, _wait),
     )
     for heading, rows, series, min_step, peak_text in panels:
@@ -325,6 +328,10 @@ def _legend(
         figure.text(
             _fx(_LEGEND_LEFT), _fy(row + 16), f"+{hidden} more not shown", fontsize=11, color=_MUTED
         )
+
+
+def _peak(value: float, word: str) -> str:
+    return f"max {_count(value)} {word}"
 
 
 def _count(value: float) -> str:

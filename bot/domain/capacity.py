@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: The title of the report's chart.
+CAPACITY_CHART_TITLE = "Capacity of the busiest runner types"
+#: Runner types drawn in the chart, busiest first.
+CHART_TYPES = 4
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -79,6 +84,10 @@ class CapacityReport(_Frozen):
     more_types: int = 0
     #: What the report could not know, and why (a source not configured, too few jobs).
     notes: tuple[str, ...] = ()
+
+    def chart_alt(self) -> str:
+        names = ", ".join(t.runner_type for t in self.types[:CHART_TYPES] if t.jobs)
+        return f"Runners busy and p95 queue time hour by hour for {names}"
 
     def to_json(self) -> str:
         return self.model_dump_json()

@@ -19,6 +19,7 @@ from slack_bolt.async_app import AsyncAck
 from bot.diagnostics.charting import ChartUnavailable
 from bot.domain.queue_status import QueueStatus
 from bot.listeners.answer import tell, tell_clicker
+from bot.listeners.capacity import ReportAnswers
 from bot.listeners.payloads import BlockActions
 from bot.listeners.rate_limit import PER_WINDOW, PerUserLimit
 from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
@@ -33,6 +34,10 @@ log = logging.getLogger(__name__)
 
 HELP_WORDS = {"help", "-h", "--help", "?", "usage"}
 POST_WORD = "post"
+REPORT_WORD = "report"
+#: The longest window `report N` may ask for (what the job events keep by default, and more).
+MAX_REPORT_DAYS = 30
+NO_REPORTS = f":information_source: `{QUEUE_STATUS_COMMAND} report` is not set up here."
 FAILED = (
     f":warning: `{QUEUE_STATUS_COMMAND}` failed because of an error on queuebot's side (logged)."
 )
@@ -44,6 +49,16 @@ class StatusRequest:
     query: str | None = None
     #: For everyone in the channel rather than only for the asker.
     public: bool = False
+    #: The capacity report of the last this many days (0: the configured window), not the
+    #: queue now.
+    report_days: int | None = None
+
+    @property
+    def words(self) -> str:
+        """The request again, without `post` (a Share in channel button's value)."""
+        if self.report_days is None:
+            return self.query or ""
+        return f"{REPORT_WORD} {self.report_days}" if self.report_days else REPORT_WORD
 
 
 @dataclass(frozen=True)
@@ -54,7 +69,8 @@ class NotUnderstood:
 
 
 def parse_request(text: str) -> StatusRequest | NotUnderstood:
-    """`""`, `post`, `<prefix>`, `post <prefix>`; `help` or anything else asks for the usage."""
+    """`""`, `post`, `<prefix>`, `post <prefix>`, `report [days]`, `post report [days]`; `help`
+    or anything else asks for the usage."""
     words = text.split()
     if not words:
         return StatusRequest()
@@ -64,6 +80,14 @@ def parse_request(text: str) -> StatusRequest | NotUnderstood:
     rest = words[1:] if public else words
     if not rest:
         return StatusRequest(public=public)
+    if rest[0].casefold() == REPORT_WORD:
+        days = rest[1] if len(rest) == 2 else "0"
+        if days.isdigit() and int(days) <= MAX_REPORT_DAYS and (len(rest) == 1 or int(days)):
+            return StatusRequest(public=public, report_days=int(days))
+        return NotUnderstood(
+            f"`{QUEUE_STATUS_COMMAND} {REPORT_WORD}` takes a number of days from 1 to"
+            f" {MAX_REPORT_DAYS} (default: the configured window)."
+        )
     if len(rest) == 1 and RUNNER_TYPE_PATTERN.fullmatch(rest[0]):
         return StatusRequest(query=rest[0], public=public)
     shown = clip(escape_mrkdwn(oneline(text)), 100).replace("`", "'")
@@ -84,11 +108,14 @@ class StatusHandlers:
         slack: SlackGateway,
         renderer: Renderer,
         limit: PerUserLimit | None = None,
+        *,
+        reports: ReportAnswers | None = None,
     ) -> None:
         self._reader = reader
         self._slack = slack
         self._renderer = renderer
         self._limit = limit or PerUserLimit()
+        self._reports = reports
 
     async def on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
         request = parse_request(str(command.get("text") or ""))
@@ -123,7 +150,7 @@ class StatusHandlers:
             await tell_clicker(self._slack, self._renderer, payload, too_often(wait))
             return
         shared = await self._answer(
-            StatusRequest(query=request.query, public=True),
+            StatusRequest(query=request.query, public=True, report_days=request.report_days),
             user=payload.user.id,
             channel=payload.channel.id if payload.channel else None,
             response_url=payload.response_url,
@@ -143,6 +170,10 @@ class StatusHandlers:
         response_url: str | None,
     ) -> bool:
         """Read, render and send; True when the answer reached Slack."""
+        if request.report_days is not None:
+            return await self._report(
+                request, user=user, channel=channel, response_url=response_url
+            )
         try:
             status = await self._reader.read(request.query)
             chart, note = await self._chart(status)
@@ -176,6 +207,25 @@ class StatusHandlers:
             log.warning("the queue status did not reach %s: %s", user, exc)
             return False
         return True
+
+    async def _report(
+        self,
+        request: StatusRequest,
+        *,
+        user: str,
+        channel: str | None,
+        response_url: str | None,
+    ) -> bool:
+        if self._reports is None:
+            await self._tell(NO_REPORTS, user, channel, response_url)
+            return False
+        return await self._reports.answer(
+            request.report_days or 0,
+            public=request.public,
+            user=user,
+            channel=channel,
+            response_url=response_url,
+        )
 
     async def _chart(self, status: QueueStatus) -> tuple[ChartFile | None, str | None]:
         """The detail's chart, uploaded privately for an image block; or why there is none."""

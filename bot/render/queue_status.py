@@ -21,7 +21,7 @@ from bot.slack.limits import slack_len
 from bot.slack.message import ChartFile, Message
 
 #: A Slack user id as it may appear in a mention.
-_SLACK_USER = re.compile(r"[UW][A-Z0-9]{2,20}")
+SLACK_USER = re.compile(r"[UW][A-Z0-9]{2,20}")
 #: Entries of each list (runner types waiting, incidents, silences) when all do not fit.
 FEW_LISTED = 5
 
@@ -49,7 +49,7 @@ def queue_status_message(
     # A query too long for a button's value gets no Share button rather than a cut query.
     if shareable and slack_len(query) <= limits.MAX_BUTTON_VALUE:
         share = {"action_id": ActionId.SHARE_STATUS.value, "value": query}
-    person = shared_by if shared_by and _SLACK_USER.fullmatch(shared_by) else None
+    person = shared_by if shared_by and SLACK_USER.fullmatch(shared_by) else None
     shown_note = inert(note or "", 300)
     context = {
         "title": title,

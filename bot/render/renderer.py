@@ -13,12 +13,14 @@ from typing import Any
 
 import jinja2
 
+from bot.domain.capacity import CapacityReport
 from bot.domain.diagnosis import Report
 from bot.domain.heads_up import HeadsUpView
 from bot.domain.incidents import Incident, ThreadEvent
 from bot.domain.queue_status import QueueStatus
 from bot.domain.silences import MatcherSet
 from bot.render import status_lines
+from bot.render.capacity import capacity_message
 from bot.render.diagnostics import diagnostics_message
 from bot.render.digest import digest_pages
 from bot.render.heads_up import heads_up_message
@@ -83,6 +85,19 @@ class Renderer:
     def heads_up(self, view: HeadsUpView) -> Message:
         """A heads-up before the queue alert, as the trend stands now."""
         return heads_up_message(self._templates, view)
+
+    def capacity_report(
+        self,
+        report: CapacityReport,
+        *,
+        chart: ChartFile | None = None,
+        share_value: str | None = None,
+        shared_by: str | None = None,
+    ) -> Message:
+        """The capacity report (see `bot.render.capacity`)."""
+        return capacity_message(
+            self._templates, report, chart=chart, share_value=share_value, shared_by=shared_by
+        )
 
     def notice(self, text: str) -> Message:
         """A one-paragraph message (text is ours, already mrkdwn)."""

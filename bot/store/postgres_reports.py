@@ -22,7 +22,7 @@ class PostgresReports:
         return [sql.job_span(row) for row in rows]
 
     async def save_report(self, record: ReportRecord) -> bool:
-        return await self._write(numbered(sql.SAVE_REPORT), *sql.saved_values(record)) > 0
+        return await self._write(numbered(sql.SAVE_REPORT), *sql.report_values(record)) > 0
 
     async def report(self, slot: str) -> ReportRecord | None:
         rows = await self._fetch(numbered(sql.REPORT), slot)

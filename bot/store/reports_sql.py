@@ -53,7 +53,7 @@ def report_from(row: Columns) -> ReportRecord:
     )
 
 
-def saved_values(record: ReportRecord) -> tuple[object, ...]:
+def report_values(record: ReportRecord) -> tuple[object, ...]:
     return (
         record.slot,
         record.channel,

@@ -1,0 +1,1 @@
+"""The capacity report: queue times, usage and recommended sizes per runner type."""
