@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import time
 from pathlib import Path
 
 import pytest
@@ -145,7 +146,7 @@ class TestServeCommand:
 
 def test_the_readmes_yaml_example_is_valid(tmp_path: Path) -> None:
     """Every YAML file shown in the README loads; the full one with its routes, diagnostics,
-    silence and early warning settings."""
+    silence, early warning and capacity report settings."""
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     examples = [part.split("```", 1)[0] for part in readme.split("```yaml\n")[1:]]
     loaded = []
@@ -154,11 +155,26 @@ def test_the_readmes_yaml_example_is_valid(tmp_path: Path) -> None:
         path.write_text(example)
         loaded.append(load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)}))
     (settings,) = [s for s, text in zip(loaded, examples, strict=True) if "routes:" in text]
-    (warned,) = [s for s, text in zip(loaded, examples, strict=True) if "runner_types" in text]
+    (warned,) = [
+        s
+        for s, text in zip(loaded, examples, strict=True)
+        if "runner_types" in text and "early_warning" in text
+    ]
+    (reported,) = [s for s, text in zip(loaded, examples, strict=True) if "Europe/London" in text]
+    (post,) = reported.file.capacity_report.posts
+    assert (post.channel, post.weekday, post.at, post.timezone) == (
+        "#ci-capacity",
+        "monday",
+        time(9, 0),
+        "Europe/London",
+    )
+    assert reported.file.capacity_report.reports("linux.2xlarge")
+    assert not reported.file.capacity_report.reports("windows.4xlarge")
     (warning,) = warned.file.early_warning
     assert warning.threshold(300.0).wait_seconds == 3600.0 and warning.watches("linux.g5.4xlarge")
     assert not warning.watches("windows.4xlarge")
     assert settings.file.early_warning[0].channel == "#ci-infra-alerts"
+    assert settings.file.capacity_report.posts[0].channel == "#ci-capacity"
     assert settings.file.queries.window == "15m"
     assert "my_exporter_queue_depth" in settings.file.queries.queued
     assert settings.file.silence.allowed_groups == ["S0456EFGH"]

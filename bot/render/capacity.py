@@ -164,7 +164,8 @@ def capacity_message(
             parts.append(f"{more} less busy runner types not shown.")
         if shared_by and SLACK_USER.fullmatch(shared_by):
             parts.append(f"Shared by <@{shared_by}>.")
-        return parts + [inert(note, 300) for note in report.notes]
+        notes = (inert(note, 300) for note in report.notes)
+        return parts + [note for note in notes if note.strip()]
 
     forms = (
         {

@@ -25,6 +25,8 @@ USAGE = (
     f"• `{QUEUE_STATUS_COMMAND} linux.g5`: the runner types starting with `linux.g5` in detail,"
     " with a chart of the last 6 hours\n"
     f"• `{QUEUE_STATUS_COMMAND} post` (or `post linux.g5`): the same, for everyone in the channel\n"
+    f"• `{QUEUE_STATUS_COMMAND} report` (or `report 14`): capacity per runner type over the last"
+    " days, with the sizes that would have kept the p95 queue time under the target\n"
     f"• `{QUEUE_STATUS_COMMAND} help`: this text"
 )
 

@@ -56,6 +56,8 @@ class _Fleet:
         self.p = profile
         self.problem = problem
         self.rng = rng
+        # Arrivals, and each job's run: from `rng` unless given streams of their own.
+        self.demand = self.work = rng
         self.events: list[tuple[float, int, int, tuple[int, ...]]] = []
         self.seq = 0
         self.queue: deque[tuple[float, int]] = deque()
@@ -111,10 +113,10 @@ class _Fleet:
         """How long a job runs, and whether it fails."""
         sigma = _DURATION_SIGMA
         seconds = self.p.workflows[workflow][2] * math.exp(
-            self.rng.gauss(-sigma * sigma / 2, sigma)
+            self.work.gauss(-sigma * sigma / 2, sigma)
         )
         seconds = min(max(seconds, 60.0), 6 * 3600.0)
-        failed = self.rng.random() < _FAILED_JOBS
+        failed = self.work.random() < _FAILED_JOBS
         problem = self.problem
         slowed = (Scenario.SLOW_JOBS, Scenario.RESOURCE_STARVATION)
         if problem is None or problem.kind not in slowed or start + seconds <= problem.start:
@@ -122,8 +124,8 @@ class _Fleet:
         # All a job does after the slowdown began runs `factor` times slower.
         before = max(0.0, problem.start - start)
         seconds = before + problem.factor * (seconds - before)
-        if problem.kind is Scenario.RESOURCE_STARVATION and self.rng.random() < _OOM_FAILED_JOBS:
-            seconds *= self.rng.uniform(0.2, 0.9)  # a build step was OOM-killed
+        if problem.kind is Scenario.RESOURCE_STARVATION and self.work.random() < _OOM_FAILED_JOBS:
+            seconds *= self.work.uniform(0.2, 0.9)  # a build step was OOM-killed
             failed = True
         return seconds, failed
 
@@ -151,7 +153,7 @@ class _Fleet:
             arrived, workflow = self.queue.popleft()
             self.idle -= 1
             self.busy += 1
-            pickup = t + 2.0 + self.rng.expovariate(1 / 6.0)
+            pickup = t + 2.0 + self.work.expovariate(1 / 6.0)
             wait = round(pickup - arrived)
             # The listener observes whole seconds (Unix time differences).
             self.startup[workflow][bisect.bisect_left(BUCKETS, wait)] += 1
@@ -250,7 +252,7 @@ class _Fleet:
 
     def advance(self, begin: float, end: float) -> None:
         """Run every arrival and event in (begin, end]."""
-        rng, tick = self.rng, end - begin
+        rng, tick = self.demand, end - begin
         rho = math.exp(-tick / 1800.0)
         self.drift = rho * self.drift + math.sqrt(1 - rho * rho) * 0.05 * rng.gauss(0.0, 1.0)
         problem = self.problem
@@ -352,9 +354,13 @@ def simulate_type(
     samples: int,
     step: int,
     log: JobLog | None = None,
+    *,
+    streams: bool = False,
 ) -> TypeSamples:
     """Run one runner type from its warm-up to the last sample; with `log`, every job created
-    from the first sample on, and the runners at the end, are kept there too."""
+    from the first sample on, and the runners at the end, are kept there too. With `streams`,
+    arrivals and each job's run come from random streams of their own: runs of one seed at
+    other sizes see the same jobs arrive, each running as long (jobs are taken in order)."""
     rng = random.Random(f"{seed}/{profile.name}")  # noqa: S311 - see _profile
     n = len(profile.workflows)
     history = TypeSamples(
@@ -368,6 +374,9 @@ def simulate_type(
         ooms=[array("q") for _ in range(PODS_PER_TYPE)],
     )
     fleet = _Fleet(profile, problem, rng)
+    if streams:
+        fleet.demand = random.Random(f"{seed}/{profile.name}/arrivals")  # noqa: S311
+        fleet.work = random.Random(f"{seed}/{profile.name}/jobs")  # noqa: S311
     fleet.log = log
     ticks_per_step = max(1, math.ceil(step / 60))
     tick = step / ticks_per_step
