@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 #: Runner types shown in one report, busiest first (Slack's 50 blocks a message, and people).
 MAX_TYPES = 10
+#: A report composed this recently is answered again (Share in channel, a second asker).
+REUSE_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -50,15 +52,30 @@ class CapacityReporter:
         self._sources = sources
         self._settings = settings
         self._clock = clock
+        self._recent: dict[int, ComposedReport] = {}
+        self._composing = asyncio.Lock()
 
     @property
     def settings(self) -> CapacitySettings:
         return self._settings
 
     async def compose(self, days: int | None = None) -> ComposedReport:
-        """The report of the last `days` (the settings' window by default), to now."""
+        """The report of the last `days` (the settings' window by default), to now: one
+        composed within `REUSE_SECONDS` is answered again, and one asker at a time composes
+        (a week's replay is seconds of work; two at once would only take twice as long)."""
+        days = days or self._settings.days
+        async with self._composing:
+            recent = self._recent.get(days)
+            now = self._clock().timestamp()
+            if recent is not None and 0 <= now - recent.report.until < REUSE_SECONDS:
+                return recent
+            composed = await self._compose(days)
+            self._recent[days] = composed
+            return composed
+
+    async def _compose(self, days: int) -> ComposedReport:
         until = self._clock().timestamp()
-        since = until - (days or self._settings.days) * 86400.0
+        since = until - days * 86400.0
         target = self._settings.target_p95_minutes * 60.0
         notes: list[str] = []
         measures = await self._measures(since, until, notes)
@@ -163,6 +180,7 @@ class CapacityReporter:
             types.append(
                 TypeCapacity(
                     runner_type=name,
+                    measured=m is not None,
                     jobs=len(waits),
                     p50_seconds=percentile(waits, 0.5),
                     p95_seconds=percentile(waits, 0.95),

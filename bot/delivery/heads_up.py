@@ -16,10 +16,11 @@ import uuid
 from datetime import UTC, datetime
 
 from bot.delivery.pacing import Pacer
+from bot.delivery.recovery import CLOCK_SLACK_SECONDS
 from bot.domain.heads_up import HeadsUpView, Phase
 from bot.render.mrkdwn import date_token, inert, safe_url
 from bot.render.renderer import Renderer
-from bot.slack.errors import SlackError
+from bot.slack.errors import SlackAuthError, SlackChannelError, SlackError
 from bot.slack.gateway import SlackGateway
 from bot.store import HeadsUpRecord, Store
 
@@ -70,9 +71,15 @@ class HeadsUpWriter:
     async def _show(self, record: HeadsUpRecord) -> None:
         view = HeadsUpView.from_json(record.view_json)
         message = self._renderer.heads_up(view)
+        carrying = {"runner_type": view.runner_type, "started_at": view.started_at}
+        found = None
         if record.channel_id is None or record.ts is None:
+            found = await self._posted_before(record, carrying)
+        if found is not None:
+            channel_id, ts = found
+            await self._slack.update_message(channel_id, ts, message)
+        elif record.channel_id is None or record.ts is None:
             await self._pacer.wait(record.channel)
-            carrying = {"runner_type": view.runner_type, "started_at": view.started_at}
             posted = await self._slack.post_message(
                 record.channel,
                 message,
@@ -86,6 +93,35 @@ class HeadsUpWriter:
         await self._store.set_heads_up_shown(record, channel_id, ts)
         if view.phase is Phase.FIRED and view.alert_channel_id and view.alert_ts:
             await self._point_back(view, channel_id, ts)
+
+    async def _posted_before(
+        self, record: HeadsUpRecord, carrying: dict[str, object]
+    ) -> tuple[str, str] | None:
+        """The heads-up's message, when an earlier attempt posted it but its answer was lost
+        (or the bot died before storing it): found in the channel by its metadata."""
+        channel = record.channel
+        channel_id = (
+            channel
+            if channel[:1] in ("C", "G") and channel.isalnum()
+            else await self._store.channel_id_for(channel)
+        )
+        if channel_id is None:  # learnt from an earlier heads-up in the channel, if any
+            shown = [
+                r.channel_id for r in await self._store.heads_ups(channel, 0.0) if r.channel_id
+            ]
+            channel_id = shown[-1] if shown else None
+        if channel_id is None:
+            return None  # a channel never posted to by its name: nothing to find
+        try:
+            ts = await self._slack.find_posted(
+                channel_id, HEADS_UP_EVENT, carrying, oldest=record.started_at - CLOCK_SLACK_SECONDS
+            )
+        except (SlackAuthError, SlackChannelError) as exc:
+            log.info("cannot look for an earlier heads-up (%s): %s", record.channel, exc)
+            return None
+        if ts is not None:
+            log.info("heads-up found posted (%s, %s); adopted", record.channel, record.runner_type)
+        return (channel_id, ts) if ts is not None else None
 
     async def _point_back(self, view: HeadsUpView, channel_id: str, ts: str) -> None:
         """A reply in the alert's thread linking the heads-up that came before it."""

@@ -47,6 +47,8 @@ class RecommendedSize(_Frozen):
 
 class TypeCapacity(_Frozen):
     runner_type: str
+    #: Whether GitHub's job events told of its jobs (without, no queue times or sizes).
+    measured: bool = True
     jobs: int
     #: Queue time over the window (jobs still waiting count with their wait so far).
     p50_seconds: float

@@ -23,4 +23,5 @@ def register(
         app.action(url_button.value)(actions.on_link_opened)
     app.command(QUEUE_STATUS_COMMAND)(status.on_command)
     app.action(ActionId.SHARE_STATUS.value)(status.on_share)
+    app.action(ActionId.SHOW_QUEUE.value)(status.on_show_queue)
     app.error(actions.on_error)

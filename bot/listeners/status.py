@@ -161,6 +161,36 @@ class StatusHandlers:
             except SlackError as exc:
                 log.info("the private answer stays: %s", exc)
 
+    async def on_show_queue(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """A heads-up's Show queue: its runner type's detail, privately for the clicker."""
+        await ack()
+        try:
+            payload = BlockActions.model_validate(body)
+        except ValidationError:
+            log.warning("a Show queue click without a usable payload")
+            return
+        runner_type = payload.actions[0].value or ""
+        if not RUNNER_TYPE_PATTERN.fullmatch(runner_type):
+            shown = clip(escape_mrkdwn(oneline(runner_type)), 100).replace("`", "'")
+            await tell_clicker(
+                self._slack,
+                self._renderer,
+                payload,
+                f":information_source: `{shown}` cannot be looked up with"
+                f" `{QUEUE_STATUS_COMMAND}`; `{QUEUE_STATUS_COMMAND}` lists every runner type.",
+            )
+            return
+        wait = self._limit.wait(payload.user.id)
+        if wait:
+            await tell_clicker(self._slack, self._renderer, payload, too_often(wait))
+            return
+        await self._answer(
+            StatusRequest(query=runner_type),
+            user=payload.user.id,
+            channel=payload.channel.id if payload.channel else None,
+            response_url=payload.response_url,
+        )
+
     async def _answer(
         self,
         request: StatusRequest,

@@ -69,9 +69,11 @@ def _advice(capacity: TypeCapacity, target: float) -> str | None:
 
 
 def _fleet(capacity: TypeCapacity) -> str:
-    parts = [
-        f"{_number(capacity.busy_hours)} runner-hours busy, at most {capacity.peak_busy} at once"
-    ]
+    parts = (
+        [f"{_number(capacity.busy_hours)} runner-hours busy, at most {capacity.peak_busy} at once"]
+        if capacity.measured
+        else []
+    )
     if capacity.max_runners is not None:
         at_max = capacity.hours_at_max
         parts.append(
@@ -91,9 +93,12 @@ def _fleet(capacity: TypeCapacity) -> str:
 
 def capacity_text(capacity: TypeCapacity, target: float, *, full: bool = True) -> str:
     """One runner type's section."""
+    name = inert(capacity.runner_type, 80)
+    if not capacity.measured:
+        return f"*{name}* · queue times not measured\n{_fleet(capacity)}"
     over = capacity.p95_seconds > target
     lines = [
-        f"*{inert(capacity.runner_type, 80)}* · {_number(capacity.jobs)} jobs · queue time p50"
+        f"*{name}* · {_number(capacity.jobs)} jobs · queue time p50"
         f" {duration(capacity.p50_seconds)}, p95 {'*' if over else ''}"
         f"{duration(capacity.p95_seconds)}{'*' if over else ''}, p99"
         f" {duration(capacity.p99_seconds)}",
@@ -123,6 +128,8 @@ def _lead(report: CapacityReport) -> str:
     if not report.types:
         return f"No runner type had jobs from {since} to {until}."
     over = sum(1 for t in report.types if t.p95_seconds > report.target_p95_seconds)
+    if not any(t.measured for t in report.types):
+        return f"From {since} to {until}, busiest first."
     return (
         f"From {since} to {until}, busiest first. Target: p95 queue time under"
         f" *{duration(report.target_p95_seconds)}*; {over} of {len(report.types)} runner types"

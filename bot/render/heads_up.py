@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from bot.domain.heads_up import HeadsUpView, Phase
 from bot.render.mrkdwn import date_token, inert, safe_url
 from bot.render.templates import Templates
+from bot.slack.contract import ActionId
+from bot.slack.limits import MAX_BUTTON_VALUE, slack_len
 from bot.slack.message import Message
 
 
@@ -79,5 +81,11 @@ def heads_up_message(templates: Templates, view: HeadsUpView) -> Message:
                 f" ({rule}); edited as the trend changes. `/queue-status` shows every runner type."
             ),
             "runbook": runbook if view.phase is Phase.WARNING else None,
+            # The runner type's detail and chart, as `/queue-status <type>` shows it.
+            "show_queue": (
+                {"action_id": ActionId.SHOW_QUEUE.value, "value": view.runner_type}
+                if view.phase is Phase.WARNING and slack_len(view.runner_type) <= MAX_BUTTON_VALUE
+                else None
+            ),
         },
     )

@@ -23,6 +23,8 @@ class ActionId(StrEnum):
     VIEW_ALERT = "queuebot_view_alert"
     OPEN_DASHBOARD = "queuebot_open_dashboard"
     SHARE_STATUS = "queuebot_share_status"
+    #: On a heads-up: the runner type's `/queue-status` detail, for the clicker.
+    SHOW_QUEUE = "queuebot_show_queue"
 
 
 class CallbackId(StrEnum):

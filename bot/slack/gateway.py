@@ -150,7 +150,7 @@ class SlackGateway:
         self,
         channel_id: str,
         event_type: str,
-        carrying: Mapping[str, int],
+        carrying: Mapping[str, object],
         *,
         oldest: float,
         thread_ts: str | None = None,

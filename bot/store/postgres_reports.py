@@ -36,3 +36,6 @@ class PostgresReports:
 
     async def set_report_posted(self, slot: str, channel_id: str, ts: str) -> None:
         await self._write(numbered(sql.REPORT_POSTED), channel_id, ts, slot)
+
+    async def prune_reports(self, before: float) -> int:
+        return await self._write(numbered(sql.PRUNE_REPORTS), before)

@@ -24,6 +24,8 @@ REPORT = f"SELECT {_COLUMNS} FROM reports WHERE slot = ?"  # noqa: S608
 UNPOSTED_REPORTS = f"SELECT {_COLUMNS} FROM reports WHERE ts IS NULL ORDER BY due_at"  # noqa: S608
 REPORT_SENT = "UPDATE reports SET sent_at = ? WHERE slot = ? AND ts IS NULL"
 REPORT_POSTED = "UPDATE reports SET channel_id = ?, ts = ? WHERE slot = ?"
+#: Posted reports due before ? (an unposted one is kept until it is posted).
+PRUNE_REPORTS = "DELETE FROM reports WHERE due_at < ? AND ts IS NOT NULL"
 
 
 def job_span(row: Columns) -> JobSpan:

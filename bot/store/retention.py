@@ -1,7 +1,8 @@
 """Retention: the store forgets what nobody needs any more, on a schedule.
 
 Everything older than the retention period (QUEUEBOT_RETENTION_DAYS, 30 days by default) that
-`Store.prune` may remove, and GitHub's jobs older than theirs (`jobs.retention_days`, 14), is
+`Store.prune` may remove (and posted capacity reports), and GitHub's jobs older than theirs
+(`jobs.retention_days`, 14), is
 removed every hour (or every quarter of the period, if that is
 shorter), and the freed space given back, so the database stays the size of a month of alerts
 however long the bot runs.
@@ -39,6 +40,8 @@ async def keep_pruning(
                 jobs = await store.prune_jobs(clock() - jobs_retention_seconds)
                 if jobs:
                     log.info("retention removed %d GitHub jobs", jobs)
+            if reports := await store.prune_reports(clock() - retention_seconds):
+                log.info("retention removed %d capacity reports", reports)
         except Exception:
             log.exception("retention failed; trying again in %.0fs", interval)
         else:

@@ -10,16 +10,17 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.capacity.report import CapacityReporter
+from bot.capacity.report import REUSE_SECONDS, CapacityReporter
 from bot.capacity.settings import CapacitySettings, WeeklyPost
 from bot.diagnostics.fleet import FleetSources
 from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.render.renderer import Renderer
 from bot.simulator import MetricsShape, Scenario
 from bot.simulator.profiles import profile, runner_type_names
 from bot.store import Store
 from bot.store.sqlite import SQLiteStore
 from tests.support.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
-from tests.support.jobs import BUSY, record_sample
+from tests.support.jobs import BUSY, job_event, record, record_sample
 
 #: A Monday morning; the window is the day before.
 UNTIL = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
@@ -96,6 +97,9 @@ async def test_prometheus_tells_the_maximum_the_hours_at_it_and_utilisation(
         reporter = CapacityReporter(sources, CapacitySettings(days=1), clock=lambda: FLEET_END)
         report = (await reporter.compose()).report
     shown = {t.runner_type: t for t in report.types}
+    assert not any(t.measured for t in report.types)
+    text = Renderer().capacity_report(report).text + str(Renderer().capacity_report(report).blocks)
+    assert "queue times not measured" in text and "utilisation" in text and "0 jobs" not in text
     assert set(shown) == set(runner_type_names(FLEET_TYPES))
     assert truth.affected
     for index, name in enumerate(runner_type_names(FLEET_TYPES)):
@@ -138,3 +142,22 @@ def test_a_malformed_weekly_post_is_refused_with_the_reason(
 ) -> None:
     with pytest.raises(ValueError, match=reason):
         WeeklyPost.model_validate({"channel": "#ci", field: value})
+
+
+async def test_a_report_composed_minutes_ago_is_answered_again(tmp_path: Path) -> None:
+    store = await _store(tmp_path)
+    now = [UNTIL]
+    try:
+        settings = CapacitySettings(days=1)
+        reporter = CapacityReporter(FleetSources(store=store), settings, clock=lambda: now[0])
+        first = await reporter.compose()
+        await record(store, [job_event(300, BUSY, UNTIL.timestamp() - 600, 1.0, 60.0)])
+        now[0] += timedelta(seconds=REUSE_SECONDS - 1)
+        assert await reporter.compose() is first
+        assert (await reporter.compose(2)).report.types[0].jobs == 102
+        now[0] += timedelta(seconds=2)
+        again = await reporter.compose()
+    finally:
+        await store.close()
+    # The window moved 301 s on: the sample's first six jobs left it, the new one is in it.
+    assert again is not first and again.report.types[0].jobs == 100 - 6 + 1

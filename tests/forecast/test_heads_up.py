@@ -12,14 +12,17 @@ from pathlib import Path
 
 from bot.delivery.heads_up import HEADS_UP_EVENT
 from bot.forecast.warnings import CLEAR_CHECKS
-from bot.sandbox.slack import PostedMessage
+from bot.sandbox.slack import ONCALL_USER, PostedMessage
 from bot.simulator.deliveries import SimulatedJob, delivery, workflow_job_body
+from bot.slack.contract import ActionId
 from tests.support.github import HOOK_SECRET
 from tests.support.harness import CHANNEL_NAME, Stack, running_stack, top_level
 from tests.support.payloads import reference, refired
 
 START = datetime(2026, 11, 24, 18, 0, tzinfo=UTC)
 TYPE = "linux.2xlarge"
+#: The local workspace's channel, by its id.
+CHANNEL_ID = "C0QUEUEALERTS"
 RUNBOOK = "https://runbooks.example.com/queueing"
 
 
@@ -174,3 +177,47 @@ async def test_an_alert_posted_after_the_crossing_is_linked_when_it_comes(tmp_pa
         await asyncio.sleep(10 * 0.1)
         assert len([r for r in stack.sandbox.replies(None, parent.ts) if "warned" in r.text]) == 1
         assert TYPE in warned[0].text and len(_heads_ups(stack)) == 1
+
+
+async def test_show_queue_answers_the_clicker_with_the_runner_types_detail(
+    tmp_path: Path,
+) -> None:
+    now = [START]
+    async with running_stack(tmp_path, clock=lambda: now[0], **_env(tmp_path)) as stack:
+        await _queue_growing(stack)
+        (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
+        click = await stack.sandbox.click(
+            stack.sandbox.channel_id, posted.ts, ActionId.SHOW_QUEUE.value
+        )
+        assert click.status == 200
+        answer = await stack.sandbox.wait_for(
+            lambda: (stack.sandbox.ephemerals(ONCALL_USER) or [None])[0], timeout=20
+        )
+        shown = json.dumps(answer.blocks, ensure_ascii=False)
+        # Jobs count as waiting after 5 minutes, as the alert counts them: 7 of the 8.
+        assert f"CI queue: {TYPE}" in shown and "7 waiting · longest wait 40m" in shown
+        assert any(block["type"] == "image" for block in answer.blocks)
+        # Only the clicker sees it; the channel has the heads-up alone.
+        assert len(stack.sandbox.messages()) == 1
+
+
+async def test_a_heads_up_whose_answer_was_lost_is_found_not_posted_again(
+    tmp_path: Path,
+) -> None:
+    now = [START]
+    config = tmp_path / "by-id.yml"
+    # The channel by its id, as Slack shows it: a lost answer can be looked for there.
+    config.write_text(f"early_warning:\n  - channel: {CHANNEL_ID}\n")
+    env = {**_env(tmp_path), "QUEUEBOT_CONFIG": str(config)}
+    async with running_stack(tmp_path, clock=lambda: now[0], **env) as stack:
+        assert stack.sandbox.channel_id == CHANNEL_ID
+        # Slack takes the post, and its answer is lost on the way back.
+        stack.sandbox.faults.add("chat.postMessage", status=500, after=True)
+        await _queue_growing(stack)
+        (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
+        # The writer tries again (every 5 s at most) and adopts the message it finds.
+        await stack.sandbox.wait_for(
+            lambda: (stack.sandbox.message(None, posted.ts) or posted).edited_by is not None,
+            timeout=20,
+        )
+        assert len(_heads_ups(stack)) == 1

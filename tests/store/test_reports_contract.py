@@ -59,6 +59,11 @@ async def test_a_slots_report_is_kept_once_and_posted_once(store: Store) -> None
     shown = await store.report("#ci@1700000000")
     assert shown is not None and (shown.channel_id, shown.ts) == ("C1", "1.5")
     assert await store.report("#ci@1") is None
+    # Retention forgets posted reports due before the cut-off, and keeps unposted ones.
+    assert await store.save_report(report(slot="#ci@2"))
+    assert await store.prune_reports(NOW) == 0
+    assert await store.prune_reports(NOW + 1) == 1
+    assert [r.slot for r in await store.unposted_reports()] == ["#ci@2"]
 
 
 async def test_of_two_replicas_saving_one_slot_one_keeps_it() -> None:
