@@ -37,7 +37,14 @@ from bot.store.rows import (
     outbox_item_from,
 )
 from bot.store.sqlite_db import SQLiteDatabase, translated
-from bot.store.sqlite_jobs import activity, prune_jobs, queued_at, record_job, running_at
+from bot.store.sqlite_jobs import (
+    activity,
+    prune_jobs,
+    queued_at,
+    record_deliveries,
+    record_job,
+    running_at,
+)
 from bot.store.sqlite_reports import SQLiteReports
 from bot.store.sqlite_retention import BATCH, prune_before
 from bot.store.sqlite_shown import SQLiteShown
@@ -122,19 +129,8 @@ class SQLiteStore(SQLiteShown, SQLiteReports):
     async def record_jobs(
         self, deliveries: Sequence[tuple[JobEvent, str]], remember_until: float
     ) -> int:
-        new = 0
         async with self._database.transaction() as db:
-            now = self._now()
-            for event, delivery in deliveries:
-                cursor = await db.execute(
-                    "INSERT INTO seen_requests (key, expires_at) VALUES (?, ?)"
-                    " ON CONFLICT (key) DO NOTHING",
-                    (f"github:{delivery}", remember_until),
-                )
-                if cursor.rowcount == 1:
-                    new += 1
-                    await record_job(db, event, now)
-        return new
+            return await record_deliveries(db, deliveries, remember_until, self._now())
 
     async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
         async with self._database.lock:

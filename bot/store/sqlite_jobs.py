@@ -4,6 +4,9 @@ holds for both backends."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Sequence
+
 import aiosqlite
 
 from bot.domain.jobs import JobEvent
@@ -22,6 +25,13 @@ from bot.store.shared_sql import (
     queued_queries,
 )
 
+#: Which of some deliveries were seen before, and what some jobs' rows know.
+SEEN_KEYS = "SELECT key FROM seen_requests WHERE key IN ({})"
+KNOWN_JOBS = (
+    "SELECT id, status, started_at, completed_at, conclusion, runner_name FROM jobs"
+    " WHERE id IN ({})"
+)
+
 
 async def record_job(db: aiosqlite.Connection, event: JobEvent, now: float) -> None:
     """Merge one delivery into its job's row, in the caller's transaction (whose write lock
@@ -29,6 +39,56 @@ async def record_job(db: aiosqlite.Connection, event: JobEvent, now: float) -> N
     async with db.execute(KNOWN_JOB, (event.job_id,)) as cursor:
         known = await cursor.fetchone()
     await db.execute(UPSERT_JOB, merged_job(event, known, now))
+
+
+#: Ids in one `IN (…)` list: under SQLite's oldest limit of 999 variables.
+_IN_BATCH = 900
+
+
+async def _in_batches(
+    db: aiosqlite.Connection, sql: str, keys: Sequence[object]
+) -> list[sqlite3.Row]:
+    """`sql` (one `{}` for the `IN` list's placeholders) for all of `keys`, a batch at a time."""
+    rows: list[sqlite3.Row] = []
+    for start in range(0, len(keys), _IN_BATCH):
+        batch = keys[start : start + _IN_BATCH]
+        marks = ", ".join("?" * len(batch))
+        async with db.execute(sql.format(marks), tuple(batch)) as cursor:
+            rows.extend(await cursor.fetchall())
+    return rows
+
+
+async def record_deliveries(
+    db: aiosqlite.Connection,
+    deliveries: Sequence[tuple[JobEvent, str]],
+    remember_until: float,
+    now: float,
+) -> int:
+    """Merge each delivery not seen before (by its id) into its job's row, in the caller's
+    transaction; how many were new. A handful of statements for the lot, not three for each
+    delivery: a history of days is hundreds of thousands of them."""
+    keys = [f"github:{delivery}" for _, delivery in deliveries]
+    seen = {row[0] for row in await _in_batches(db, SEEN_KEYS, keys)}
+    new: list[JobEvent] = []
+    for (event, _), key in zip(deliveries, keys, strict=True):
+        if key not in seen:
+            seen.add(key)
+            new.append(event)
+    known: dict[int, tuple[object, ...]] = {
+        row[0]: tuple(row[1:]) for row in await _in_batches(db, KNOWN_JOBS, [e.job_id for e in new])
+    }
+    merged: dict[int, tuple[object, ...]] = {}
+    for event in new:
+        row = merged_job(event, known.get(event.job_id), now)
+        merged[event.job_id] = row
+        # What the job's row knows now, for the job's next delivery in the lot.
+        known[event.job_id] = (row[10], row[12], row[13], row[15], row[16])
+    await db.executemany(
+        "INSERT INTO seen_requests (key, expires_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+        [(key, remember_until) for key in dict.fromkeys(keys)],
+    )
+    await db.executemany(UPSERT_JOB, list(merged.values()))
+    return len(new)
 
 
 async def queued_at(

@@ -458,6 +458,22 @@ async def test_job_deliveries_merge_out_of_order_and_once(store: Store) -> None:
     assert await store.first_job_created() is None
 
 
+async def test_one_lot_merges_a_jobs_deliveries_out_of_order_and_each_once(store: Store) -> None:
+    lot = [
+        (job(JobAction.COMPLETED), "x3"),
+        (job(JobAction.QUEUED), "x1"),
+        (job(JobAction.IN_PROGRESS), "x2"),
+        (job(JobAction.IN_PROGRESS), "x2"),
+    ]
+    assert await store.record_jobs(lot, NOW + DAY) == 3
+    assert await store.record_jobs(lot, NOW + DAY) == 0
+    t = T.timestamp()
+    (span,) = await store.job_spans(t - 1, t + 1)
+    assert (span.started_at, span.completed_at, span.conclusion) == (t + 60, t + 360, "failure")
+    assert await store.queued_jobs(t + 30, 10, 7 * DAY) != []
+    assert await store.queued_jobs(t + 120, 10, 7 * DAY) == []
+
+
 async def test_a_job_held_for_approval_is_not_queued(store: Store) -> None:
     assert await store.record_job(job(JobAction.WAITING), "w1", NOW + DAY)
     t = T.timestamp()
