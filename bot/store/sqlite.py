@@ -41,8 +41,8 @@ from bot.store.sqlite_jobs import (
     activity,
     prune_jobs,
     queued_at,
-    record_deliveries,
     record_job,
+    record_lot,
     running_at,
 )
 from bot.store.sqlite_reports import SQLiteReports
@@ -130,7 +130,7 @@ class SQLiteStore(SQLiteShown, SQLiteReports):
         self, deliveries: Sequence[tuple[JobEvent, str]], remember_until: float
     ) -> int:
         async with self._database.transaction() as db:
-            return await record_deliveries(db, deliveries, remember_until, self._now())
+            return await record_lot(db, deliveries, remember_until, self._now())
 
     async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
         async with self._database.lock:

@@ -58,7 +58,7 @@ async def _in_batches(
     return rows
 
 
-async def record_deliveries(
+async def record_lot(
     db: aiosqlite.Connection,
     deliveries: Sequence[tuple[JobEvent, str]],
     remember_until: float,
