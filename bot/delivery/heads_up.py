@@ -9,12 +9,11 @@ posted once; a version whose write failed stays unshown and is tried again at th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
 import uuid
 from datetime import UTC, datetime
 
+from bot.delivery.leading import lead_and_pass
 from bot.delivery.pacing import Pacer
 from bot.delivery.recovery import CLOCK_SLACK_SECONDS
 from bot.domain.heads_up import HeadsUpView, Phase
@@ -47,17 +46,14 @@ class HeadsUpWriter:
 
     async def run(self) -> None:
         """Show what is unshown until cancelled; a failed pass is tried again, never fatal."""
-        while True:
-            self._wakeup.clear()
-            try:
-                until = time.time() + 3 * WRITER_POLL_SECONDS
-                if await self._store.lead(WRITER_ROLE, self._owner, until):
-                    await self.show_unshown()
-            except Exception:
-                log.exception("showing heads-ups failed; trying again")
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(WRITER_POLL_SECONDS):
-                    await self._wakeup.wait()
+        await lead_and_pass(
+            self._store,
+            WRITER_ROLE,
+            self._owner,
+            self._wakeup,
+            WRITER_POLL_SECONDS,
+            self.show_unshown,
+        )
 
     async def show_unshown(self) -> None:
         for record in await self._store.unshown_heads_ups():

@@ -11,11 +11,11 @@ again in that case.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
 
+from bot.delivery.leading import lead_and_pass
 from bot.delivery.pacing import Pacer
 from bot.delivery.recovery import CLOCK_SLACK_SECONDS
 from bot.domain.capacity import CAPACITY_CHART_TITLE, CapacityReport
@@ -55,17 +55,14 @@ class ReportWriter:
 
     async def run(self) -> None:
         """Post what is unposted until cancelled; a failed pass is tried again, never fatal."""
-        while True:
-            self._wakeup.clear()
-            try:
-                until = time.time() + 3 * self._poll
-                if await self._store.lead(REPORT_WRITER_ROLE, self._owner, until):
-                    await self.post_unposted()
-            except Exception:
-                log.exception("posting capacity reports failed; trying again")
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._poll):
-                    await self._wakeup.wait()
+        await lead_and_pass(
+            self._store,
+            REPORT_WRITER_ROLE,
+            self._owner,
+            self._wakeup,
+            self._poll,
+            self.post_unposted,
+        )
 
     async def post_unposted(self) -> None:
         for record in await self._store.unposted_reports():

@@ -1,0 +1,39 @@
+"""The loop of a writer that one replica at a time runs: under a leader lease in the store, a
+pass now, then again when woken or after `poll` seconds; a failed pass is tried again, never
+fatal. The heads-up writer and the capacity report writer run it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+#: The lease is held for this many polls, so that a writer that died is replaced soon.
+LEASE_POLLS = 3
+
+
+async def lead_and_pass(
+    store: Store,
+    role: str,
+    owner: str,
+    wakeup: asyncio.Event,
+    poll: float,
+    one_pass: Callable[[], Awaitable[None]],
+) -> None:
+    """Run `one_pass` while holding `role` for `owner`, until cancelled."""
+    while True:
+        wakeup.clear()
+        try:
+            if await store.lead(role, owner, time.time() + LEASE_POLLS * poll):
+                await one_pass()
+        except Exception:
+            log.exception("%s: the pass failed; trying again", role)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(poll):
+                await wakeup.wait()
