@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from bot.delivery.leading import lead_and_pass
 from bot.delivery.pacing import Pacer
-from bot.delivery.recovery import CLOCK_SLACK_SECONDS
+from bot.delivery.recovery import CLOCK_SLACK_SECONDS, known_channel_id
 from bot.domain.heads_up import HeadsUpView, Phase
 from bot.render.mrkdwn import date_token, inert, safe_url
 from bot.render.renderer import Renderer
@@ -68,13 +68,15 @@ class HeadsUpWriter:
         view = HeadsUpView.from_json(record.view_json)
         message = self._renderer.heads_up(view)
         carrying = {"runner_type": view.runner_type, "started_at": view.started_at}
-        found = None
-        if record.channel_id is None or record.ts is None:
-            found = await self._posted_before(record, carrying)
-        if found is not None:
-            channel_id, ts = found
+        shown_in = (
+            (record.channel_id, record.ts)
+            if record.channel_id and record.ts
+            else await self._posted_before(record, carrying)
+        )
+        if shown_in is not None:
+            channel_id, ts = shown_in
             await self._slack.update_message(channel_id, ts, message)
-        elif record.channel_id is None or record.ts is None:
+        else:
             await self._pacer.wait(record.channel)
             posted = await self._slack.post_message(
                 record.channel,
@@ -83,9 +85,6 @@ class HeadsUpWriter:
             )
             channel_id, ts = posted.channel_id, posted.ts
             log.info("heads-up posted (%s, %s)", record.channel, record.runner_type)
-        else:
-            channel_id, ts = record.channel_id, record.ts
-            await self._slack.update_message(channel_id, ts, message)
         await self._store.set_heads_up_shown(record, channel_id, ts)
         if view.phase is Phase.FIRED and view.alert_channel_id and view.alert_ts:
             await self._point_back(view, channel_id, ts)
@@ -96,11 +95,7 @@ class HeadsUpWriter:
         """The heads-up's message, when an earlier attempt posted it but its answer was lost
         (or the bot died before storing it): found in the channel by its metadata."""
         channel = record.channel
-        channel_id = (
-            channel
-            if channel[:1] in ("C", "G") and channel.isalnum()
-            else await self._store.channel_id_for(channel)
-        )
+        channel_id = await known_channel_id(self._store, channel)
         if channel_id is None:  # learnt from an earlier heads-up in the channel, if any
             shown = [
                 r.channel_id for r in await self._store.heads_ups(channel, 0.0) if r.channel_id

@@ -29,6 +29,14 @@ CLOCK_SLACK_SECONDS = 5.0
 _CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{6,}")
 
 
+async def known_channel_id(store: Store, channel: str) -> str | None:
+    """The Slack id of `channel` (an id already, or a `#name` queuebot has posted to), or None
+    when it is not known yet."""
+    if _CHANNEL_ID.fullmatch(channel):
+        return channel
+    return await store.channel_id_for(channel)
+
+
 def metadata(event_type: str, item: OutboxItem, **payload: int) -> dict[str, object]:
     """What a post carries so that a retry can find it."""
     return {"event_type": event_type, "event_payload": {**payload, "outbox": item.id}}
@@ -49,9 +57,7 @@ class Recovery:
         """The channel's Slack id, when known: from the incident, its name, or an earlier post."""
         if incident.channel_id:
             return incident.channel_id
-        if _CHANNEL_ID.fullmatch(incident.channel):
-            return incident.channel
-        return await self._store.channel_id_for(incident.channel)
+        return await known_channel_id(self._store, incident.channel)
 
     async def posted(
         self, item: OutboxItem, incident: Incident, event_type: str, thread_ts: str | None = None

@@ -17,7 +17,7 @@ import uuid
 
 from bot.delivery.leading import lead_and_pass
 from bot.delivery.pacing import Pacer
-from bot.delivery.recovery import CLOCK_SLACK_SECONDS
+from bot.delivery.recovery import CLOCK_SLACK_SECONDS, known_channel_id
 from bot.domain.capacity import CAPACITY_CHART_TITLE, CapacityReport
 from bot.render.renderer import Renderer
 from bot.slack.errors import SlackError, SlackRejected
@@ -74,7 +74,7 @@ class ReportWriter:
     async def _post(self, record: ReportRecord) -> None:
         carrying = {"due": int(record.due_at)}
         if record.sent_at is not None:
-            channel_id = await self._channel_id(record.channel)
+            channel_id = await known_channel_id(self._store, record.channel)
             if channel_id is not None:
                 found = await self._slack.find_posted(
                     channel_id,
@@ -87,7 +87,7 @@ class ReportWriter:
                     await self._store.set_report_posted(record.slot, channel_id, found)
                     return
         view = CapacityReport.from_json(record.view_json)
-        chart = await self._chart(record)
+        chart = await self._chart(record, view)
         await self._pacer.wait(record.channel)
         for shown in (chart, None) if chart else (None,):
             message = self._renderer.capacity_report(view, chart=shown)
@@ -108,21 +108,16 @@ class ReportWriter:
             log.info("capacity report posted (%s)", record.slot)
             return
 
-    async def _channel_id(self, channel: str) -> str | None:
-        if channel[:1] in ("C", "G") and channel.isalnum():
-            return channel
-        return await self._store.channel_id_for(channel)
-
-    async def _chart(self, record: ReportRecord) -> ChartFile | None:
+    async def _chart(self, record: ReportRecord, view: CapacityReport) -> ChartFile | None:
         if record.chart is None:
             return None
-        view = CapacityReport.from_json(record.view_json)
-        title, alt = CAPACITY_CHART_TITLE, view.chart_alt()
         try:
-            file_id = await self._slack.upload_file(
-                None, record.chart, filename="capacity.png", title=title, alt_text=alt
+            return await self._slack.private_image(
+                record.chart,
+                filename="capacity.png",
+                title=CAPACITY_CHART_TITLE,
+                alt_text=view.chart_alt(),
             )
         except SlackError as exc:
             log.warning("capacity chart not uploaded: %s", exc)
             return None
-        return ChartFile(file_id, title, alt) if file_id else None

@@ -32,8 +32,7 @@ async def upload_chart(slack: SlackGateway, composed: ComposedReport) -> ChartFi
     if composed.chart is None:
         return None
     try:
-        file_id = await slack.upload_file(
-            None,
+        return await slack.private_image(
             composed.chart,
             filename="capacity.png",
             title=CAPACITY_CHART_TITLE,
@@ -42,9 +41,6 @@ async def upload_chart(slack: SlackGateway, composed: ComposedReport) -> ChartFi
     except SlackError as exc:
         log.warning("capacity chart not uploaded: %s", exc)
         return None
-    return (
-        ChartFile(file_id, CAPACITY_CHART_TITLE, composed.report.chart_alt()) if file_id else None
-    )
 
 
 class ReportAnswers:

@@ -53,13 +53,6 @@ class StatusRequest:
     #: queue now.
     report_days: int | None = None
 
-    @property
-    def words(self) -> str:
-        """The request again, without `post` (a Share in channel button's value)."""
-        if self.report_days is None:
-            return self.query or ""
-        return f"{REPORT_WORD} {self.report_days}" if self.report_days else REPORT_WORD
-
 
 @dataclass(frozen=True)
 class NotUnderstood:
@@ -90,8 +83,12 @@ def parse_request(text: str) -> StatusRequest | NotUnderstood:
         )
     if len(rest) == 1 and RUNNER_TYPE_PATTERN.fullmatch(rest[0]):
         return StatusRequest(query=rest[0], public=public)
-    shown = clip(escape_mrkdwn(oneline(text)), 100).replace("`", "'")
-    return NotUnderstood(f"`{QUEUE_STATUS_COMMAND} {shown}` is not something I understand.")
+    return NotUnderstood(f"`{QUEUE_STATUS_COMMAND} {_quoted(text)}` is not something I understand.")
+
+
+def _quoted(text: str) -> str:
+    """What someone typed, shown inside inline code: one line, escaped, shortened."""
+    return clip(escape_mrkdwn(oneline(text)), 100).replace("`", "'")
 
 
 def too_often(wait: float) -> str:
@@ -135,25 +132,40 @@ class StatusHandlers:
             response_url=command.get("response_url"),
         )
 
-    async def on_share(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+    async def _clicked(
+        self, ack: AsyncAck, body: dict[str, Any], button: str
+    ) -> BlockActions | None:
+        """The click, acked; None (logged) for a payload Slack would not send."""
         await ack()
         try:
-            payload = BlockActions.model_validate(body)
+            return BlockActions.model_validate(body)
         except ValidationError:
-            log.warning("a Share in channel click without a usable payload")
+            log.warning("a %s click without a usable payload", button)
+            return None
+
+    async def _answer_clicker(self, request: StatusRequest, payload: BlockActions) -> bool:
+        """`request` answered where the click came from, unless its clicker asks too often."""
+        wait = self._limit.wait(payload.user.id)
+        if wait:
+            await tell_clicker(self._slack, self._renderer, payload, too_often(wait))
+            return False
+        return await self._answer(
+            request,
+            user=payload.user.id,
+            channel=payload.channel.id if payload.channel else None,
+            response_url=payload.response_url,
+        )
+
+    async def on_share(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        payload = await self._clicked(ack, body, "Share in channel")
+        if payload is None:
             return
         request = parse_request(payload.actions[0].value or "")
         if not isinstance(request, StatusRequest):
             request = StatusRequest()
-        wait = self._limit.wait(payload.user.id)
-        if wait:
-            await tell_clicker(self._slack, self._renderer, payload, too_often(wait))
-            return
-        shared = await self._answer(
+        shared = await self._answer_clicker(
             StatusRequest(query=request.query, public=True, report_days=request.report_days),
-            user=payload.user.id,
-            channel=payload.channel.id if payload.channel else None,
-            response_url=payload.response_url,
+            payload,
         )
         if shared and payload.response_url:
             try:
@@ -163,15 +175,12 @@ class StatusHandlers:
 
     async def on_show_queue(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """A heads-up's Show queue: its runner type's detail, privately for the clicker."""
-        await ack()
-        try:
-            payload = BlockActions.model_validate(body)
-        except ValidationError:
-            log.warning("a Show queue click without a usable payload")
+        payload = await self._clicked(ack, body, "Show queue")
+        if payload is None:
             return
         runner_type = payload.actions[0].value or ""
         if not RUNNER_TYPE_PATTERN.fullmatch(runner_type):
-            shown = clip(escape_mrkdwn(oneline(runner_type)), 100).replace("`", "'")
+            shown = _quoted(runner_type)
             await tell_clicker(
                 self._slack,
                 self._renderer,
@@ -180,16 +189,7 @@ class StatusHandlers:
                 f" `{QUEUE_STATUS_COMMAND}`; `{QUEUE_STATUS_COMMAND}` lists every runner type.",
             )
             return
-        wait = self._limit.wait(payload.user.id)
-        if wait:
-            await tell_clicker(self._slack, self._renderer, payload, too_often(wait))
-            return
-        await self._answer(
-            StatusRequest(query=runner_type),
-            user=payload.user.id,
-            channel=payload.channel.id if payload.channel else None,
-            response_url=payload.response_url,
-        )
+        await self._answer_clicker(StatusRequest(query=runner_type), payload)
 
     async def _answer(
         self,
@@ -271,13 +271,13 @@ class StatusHandlers:
         title = "Jobs queueing and longest wait, last 6 h"
         alt = f"Queued jobs and longest wait over the last 6 hours for {names}"
         try:
-            file_id = await self._slack.upload_file(
-                None, png, filename="queue-status.png", title=title, alt_text=alt
+            chart = await self._slack.private_image(
+                png, filename="queue-status.png", title=title, alt_text=alt
             )
         except SlackError as exc:
             log.warning("queue status chart not uploaded: %s", exc)
             return None, "The chart could not be uploaded to Slack."
-        return (ChartFile(file_id, title, alt), None) if file_id else (None, None)
+        return chart, None
 
     async def _send(
         self,

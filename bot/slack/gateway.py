@@ -23,7 +23,7 @@ from bot.slack.errors import (
     error_for,
     retry_after,
 )
-from bot.slack.message import Message
+from bot.slack.message import ChartFile, Message
 from bot.telemetry.metrics import Metrics
 
 #: A response_url that has not answered by then is Slack in trouble.
@@ -235,6 +235,16 @@ class SlackGateway:
         self._count("files.upload_v2", "ok")
         uploaded = response.get("file")
         return str(uploaded.get("id", "")) if isinstance(uploaded, dict) else ""
+
+    async def private_image(
+        self, content: bytes, *, filename: str, title: str, alt_text: str
+    ) -> ChartFile | None:
+        """An image uploaded privately to the app, for a message's image block (`slack_file`);
+        None when Slack named no file. Raises SlackError as `upload_file` does."""
+        file_id = await self.upload_file(
+            None, content, filename=filename, title=title, alt_text=alt_text
+        )
+        return ChartFile(file_id, title, alt_text) if file_id else None
 
     async def open_view(self, trigger_id: str, view: dict[str, Any]) -> str:
         """Open a modal (within 3 s of the click that issued `trigger_id`); returns its id."""

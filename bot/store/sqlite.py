@@ -41,7 +41,6 @@ from bot.store.sqlite_jobs import (
     activity,
     prune_jobs,
     queued_at,
-    record_job,
     record_lot,
     running_at,
 )
@@ -115,16 +114,7 @@ class SQLiteStore(SQLiteShown, SQLiteReports):
             return cursor.rowcount == 1
 
     async def record_job(self, event: JobEvent, delivery: str, remember_until: float) -> bool:
-        async with self._database.transaction() as db:
-            cursor = await db.execute(
-                "INSERT INTO seen_requests (key, expires_at) VALUES (?, ?)"
-                " ON CONFLICT (key) DO NOTHING",
-                (f"github:{delivery}", remember_until),
-            )
-            if cursor.rowcount != 1:
-                return False
-            await record_job(db, event, self._now())
-        return True
+        return await self.record_jobs([(event, delivery)], remember_until) == 1
 
     async def record_jobs(
         self, deliveries: Sequence[tuple[JobEvent, str]], remember_until: float

@@ -14,7 +14,6 @@ from bot.store.records import JobActivity, JobRow, QueuedJob
 from bot.store.shared_sql import (
     ARRIVALS,
     COMPLETIONS,
-    KNOWN_JOB,
     PRUNE_JOBS,
     RUNNING_JOBS,
     STARTS,
@@ -31,14 +30,6 @@ KNOWN_JOBS = (
     "SELECT id, status, started_at, completed_at, conclusion, runner_name FROM jobs"
     " WHERE id IN ({})"
 )
-
-
-async def record_job(db: aiosqlite.Connection, event: JobEvent, now: float) -> None:
-    """Merge one delivery into its job's row, in the caller's transaction (whose write lock
-    keeps the read and the write together)."""
-    async with db.execute(KNOWN_JOB, (event.job_id,)) as cursor:
-        known = await cursor.fetchone()
-    await db.execute(UPSERT_JOB, merged_job(event, known, now))
 
 
 #: Ids in one `IN (…)` list: under SQLite's oldest limit of 999 variables.

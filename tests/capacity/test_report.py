@@ -98,7 +98,8 @@ async def test_prometheus_tells_the_maximum_the_hours_at_it_and_utilisation(
         report = (await reporter.compose()).report
     shown = {t.runner_type: t for t in report.types}
     assert not any(t.measured for t in report.types)
-    text = Renderer().capacity_report(report).text + str(Renderer().capacity_report(report).blocks)
+    message = Renderer().capacity_report(report)
+    text = message.text + str(message.blocks)
     assert "queue times not measured" in text and "utilisation" in text and "0 jobs" not in text
     assert set(shown) == set(runner_type_names(FLEET_TYPES))
     assert truth.affected

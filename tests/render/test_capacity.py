@@ -4,7 +4,6 @@ and the report fits Slack's limits with its chart, however many and however long
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,6 +21,7 @@ from bot.slack import blockkit
 from bot.slack.limits import MAX_BLOCKS_PER_MESSAGE, MAX_TOTAL_BLOCK_CHARS
 from bot.slack.message import ChartFile
 from tests.render.hostile import markup_left, texts
+from tests.support.blocks import mrkdwn_texts
 
 CHART = ChartFile("F0CHART1", "Capacity of the busiest runner types", "alt")
 
@@ -52,15 +52,6 @@ def _type(name: str, workflow: str) -> TypeCapacity:
     )
 
 
-def _mrkdwn(node: Any) -> list[str]:
-    if isinstance(node, list):
-        return [t for item in node for t in _mrkdwn(item)]
-    if not isinstance(node, dict):
-        return []
-    own = [node["text"]] if node.get("type") == "mrkdwn" else []
-    return own + [t for value in node.values() for t in _mrkdwn(value)]
-
-
 @settings(max_examples=15, deadline=None)
 @given(
     names=st.lists(texts(0, 1, 8, 120, 900), min_size=1, max_size=10),
@@ -88,7 +79,7 @@ def test_any_report_fits_slack_with_its_chart_and_stays_inert(
         assert len(json.dumps(message.blocks)) < 2 * MAX_TOTAL_BLOCK_CHARS
         (image,) = [b for b in message.blocks if b["type"] == "image"]
         assert image["slack_file"]["id"] == CHART.id
-        for text in _mrkdwn(message.blocks):
+        for text in mrkdwn_texts(message.blocks):
             assert markup_left(text.replace(f"<@{shared}>", ""), set()) == [], text
 
 

@@ -29,6 +29,7 @@ from bot.sandbox.slack import blockkit as sandbox
 from bot.slack import blockkit
 from bot.slack.message import Message
 from tests.render.hostile import alert_bodies, hostile_body, markup_left, texts
+from tests.support.blocks import mrkdwn_texts
 from tests.support.payloads import encoded
 
 AT = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
@@ -50,17 +51,8 @@ def assert_slack_takes(message: Message, links: set[str], labels: set[str] | Non
     assert sandbox.message_problems(message.blocks) == []
     # Counted in UTF-16 units, the larger of the ways Slack may count (an emoji is two).
     assert message.text and len(message.text.encode("utf-16-le")) // 2 <= MAX_UPDATE_TEXT
-    for text in [message.text, *_mrkdwn(message.blocks)]:
+    for text in [message.text, *mrkdwn_texts(message.blocks)]:
         assert markup_left(text, links, labels) == [], text[:300]
-
-
-def _mrkdwn(node: Any) -> list[str]:
-    if isinstance(node, dict):
-        own = [node["text"]] if node.get("type") == "mrkdwn" else []
-        return own + [t for value in node.values() for t in _mrkdwn(value)]
-    if isinstance(node, list):
-        return [t for item in node for t in _mrkdwn(item)]
-    return []
 
 
 def _incident(body: dict[str, Any], **extra: Any) -> Incident:

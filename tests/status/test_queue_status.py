@@ -27,6 +27,7 @@ from bot.slack import blockkit
 from bot.slack.contract import ActionId, SilenceInput
 from bot.status.reader import matching
 from tests.support.alertmanager import Alertmanager
+from tests.support.blocks import mrkdwn_texts
 from tests.support.github import HOOK_SECRET, deliver, job_delivery
 from tests.support.harness import Stack, running_stack
 from tests.support.payloads import reference
@@ -58,16 +59,6 @@ def _other_alert() -> dict[str, Any]:
     }
     body["alerts"][0]["fingerprint"] = "fp-other"
     return body
-
-
-def _mrkdwn(node: Any) -> list[str]:
-    """Every mrkdwn text in `node` (blocks and everything in them)."""
-    if isinstance(node, list):
-        return [t for item in node for t in _mrkdwn(item)]
-    if not isinstance(node, dict):
-        return []
-    own = [node["text"]] if node.get("type") == "mrkdwn" else []
-    return own + [t for value in node.values() for t in _mrkdwn(value)]
 
 
 def _blocks_text(blocks: list[dict[str, Any]]) -> str:
@@ -399,7 +390,7 @@ def test_metric_labels_and_alert_text_stay_inert() -> None:
         ),
     ):
         # Slack reads mentions and links in mrkdwn and in the fallback text, not plain_text.
-        text = "\n".join([*_mrkdwn(shown.blocks), shown.text])
+        text = "\n".join([*mrkdwn_texts(shown.blocks), shown.text])
         assert "<!channel>" not in text and "<https://evil" not in text
         assert "&lt;!channel&gt;" in text
         assert blockkit.validate_message(shown.text, shown.blocks) == []
