@@ -328,6 +328,8 @@ def create_app(
                     settings.retention_days * 86400,
                     jobs_retention_seconds=settings.file.jobs.retention_days * 86400,
                     on_pruned=functools.partial(count_pruned, metrics),
+                    # Jobs and incidents carry the times of the world the bot observes.
+                    clock=lambda: clock().timestamp(),
                 ),
                 name="retention",
             ),

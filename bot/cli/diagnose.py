@@ -28,9 +28,14 @@ _DURATION = re.compile(r"^[0-9]+[smh]$")
 def parse_time(text: str) -> datetime:
     """An ISO 8601 time (UTC when it names no zone) or Unix seconds."""
     try:
-        return datetime.fromtimestamp(float(text), UTC)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        try:
+            return datetime.fromtimestamp(seconds, UTC)
+        except (ValueError, OverflowError, OSError):
+            raise ValueError(f"{text!r} is no moment a clock can show") from None
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

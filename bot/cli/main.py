@@ -91,8 +91,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from bot.cli.diagnose import parse_time
     from bot.demo import run_demo
 
+    try:
+        at = parse_time(args.at) if args.at else None
+    except ValueError as exc:
+        print(f"queuebot: {exc}", file=sys.stderr)
+        return 2
     _setup_logging(args.verbose, load_settings())
     return asyncio.run(
         run_demo(
@@ -101,6 +107,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             slack_port=args.slack_port,
             story=not args.no_story,
             open_browser=args.open,
+            at=at,
         )
     )
 
@@ -172,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="only play the reference alert; alice does nothing by herself",
     )
     demo.add_argument("--open", action="store_true", help="open the workspace's page in a browser")
+    demo.add_argument(
+        "--at",
+        help="play the demo as if it started at this moment (ISO 8601 or Unix seconds;"
+        " default now): the fleet, its alert and the bot's clock",
+    )
     demo.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
     demo.set_defaults(func=cmd_demo)
 

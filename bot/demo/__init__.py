@@ -4,7 +4,7 @@ Nothing outside this machine is needed: the local Slack-compatible workspace (bo
 Slack and serves a web page where every button works, a local Grafana-compatible silence API
 plays Grafana, and the bot is the same application `queuebot serve` runs. The fleet is simulated
 (bot.demo.fleet) and reaches the bot as a GitHub organisation's would: its jobs as `workflow_job`
-deliveries to the bot's GitHub webhook, signed with the hook's secret (the last ten minutes before
+deliveries to the bot's GitHub webhook, signed with the hook's secret (the last three minutes before
 the start at once, then each as it happens, so the fleet moves for a few minutes while the demo
 runs), its older history loaded into the store as a hook's stored deliveries, and its runners
 list from a local stand-in for GitHub's REST API. Diagnostics and /queue-status read the fleet
@@ -79,10 +79,12 @@ async def run_demo(
     story: bool = True,
     open_browser: bool = False,
     out: TextIO = sys.stdout,
+    at: datetime | None = None,
 ) -> int:
-    """Run until interrupted; returns the exit code."""
+    """Run until interrupted; returns the exit code. `at`: the moment the demo plays as its
+    start (now unless given)."""
     with tempfile.TemporaryDirectory(prefix="queuebot-demo-") as scratch:
-        demo = Demo(host=host, port=port, slack_port=slack_port, scratch=Path(scratch))
+        demo = Demo(host=host, port=port, slack_port=slack_port, scratch=Path(scratch), at=at)
         print(
             "queuebot demo: starting: simulating a week of the fleet and sending it to the bot"
             " (about half a minute)…",
@@ -128,7 +130,7 @@ async def run_demo(
         out.flush()
         if open_browser and _can_open_browser():
             webbrowser.open(page)
-        printer = asyncio.create_task(print_channel(demo.sandbox, out))
+        printer = asyncio.create_task(print_channel(demo.sandbox, out, demo.now))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -16,14 +16,14 @@ def reference_alert(name: str = REFERENCE_ALERT) -> bytes:
     return resources.files("bot.demo").joinpath(name).read_bytes()
 
 
-def surge_alert(runner_type: str, queued: float, wait_minutes: float) -> bytes:
+def surge_alert(runner_type: str, queued: float, wait_minutes: float, now: datetime) -> bytes:
     """The reference rule's notification, narrowed to one runner type with its own values."""
     body: dict[str, Any] = json.loads(reference_alert())
     alert = body["alerts"][0]
     labels = {**alert["labels"], "runner_type": runner_type}
     alert["labels"] = labels
     alert["fingerprint"] = f"demo-surge-{runner_type}"
-    alert["startsAt"] = datetime.now(UTC).replace(microsecond=0).isoformat()
+    alert["startsAt"] = now.astimezone(UTC).replace(microsecond=0).isoformat()
     alert["values"] = {
         **alert.get("values", {}),
         "max_queue_time_mins": round(wait_minutes),

@@ -2,7 +2,13 @@
 history the bot is given before it starts, and the runners list as the fleet moves.
 
 The fleet is `bot.simulator`'s (8 runner types, 8 days, a surge on one type and the autoscaler's
-limit on another), simulated until `LIVE` after the demo starts. The bot learns it the way it
+limit on another), recorded once for a fixed moment of its day and moved to end `LIVE` after the
+demo starts: the story it stages is the same whenever the demo starts. The simulator's fleet is
+busiest in US working hours and stages its problems an hour or three before its end, so a fleet
+simulated for the moment the demo starts would tell another story at each hour (at 14:00 UTC
+the autoscaler's limit, staged while the day's demand was still rising, had barely begun to
+bind). The recording's clock is the fleet's own: its evening rush, as the demo's start is moved
+there, whatever the hour; the bot reads it at the demo's moment. The bot learns it the way it
 learns a real fleet: job events at its webhook (`bot.demo.feed`), the runners list from GitHub's
 REST API (the GitHub stand-in serves `RunnerList`), and an older history loaded into its store
 as a hook's stored deliveries would be (`load_history`).
@@ -19,8 +25,9 @@ time is the one the whole week would give.
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -41,10 +48,15 @@ FLEET_SEED = 1
 #: hour to build its queue): simulated much further ahead, the surge would not have built its
 #: queue by the time the demo starts.
 LIVE = timedelta(minutes=10)
-#: The deliveries of the last ten minutes before the start reach the bot over its webhook, so the
+#: When the recorded fleet ends: 21:10 UTC of its day, two hours and a half past the simulator's
+#: daily peak (18:30). The autoscaler's limit was lowered below what the evening needs and has
+#: bound for an hour or more, the surge has built its queue, and both queue long (a recording
+#: starting at 21:00 shows 500-700 jobs waiting on each of the two types, 20-80 minutes).
+RECORDED_END = datetime(2026, 1, 14, 21, 10, tzinfo=UTC)
+#: The deliveries of the last three minutes before the start reach the bot over its webhook, so the
 #: recent queue arrives as GitHub's deliveries do (each a signed POST the bot stores durably:
 #: more of them only makes the start slower).
-REPLAYED = timedelta(minutes=10)
+REPLAYED = timedelta(minutes=3)
 #: Before each moment read, a span holding its rate window (10 minutes unless the YAML file's
 #: `queries.window` says otherwise) and the queue 15 and 30 minutes earlier.
 READ_SPAN = timedelta(hours=1)
@@ -55,38 +67,64 @@ CHART_READ = CHART_SPAN + timedelta(minutes=30)
 DAY = timedelta(days=1)
 
 
-class DemoFleet:
-    """The simulated fleet: its jobs (by creation), its runners at the end, what was staged."""
+@functools.cache
+def recorded() -> FleetJobs:
+    """The demo's fleet as simulated once, ending at `RECORDED_END`."""
+    spec = SimulationSpec(
+        scenario=Scenario.MIX,
+        hours=FLEET_HOURS,
+        runner_types=FLEET_TYPES,
+        seed=FLEET_SEED,
+        end=RECORDED_END,
+        step_seconds=FLEET_STEP_SECONDS,
+    )
+    return simulate_jobs(spec)
 
-    def __init__(self, simulated: FleetJobs, start: float) -> None:
-        self.truth = simulated.truth
-        self.jobs = simulated.jobs
+
+def moved(job: SimulatedJob, by: int) -> SimulatedJob:
+    """`job` with each of its moments `by` seconds later (earlier when negative)."""
+    return replace(
+        job,
+        created=job.created + by,
+        started=None if job.started is None else job.started + by,
+        completed=None if job.completed is None else job.completed + by,
+    )
+
+
+class DemoFleet:
+    """The simulated fleet moved to the demo's moment: its jobs, its runners at the end, what
+    was staged. The recording's jobs are moved as they are asked for (a week holds ~300,000 and
+    the demo reads a tenth of them)."""
+
+    def __init__(self, simulated: FleetJobs, start: float, by: int = 0) -> None:
+        """`simulated`'s moments are `by` seconds before the demo's; `start` is the demo's."""
+        problem_start = simulated.truth.problem_start
+        self.truth = replace(
+            simulated.truth,
+            problem_start=None if problem_start is None else problem_start + timedelta(seconds=by),
+        )
         self.runners = simulated.runners
         #: When the demo started (Unix seconds): the history before `split` is loaded, the
         #: deliveries after it are sent; the fleet stands still after `end`.
         self.start = start
         self.split = start - REPLAYED.total_seconds()
-        self.end = simulated.end
-        self._created = [job.created for job in self.jobs]
+        self.end = simulated.end + by
+        self._by = by
+        self._jobs = simulated.jobs
+        self._created = [job.created for job in self._jobs]
         # How long any job stayed in the fleet: where to look back from for jobs alive at T.
         self._reach = max(
-            ((job.completed if job.completed is not None else self.end) - job.created)
-            for job in self.jobs
+            ((job.completed if job.completed is not None else simulated.end) - job.created)
+            for job in self._jobs
         )
 
     @classmethod
     def simulate(cls, start: datetime) -> DemoFleet:
-        """The demo's fleet, simulated until `LIVE` after `start` (takes seconds: run it in a
-        thread)."""
-        spec = SimulationSpec(
-            scenario=Scenario.MIX,
-            hours=FLEET_HOURS,
-            runner_types=FLEET_TYPES,
-            seed=FLEET_SEED,
-            end=start.astimezone(UTC).replace(microsecond=0) + LIVE,
-            step_seconds=FLEET_STEP_SECONDS,
-        )
-        return cls(simulate_jobs(spec), start.timestamp())
+        """The demo's fleet, moved to stand still `LIVE` after `start` (the first call in a
+        process simulates it, which takes seconds: run it in a thread)."""
+        start = start.astimezone(UTC).replace(microsecond=0)
+        by = round((start + LIVE - RECORDED_END).total_seconds())
+        return cls(recorded(), start.timestamp(), by)
 
     def surge_type(self) -> str:
         """The runner type the fleet surges on (else another with trouble, else the busiest)."""
@@ -96,12 +134,14 @@ class DemoFleet:
         return next(iter(self.truth.affected), "linux-2xlarge")
 
     def _alive(self, since: float, until: float) -> Iterator[SimulatedJob]:
-        """The jobs created by `until` that had not finished before `since`."""
+        """The jobs created by `until` that had not finished before `since` (the demo's
+        moments), moved to the demo's time."""
+        since, until = since - self._by, until - self._by
         low = bisect.bisect_left(self._created, since - self._reach)
         high = bisect.bisect_right(self._created, until)
-        for job in self.jobs[low:high]:
+        for job in self._jobs[low:high]:
             if job.completed is None or job.completed >= since:
-                yield job
+                yield moved(job, self._by)
 
     def given(self, queued_after: float) -> list[SimulatedJob]:
         """The jobs the bot reads between the start and the end (see the module's docstring);

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import os
 import secrets
-import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -57,8 +56,14 @@ class Demo:
         slack_port: int = 0,
         environ: Mapping[str, str] | None = None,
         scratch: Path,
+        at: datetime | None = None,
     ) -> None:
         self.host, self.port, self.slack_port = host, port, slack_port
+        #: The demo's moment: `at` when it starts (now unless given), moving on as the wall
+        #: clock does. The fleet, its deliveries, the alert and the bot's clock all keep it;
+        #: the local Slack workspace, which only carries messages, keeps the wall clock's.
+        self._at = at
+        self._offset = timedelta(0)
         self.environ = dict(os.environ if environ is None else environ)
         self.scratch = scratch
         bot_token = "xoxb-demo-" + secrets.token_hex(8)
@@ -88,6 +93,10 @@ class Demo:
         self._http: aiohttp.ClientSession | None = None
         self._live: asyncio.Task[None] | None = None
 
+    def now(self) -> datetime:
+        """The demo's clock."""
+        return datetime.now(UTC) + self._offset
+
     @property
     def webhook_url(self) -> str:
         return f"{self.bot_url}{paths.GRAFANA_WEBHOOK_PATH}"
@@ -98,6 +107,8 @@ class Demo:
 
         The bot and the workspace (its page, the controls, the Slack API) listen on `host`;
         the stand-ins for Grafana and GitHub, which only the bot calls, on loopback."""
+        if self._at is not None:
+            self._offset = self._at.astimezone(UTC) - datetime.now(UTC)
         await self.sandbox.start(host=self.host, port=self.slack_port)
         env = self.environ
         grafana_url, grafana_token = env.get("GRAFANA_URL"), env.get("GRAFANA_TOKEN")
@@ -105,7 +116,7 @@ class Demo:
             # Alerts the demo plays stay firing until resolved (Alertmanager would let a silent
             # one lapse after resolve_timeout and the bot would take it as resolved).
             self.grafana = GrafanaSandbox(
-                token=secrets.token_hex(16), resolve_timeout=timedelta(days=1)
+                token=secrets.token_hex(16), resolve_timeout=timedelta(days=1), clock=self.now
             )
             await self.grafana.start()
             grafana_url, grafana_token = self.grafana.url, self.grafana.token or ""
@@ -136,7 +147,7 @@ class Demo:
             for_serve=True,
         )
         self._jobs = settings.file.jobs
-        self.fleet = fleet = await asyncio.to_thread(DemoFleet.simulate, datetime.now(UTC))
+        self.fleet = fleet = await asyncio.to_thread(DemoFleet.simulate, self.now())
         # Kept open beside the bot's: the surge control reads the queue from it.
         self._store = await open_store(str(database))
         # Loaded once, so its deliveries need not be recognised again.
@@ -147,7 +158,7 @@ class Demo:
             remember_until=0.0,
         )
         self._runner, self.bot_url = await serve(
-            create_app(settings), self.host, self.port, access_log=False
+            create_app(settings, clock=self.now), self.host, self.port, access_log=False
         )
         self.sandbox.request_url = f"{self.bot_url}{paths.SLACK_EVENTS_PATH}"
         self._http = aiohttp.ClientSession()
@@ -157,6 +168,7 @@ class Demo:
             secret=self.hook_secret,
             http=self._http,
             github=self.github,
+            clock=lambda: self.now().timestamp(),
         )
         self.replayed = await self.feed.catch_up()
         self._live = asyncio.create_task(self.feed.run(), name="demo-github-deliveries")
@@ -216,7 +228,7 @@ class Demo:
     async def fire_surge(self) -> str:
         name = self.surge_type()
         queued, wait = await self._fleet_now(name)
-        body = surge_alert(name, queued, wait / 60)
+        body = surge_alert(name, queued, wait / 60, self.now())
         if self.grafana is not None:
             await self._grafana_knows(body)
         status = await self.fire(body)
@@ -234,7 +246,7 @@ class Demo:
         """Queued jobs and longest wait (seconds) of `name` now, from the job events the bot
         holds: the alert rule's two numbers."""
         assert self._store is not None
-        now = time.time()
+        now = self.now().timestamp()
         queued = (await queued_now(self._store, self._jobs, now)).get(name, [])
         return float(len(queued)), (now - queued[0].created_at) if queued else 0.0
 

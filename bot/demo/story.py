@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TextIO
 
@@ -47,8 +48,11 @@ def _buttons(message: PostedMessage) -> list[str]:
     ]
 
 
-async def print_channel(sandbox: SlackSandbox, out: TextIO) -> None:
-    """Print each new or edited message of the demo channel, with its thread, as it happens."""
+async def print_channel(
+    sandbox: SlackSandbox, out: TextIO, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+) -> None:
+    """Print each new or edited message of the demo channel, with its thread, as it happens;
+    times are told as of `clock` (the demo's)."""
     feed = sandbox.subscribe()
     try:
         while True:
@@ -59,7 +63,7 @@ async def print_channel(sandbox: SlackSandbox, out: TextIO) -> None:
                 person = sandbox.workspace.users.get(event.user or "")
                 rule(out, f"only visible to {person.name if person else event.user}")
                 shown = event.detail.get("message") or {"text": event.detail.get("text", "")}
-                out.write(render_message(shown, now=datetime.now(UTC)) + "\n")
+                out.write(render_message(shown, now=clock()) + "\n")
                 out.flush()
                 continue
             message = sandbox.message(event.channel, event.ts)
@@ -72,7 +76,7 @@ async def print_channel(sandbox: SlackSandbox, out: TextIO) -> None:
             else:
                 what = "new message"
             rule(out, f"#{DEMO_CHANNEL} · {what}")
-            text = render_message(message.to_slack(), now=datetime.now(UTC))
+            text = render_message(message.to_slack(), now=clock())
             if message.files:
                 names = ", ".join(str(f.get("title") or f.get("name")) for f in message.files)
                 text = (text + "\n" if text.strip() else "") + f"[image: {names}]"
@@ -84,11 +88,11 @@ async def print_channel(sandbox: SlackSandbox, out: TextIO) -> None:
         sandbox.unsubscribe(feed)
 
 
-async def _story(sandbox: SlackSandbox, out: TextIO) -> None:
+async def _story(sandbox: SlackSandbox, out: TextIO, pause: float) -> None:
     """alice runs diagnostics, silences the alert for an hour through the modal, asks
     /queue-status, then lifts the silence."""
     (parent,) = await sandbox.wait_for(lambda: sandbox.messages()[:1], timeout=10)
-    await asyncio.sleep(STORY_PAUSE_SECONDS)
+    await asyncio.sleep(pause)
     rule(out, "alice clicks Run diagnostics")
     out.flush()
     await sandbox.click(sandbox.channel_id, parent.ts, ActionId.RUN_DIAGNOSTICS.value, ONCALL_USER)
@@ -98,7 +102,7 @@ async def _story(sandbox: SlackSandbox, out: TextIO) -> None:
         ),
         timeout=30,
     )
-    await asyncio.sleep(STORY_PAUSE_SECONDS)
+    await asyncio.sleep(pause)
     rule(out, "alice clicks Silence…")
     await sandbox.click(sandbox.channel_id, parent.ts, ActionId.SILENCE.value, ONCALL_USER)
     view = await sandbox.wait_for(
@@ -118,22 +122,25 @@ async def _story(sandbox: SlackSandbox, out: TextIO) -> None:
         ONCALL_USER,
     )
     await sandbox.wait_for(lambda: ActionId.UNSILENCE.value in _buttons(parent), timeout=10)
-    await asyncio.sleep(STORY_PAUSE_SECONDS)
+    await asyncio.sleep(pause)
     rule(out, f"alice types {contract.QUEUE_STATUS_COMMAND}")
     out.flush()
     answered = len(sandbox.ephemerals(ONCALL_USER))
     await sandbox.slash_command(contract.QUEUE_STATUS_COMMAND, "", user_id=ONCALL_USER)
     await sandbox.wait_for(lambda: len(sandbox.ephemerals(ONCALL_USER)) > answered, timeout=15)
-    await asyncio.sleep(STORY_PAUSE_SECONDS)
+    await asyncio.sleep(pause)
     rule(out, "alice clicks Unsilence")
     out.flush()
     await sandbox.click(sandbox.channel_id, parent.ts, ActionId.UNSILENCE.value, ONCALL_USER)
     await sandbox.wait_for(lambda: ActionId.SILENCE.value in _buttons(parent), timeout=10)
 
 
-async def told_story(sandbox: SlackSandbox, out: TextIO) -> None:
+async def told_story(
+    sandbox: SlackSandbox, out: TextIO, pause: float = STORY_PAUSE_SECONDS
+) -> None:
+    """alice's story, `pause` seconds to read each step before the next."""
     try:
-        await _story(sandbox, out)
+        await _story(sandbox, out, pause)
     except TimeoutError as exc:
         # The story waits for the bot at each step; a real service that does not answer
         # (PROMETHEUS_URL, GRAFANA_URL) stops it, not the demo.

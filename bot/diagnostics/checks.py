@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.diagnostics.evidence import (
+    Supply,
     demand,
     evidence,
     runner_state,
@@ -46,6 +47,7 @@ from bot.domain.diagnosis import (
     Scope,
     Verdict,
 )
+from bot.render.diagnosis_text import amount
 
 #: "Well above the baseline".
 RATIO_LIKELY = 1.5
@@ -183,7 +185,30 @@ def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     )
     # Without the maximum measured: runners all busy, held at one level while jobs wait.
     ceiling = busy.flat and busy.now >= 3.0 and not _idle_while_waiting(state)
-    return (Verdict.LIKELY if ceiling else Verdict.RULED_OUT), found
+    if ceiling:
+        return Verdict.LIKELY, found
+    first = found[0].model_copy(update={"why": _no_ceiling(fleet, state, busy)})
+    return Verdict.RULED_OUT, (first, *found[1:])
+
+
+def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> str:
+    """Why busy runners that may all be busy are no autoscaler's limit, in the report's words."""
+    if _idle_while_waiting(state):
+        return f"{amount(state.idle, '')} runners idle while jobs wait: no limit holds them"
+    then = busy.before[-1]
+    if busy.now > 1.07 * min(busy.before) + 1.0:
+        why = (
+            f"not held at a ceiling, still rising ({amount(then, '')} half an hour before):"
+            " the autoscaler is adding runners"
+        )
+    elif busy.falling:
+        why = f"falling ({amount(then, '')} half an hour before), not held at a ceiling"
+    else:
+        why = "too few runners to tell a ceiling"
+    asked = demand(fleet, state.name)
+    if asked is not None and asked.now >= RATIO_LIKELY * max(asked.usual, 0.1):
+        why += f"; demand is {asked.now / max(asked.usual, 0.1):.1f}x usual"
+    return why + "; the autoscaler's maximum is not measured"
 
 
 CHECKS: dict[Cause, Callable[[FleetSignals, RunnerTypeState], Check]] = {

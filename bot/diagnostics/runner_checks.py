@@ -4,10 +4,11 @@ failing). The other checks, and the ranking, are in `bot.diagnostics.checks`."""
 
 from __future__ import annotations
 
-from bot.diagnostics.evidence import evidence, significant_rise, supply, window_minutes
+from bot.diagnostics.evidence import Supply, evidence, significant_rise, supply, window_minutes
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Evidence, RunnerTypeState, Verdict
+from bot.render.diagnosis_text import amount
 
 FAILED_RUNNERS_LIKELY = 3.0
 REGISTERED_STALL = 1.1
@@ -106,7 +107,30 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
             )
     if not measured:
         return Verdict.NO_DATA, ()
+    if not likely and offline is not None and offline >= OFFLINE_MIN:
+        # Many runners offline under "ruled out" reads as a contradiction: say what they are.
+        at = next(i for i, e in enumerate(found) if e.measure == "runners offline")
+        total = offline + (fleet.value(Signal.REGISTERED, name) or 0.0)
+        why = _offline_why(offline, total, busy, fleet.base(Signal.OFFLINE, name))
+        found[at] = found[at].model_copy(update={"why": why})
+        found.insert(0, found.pop(at))
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
+
+
+def _offline_why(offline: float, total: float, busy: Supply | None, usual: float | None) -> str:
+    """What offline runners are when they are no sign of failing runners."""
+    share = offline / total if total else 0.0
+    if usual is not None and offline <= 1.5 * usual + OFFLINE_MIN:
+        return f"about the usual for this fleet (usual {amount(usual, '')})"
+    if busy is not None and busy.catching_up:
+        return (
+            f"runners still starting ({share:.0%} of {amount(total, '')} listed): busy runners"
+            f" rose from {amount(busy.before[-1], '')} to {amount(busy.now, '')} in half an hour"
+        )
+    return (
+        f"{share:.0%} of the {amount(total, '')} runners listed, under the"
+        f" {OFFLINE_SHARE:.0%} that points to runners failing"
+    )
 
 
 def resources(fleet: FleetSignals, state: RunnerTypeState) -> Check:

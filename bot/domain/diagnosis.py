@@ -104,6 +104,9 @@ class Evidence(BaseModel):
     repository: str = ""
     #: Where the number came from (GitHub job events, GitHub runners, Prometheus).
     source: str = ""
+    #: Why the number does not point where it seems to, under a verdict it could be read
+    #: against ("runners still starting: busy runners 180 → 261 in half an hour").
+    why: str = ""
 
 
 class Finding(BaseModel):

@@ -101,6 +101,8 @@ def evidence_text(evidence: Evidence, *, markup: bool = True) -> str:
     text += behind_text(evidence, markup=markup)
     if evidence.source:
         text += f" [{evidence.source}]"
+    if evidence.why:
+        text += f": {evidence.why}"
     return text
 
 

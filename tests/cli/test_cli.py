@@ -76,7 +76,8 @@ def test_demo_tells_the_on_calls_story() -> None:
     thread, no Prometheus); she silences the alert through the modal; /queue-status typed into
     the terminal is sent as hers; she lifts the silence; Ctrl-C stops it all."""
     output, code = _run_until(
-        [sys.executable, "-m", "bot", "demo", "--port", "0"],
+        # A moment whose story crosses into a new year: the story never depends on the hour.
+        [sys.executable, "-m", "bot", "demo", "--port", "0", "--at", "2026-12-31T23:59:40Z"],
         "*Unsilenced* by @alice",
         typed="/queue-status help\n/queue-status linux.g5\n",
     )
@@ -87,8 +88,10 @@ def test_demo_tells_the_on_calls_story() -> None:
     assert "https://hud.pytorch.org/metrics" in output
     assert "[Run diagnostics]" in output
     # Diagnostics. The simulated fleet stages a surge on one runner type and the autoscaler's
-    # limit on another; which comes first depends on which queues worse at the moment.
+    # limit on another, both queueing whenever the demo starts; read on the demo's clock.
     assert "── alice clicks Run diagnostics ─" in output
+    assert "Scope: isolated, 2 of 8 runner types queueing" in output
+    assert re.search(r"Read (Dec 31, 2026 at 23:59|Jan 1, 2027 at 00:0\d) from", output)
     assert "*Increased workload*: likely" in output
     assert "*Autoscaling configuration limits*: likely" in output
     assert "[GitHub job events]" in output
@@ -391,3 +394,17 @@ async def test_check_says_when_github_runners_are_not_configured(tmp_path: Path)
         code, out = await _check(_check_env(sandbox, tmp_path, GITHUB_ORG="pytorch"))
     assert code == 1
     assert b"github runners: FAILED: GITHUB_ORG is set but GITHUB_TOKEN is not" in out
+
+
+@pytest.mark.parametrize("moment", ["yesterday", "1e400", "-1e300"])
+def test_demo_at_a_moment_no_clock_shows_is_refused_in_one_line(moment: str) -> None:
+    done = subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "bot", "demo", "--port", "0", f"--at={moment}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("queuebot: ") and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr

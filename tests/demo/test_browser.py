@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,13 @@ SCREENSHOTS = Path(
 )
 TITLE = "[P2] Jobs are queueing in autoscaled machines"
 WAIT_MS = 20_000
+#: The demo's clock: its story is the same at any moment, and the test never depends on when.
+MOMENT = datetime(2026, 11, 26, 14, 11, tzinfo=UTC)
 
 
 @pytest.fixture
 async def demo(tmp_path: Path) -> AsyncIterator[Demo]:
-    running = Demo(port=0, scratch=tmp_path, environ={})
+    running = Demo(port=0, scratch=tmp_path, environ={}, at=MOMENT)
     try:
         await running.start()
         assert await running.play_reference() == 202
