@@ -51,6 +51,20 @@ class Alert(BaseModel):
         return self.labels.get("rulename") or self.labels.get("alertname") or "Alert"
 
     @property
+    def foreign_silence_rule(self) -> str:
+        """A rule UID the silenceURL names that is not this alert's own ("" when none): the
+        sender writes the silenceURL, and a silence aimed from it would hit another rule."""
+        for uid in silence_url_rules(self.silence_url):
+            if uid != self.rule_uid:
+                return uid
+        return ""
+
+    @property
+    def usable_silence_url(self) -> str:
+        """The silenceURL, unless it names another rule than the alert's own."""
+        return "" if self.foreign_silence_rule else self.silence_url
+
+    @property
     def shown_labels(self) -> Labels:
         """Labels worth showing: not private (`__x__`), not the name or the folder."""
         hidden = {"alertname", "grafana_folder", "rulename"}
@@ -147,7 +161,7 @@ class AlertGroup(BaseModel):
         return fields
 
 
-_RULE_IN_SILENCE_URL = "__alert_rule_uid__="
+_RULE_IN_SILENCE_URL = "__alert_rule_uid__"
 _RULE_IN_GENERATOR_URL = re.compile(r"/alerting/grafana/([^/?#]+)/view")
 #: What Grafana accepts as a UID (pkg/util: letters, digits, '-' and '_', at most 40), plus '.'
 #: for the Kubernetes-style names Grafana is moving to. Anything else (`~.+`, `.*`) is not a
@@ -155,35 +169,44 @@ _RULE_IN_GENERATOR_URL = re.compile(r"/alerting/grafana/([^/?#]+)/view")
 _RULE_UID = re.compile(r"[A-Za-z0-9._-]{1,253}")
 
 
-def rule_uid_of(
-    rule_uid: str, silence_url: str, generator_url: str, labels: Labels | None = None
-) -> str:
-    """The Grafana rule UID: `ruleUID` (Grafana ≥ 12.4), the silenceURL's equality matcher on
-    `__alert_rule_uid__`, generatorURL; the first that is shaped like a UID."""
-    for candidate in _rule_uid_candidates(rule_uid, silence_url, generator_url, labels or {}):
+def rule_uid_of(rule_uid: str, generator_url: str, labels: Labels | None = None) -> str:
+    """The Grafana rule UID: `ruleUID` (Grafana ≥ 12.4), the alert's own `__alert_rule_uid__`
+    label, the rule's path in generatorURL (the View alert link); the first that is shaped like
+    a UID. Never the silenceURL: it is only a suggestion of how to silence, and one naming
+    another rule would aim the silence there (`Alert.foreign_silence_rule`)."""
+    for candidate in _rule_uid_candidates(rule_uid, generator_url, labels or {}):
         if _RULE_UID.fullmatch(candidate):
             return candidate
     return ""
 
 
-def _rule_uid_candidates(
-    rule_uid: str, silence_url: str, generator_url: str, labels: Labels
-) -> Iterator[str]:
+def _rule_uid_candidates(rule_uid: str, generator_url: str, labels: Labels) -> Iterator[str]:
     """In order of trust; lazily, since the first is usually the one (and URLs of thousands of
     alerts are slow to parse)."""
     yield rule_uid
     yield labels.get("__alert_rule_uid__", "")
     try:
-        query, path = urlsplit(silence_url).query, urlsplit(generator_url).path
+        path = urlsplit(generator_url).path
     except ValueError:  # a malformed URL names no rule
         return
-    # `__alert_rule_uid__=~.+` starts with the prefix too: its "~.+" is refused by the shape.
-    for key, value in parse_qsl(query):
-        if key == "matcher" and value.startswith(_RULE_IN_SILENCE_URL):
-            yield value.removeprefix(_RULE_IN_SILENCE_URL)
     in_path = _RULE_IN_GENERATOR_URL.search(path)
     if in_path:
         yield in_path.group(1)
+
+
+def silence_url_rules(silence_url: str) -> list[str]:
+    """The rule UIDs a silenceURL's `__alert_rule_uid__` matchers name, whatever their operator
+    (`=~.+` names every rule)."""
+    try:
+        query = urlsplit(silence_url).query
+    except ValueError:
+        return []
+    found = []
+    for key, value in parse_qsl(query):
+        name, operator, named = value.partition("=")
+        if key == "matcher" and operator and name.rstrip("!") == _RULE_IN_SILENCE_URL:
+            found.append(named.lstrip("~"))
+    return found
 
 
 def fingerprint_of(labels: Labels) -> str:

@@ -152,12 +152,7 @@ def to_alert_group(body: GrafanaWebhook | AlertmanagerWebhook) -> AlertGroup:
                 dashboard_url=extra.dashboardURL if extra else "",
                 panel_url=extra.panelURL if extra else "",
                 image_url=extra.imageURL if extra else "",
-                rule_uid=rule_uid_of(
-                    extra.ruleUID if extra else "",
-                    extra.silenceURL if extra else "",
-                    raw.generatorURL,
-                    raw.labels,
-                ),
+                rule_uid=rule_uid_of(extra.ruleUID if extra else "", raw.generatorURL, raw.labels),
                 values=(extra.values or {}) if extra else {},
             )
         )

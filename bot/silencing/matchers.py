@@ -91,7 +91,7 @@ def _ordered(matchers: Iterable[Matcher]) -> MatcherSet:
 def alert_matchers(alert: Alert) -> MatcherSet:
     """The matchers that silence exactly this alert, Grafana's way; silenceURL's matchers only
     where the alert vouches for them (see the module docstring)."""
-    vouched = (m for m in _from_silence_url(alert.silence_url) if _vouched(m, alert))
+    vouched = (m for m in _from_silence_url(alert.usable_silence_url) if _vouched(m, alert))
     return _ordered([*_own(alert), *vouched])
 
 

@@ -82,8 +82,8 @@ def explain(
         text = f"Grafana refused to {doing} it (HTTP {exc.status}): {detail}. {nothing}"
     else:
         text = f"Grafana could not be reached to {doing} it: {detail}. {nothing} Try again."
-    if incident is not None and doing == "silence" and incident.group.lead.silence_url:
-        text += " Or " + link(incident.group.lead.silence_url, "silence it in Grafana") + "."
+    if incident is not None and doing == "silence" and incident.group.lead.usable_silence_url:
+        text += " Or " + link(incident.group.lead.usable_silence_url, "silence it in Grafana") + "."
     return ":warning: " + text
 
 
@@ -110,8 +110,8 @@ class Silencer:
     def _require_grafana(self, incident: Incident) -> GrafanaClient:
         if self._grafana is None:
             text = SILENCING_OFF
-            if incident.group.lead.silence_url:
-                url = incident.group.lead.silence_url
+            if incident.group.lead.usable_silence_url:
+                url = incident.group.lead.usable_silence_url
                 text += " Meanwhile you can " + link(url, "silence it in Grafana") + "."
             raise SilenceRefused(text)
         return self._grafana
@@ -147,9 +147,8 @@ class Silencer:
                 " no labels), and a silence without matchers would silence every alert in"
                 " Grafana. Nothing was silenced."
             )
-            if incident.group.lead.silence_url:
-                text += " Use " + link(incident.group.lead.silence_url, "Grafana's silence page")
-                text += " instead."
+            if url := incident.group.lead.usable_silence_url:
+                text += " Use " + link(url, "Grafana's silence page") + " instead."
             raise SilenceRefused(text)
         if len(sets) > MAX_SILENCES_PER_INCIDENT:
             raise SilenceRefused(
@@ -164,6 +163,15 @@ class Silencer:
         incident = await self.incident(incident_id)
         self._require_grafana(incident)
         await self._allowed(user_id)
+        for alert in incident.group.firing or incident.group.alerts:
+            if foreign := alert.foreign_silence_rule:
+                log.warning(
+                    "the silenceURL of an alert names rule %r, not its own %r: ignored"
+                    " (incident=%s)",
+                    foreign[:80],
+                    alert.rule_uid,
+                    incident_id,
+                )
         return incident, self._silenceable(incident)
 
     async def _claim(self, incident_id: int) -> str:

@@ -70,17 +70,55 @@ class TestMatchers:
 
     def test_silence_url_matchers_are_taken_only_where_the_alert_vouches(self) -> None:
         """silenceURL cannot widen the silence: its regex and negative matcher are left out;
-        its rule UID (an equality, so the alert's rule UID) and the alert's labels remain."""
+        its equality on one of the alert's labels narrows it."""
         body = reference()
         body["alerts"][0]["silenceURL"] = (
             "https://grafana.example/alerting/silence/new?alertmanager=grafana"
-            "&matcher=__alert_rule_uid__%3Dabc&matcher=zone%21%3Deu&matcher=name%3D~linux.%2A"
+            "&matcher=__alert_rule_uid__%3Ddez2aomgvru2oe&matcher=zone%21%3Deu"
+            "&matcher=name%3D~linux.%2A&matcher=alertname%3DJobs+are+queueing"
         )
+        body["alerts"][0]["labels"]["alertname"] = "Jobs are queueing"
         (only,) = silence_matchers(_group(body))
-        assert [m.model_dump(by_alias=True) for m in only] == [
-            {"name": "__alert_rule_uid__", "value": "abc", "isRegex": False, "isEqual": True},
-            {"name": "type", "value": "alerting-infra", "isRegex": False, "isEqual": True},
+        assert _texts((only,)) == [
+            [
+                "__alert_rule_uid__=dez2aomgvru2oe",
+                "alertname=Jobs are queueing",
+                "type=alerting-infra",
+            ]
         ]
+
+    def test_a_silence_url_naming_another_rule_is_ignored(self) -> None:
+        """The View alert link names the alert's own rule and the silence link another: the
+        silence is the alert's own rule's, and nothing of that silenceURL gets in."""
+        body = reference()
+        alert = body["alerts"][0]
+        alert["silenceURL"] = (
+            "https://grafana.example/alerting/silence/new?alertmanager=grafana"
+            "&matcher=__alert_rule_uid__%3Dother-rule&matcher=type%3Dalerting-infra"
+        )
+        group = _group(body)
+        assert group.lead.rule_uid == "dez2aomgvru2oe"
+        assert group.lead.foreign_silence_rule == "other-rule"
+        assert group.lead.usable_silence_url == ""
+        assert _texts(silence_matchers(group)) == [
+            ["__alert_rule_uid__=dez2aomgvru2oe", "type=alerting-infra"]
+        ]
+
+    def test_a_rule_uid_only_the_silence_url_names_leaves_the_alert_unpinned(self) -> None:
+        """No rule UID of its own (no ruleUID, no label, no rule in generatorURL): the UID a
+        silenceURL names is not taken, and the silence keeps every label, alertname too."""
+        body = reference()
+        alert = body["alerts"][0]
+        alert["generatorURL"] = "https://grafana.example/explore"
+        alert["silenceURL"] = (
+            "https://grafana.example/alerting/silence/new?matcher=__alert_rule_uid__%3Dother"
+        )
+        alert["labels"]["alertname"] = "Jobs are queueing"
+        group = _group(body)
+        assert group.lead.rule_uid == ""
+        (only,) = silence_matchers(group)
+        assert all(m.name != "__alert_rule_uid__" for m in only)
+        assert "alertname=Jobs are queueing" in _texts((only,))[0]
 
     def test_alertmanager_alert_with_private_rule_label(self) -> None:
         """An Alertmanager v4 alert carrying __alert_rule_uid__ silences like Grafana's."""

@@ -157,3 +157,29 @@ async def test_alerts_that_change_while_the_modal_is_open_silence_nothing(
     await stack.sandbox.wait_for(lambda: _shows(stack, parent, "Silenced until"), timeout=10)
     (silence,) = await alertmanager.active_silences()
     assert _read_back(preview) == silence["matchers"]
+
+
+async def test_a_silence_link_aimed_at_another_rule_silences_the_alerts_own(
+    stack: Stack, alertmanager: Alertmanager
+) -> None:
+    """An alert whose View alert link names its rule and whose silence link names another:
+    the modal offers, and Alertmanager gets, the alert's own rule and labels; the other rule's
+    UID appears nowhere, and the modal offers no link to that silence page."""
+    body = _body({})
+    body["alerts"][0]["silenceURL"] = (
+        "https://grafana.example/alerting/silence/new?alertmanager=grafana"
+        "&matcher=__alert_rule_uid__%3Dvictim-rule"
+    )
+    assert (await stack.webhook(body)).status == 202
+    (parent,) = await stack.parents(1)
+    view = await _open(stack, parent)
+    assert "victim-rule" not in json.dumps(view.view)
+    (preview,) = _previews(view)
+    await _submit(stack, view)
+    await stack.sandbox.wait_for(lambda: _shows(stack, parent, "Silenced until"), timeout=10)
+    (silence,) = await alertmanager.active_silences()
+    assert _read_back(preview) == silence["matchers"]
+    assert {"name": "__alert_rule_uid__", "value": "dez2aomgvru2oe"}.items() <= silence["matchers"][
+        0
+    ].items()
+    assert "victim-rule" not in json.dumps(silence)
