@@ -266,7 +266,11 @@ def create_app(
             ActionHandlers(slack, renderer, diagnoser),
             SilenceHandlers(silencer, slack, renderer, clock),
             StatusHandlers(
-                reader, slack, renderer, reports=ReportAnswers(reporter, slack, renderer)
+                reader,
+                slack,
+                renderer,
+                reports=ReportAnswers(reporter, slack, renderer),
+                fleet_wide=Permissions(settings.file.queue_status.as_policy(), slack),
             ),
         )
         slack_events = (

@@ -30,7 +30,7 @@ from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.forecast.settings import EarlyWarning
 from bot.incidents.routing import Route
-from bot.silencing.permissions import SilencePolicy
+from bot.silencing.permissions import FleetWideViewers, SilencePolicy
 
 #: Whose runners queuebot lists (GITHUB_ORG, GITHUB_REPOSITORY or GITHUB_ENTERPRISE).
 GitHubScopeKind = Literal["org", "repo", "enterprise"]
@@ -50,6 +50,8 @@ class FileConfig(BaseModel):
 
     routes: list[Route] = Field(default_factory=list)
     silence: SilencePolicy = Field(default_factory=SilencePolicy)
+    #: Who sees every channel's incidents in /queue-status (everyone else: the channel's own).
+    queue_status: FleetWideViewers = Field(default_factory=FleetWideViewers)
     #: Overrides of the diagnostics query pack (signal name → PromQL, and `window`).
     queries: QueryPack = Field(default_factory=QueryPack)
     #: How GitHub's job events are read.

@@ -80,3 +80,6 @@ class QueueStatus:
     details: tuple[TypeDetail, ...] = ()
     #: How many runner types matched `query` (more than are detailed, when many match).
     matched: int = 0
+    #: The incidents and silences are every channel's (the fleet-wide view), not only those of
+    #: the channel asked in.
+    every_channel: bool = False

@@ -24,6 +24,7 @@ from bot.listeners.payloads import BlockActions
 from bot.listeners.rate_limit import PER_WINDOW, PerUserLimit
 from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
 from bot.render.renderer import Renderer
+from bot.silencing.permissions import Permissions
 from bot.slack.contract import QUEUE_STATUS_COMMAND
 from bot.slack.errors import SlackError, SlackRejected
 from bot.slack.gateway import SlackGateway
@@ -38,6 +39,8 @@ REPORT_WORD = "report"
 #: The longest window `report N` may ask for (what the job events keep by default, and more).
 MAX_REPORT_DAYS = 30
 NO_REPORTS = f":information_source: `{QUEUE_STATUS_COMMAND} report` is not set up here."
+#: What a request that names no channel is scoped to: no incident is routed there.
+NO_CHANNEL = "-"
 FAILED = (
     f":warning: `{QUEUE_STATUS_COMMAND}` failed because of an error on queuebot's side (logged)."
 )
@@ -107,8 +110,10 @@ class StatusHandlers:
         limit: PerUserLimit | None = None,
         *,
         reports: ReportAnswers | None = None,
+        fleet_wide: Permissions | None = None,
     ) -> None:
         self._reader = reader
+        self._fleet_wide = fleet_wide
         self._slack = slack
         self._renderer = renderer
         self._limit = limit or PerUserLimit()
@@ -205,7 +210,9 @@ class StatusHandlers:
                 request, user=user, channel=channel, response_url=response_url
             )
         try:
-            status = await self._reader.read(request.query)
+            status = await self._reader.read(
+                request.query, channel=await self._scope(request, user, channel)
+            )
             chart, note = await self._chart(status)
             message = self._renderer.queue_status(
                 status, shared_by=user if request.public else None, chart=chart, note=note
@@ -237,6 +244,15 @@ class StatusHandlers:
             log.warning("the queue status did not reach %s: %s", user, exc)
             return False
         return True
+
+    async def _scope(self, request: StatusRequest, user: str, channel: str | None) -> str | None:
+        """Whose incidents an answer lists: the channel's it is asked in; every channel's
+        (None) only privately, and only for the fleet-wide viewers. A request from nowhere
+        lists none."""
+        everyone = self._fleet_wide
+        if not request.public and everyone is not None and await everyone.listed(user):
+            return None
+        return channel or NO_CHANNEL
 
     async def _report(
         self,

@@ -6,6 +6,8 @@ escaped before they reach mrkdwn; people are named as plain text, never mentione
 
 from __future__ import annotations
 
+import re
+
 from bot.domain.diagnosis import RunnerTypeState
 from bot.domain.incidents import Incident
 from bot.domain.queue_status import Compared, FleetView, OpenIncident, QueueStatus, TypeDetail
@@ -16,12 +18,15 @@ from bot.slack.contract import QUEUE_STATUS_COMMAND
 
 #: Runner types with jobs waiting listed in the summary; the rest are counted.
 MAX_WAITING_LISTED = 15
+#: A Slack channel id, the only thing put into a channel link.
+_CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{2,}")
 #: Runner types named when a prefix matches none.
 MAX_NAMES_SUGGESTED = 20
 
 USAGE = (
     f"*{QUEUE_STATUS_COMMAND}* shows the CI runner fleet now, only to you:\n"
-    f"• `{QUEUE_STATUS_COMMAND}`: runner types with jobs waiting, open incidents and silences\n"
+    f"• `{QUEUE_STATUS_COMMAND}`: runner types with jobs waiting, and this channel's open"
+    " incidents and silences\n"
     f"• `{QUEUE_STATUS_COMMAND} linux.g5`: the runner types starting with `linux.g5` in detail,"
     " with a chart of the last 6 hours\n"
     f"• `{QUEUE_STATUS_COMMAND} post` (or `post linux.g5`): the same, for everyone in the channel\n"
@@ -99,7 +104,7 @@ def _title(incident: Incident, url: str | None, limit: int = 150) -> str:
     return link(url, text) if url else escape_mrkdwn(text)
 
 
-def incident_line(entry: OpenIncident) -> str:
+def incident_line(entry: OpenIncident, every_channel: bool = False) -> str:
     incident = entry.incident
     parts = [_title(incident, entry.link)]
     silence = incident.silence
@@ -113,21 +118,28 @@ def incident_line(entry: OpenIncident) -> str:
         parts.append(f"{alerts} alerts")
     if entry.link is None:
         parts.append("no thread link")
-    return ":red_circle: " + " · ".join(parts)
+    return ":red_circle: " + " · ".join(parts) + (_where(incident) if every_channel else "")
+
+
+def _where(incident: Incident) -> str:
+    """The channel an incident went to, for the fleet-wide view (a link, never a ping)."""
+    channel = incident.channel_id
+    return f" · in <#{channel}>" if channel and _CHANNEL_ID.fullmatch(channel) else ""
 
 
 def incident_lines(status: QueueStatus, most: int | None = None) -> list[str]:
+    where = " in every channel" if status.every_channel else ""
     if not status.incidents:
-        return ["*Open incidents:* none."]
+        return [f"*Open incidents{where}:* none."]
     shown = status.incidents[:most]
-    lines = [f"*Open incidents ({status.firing_total}):*"]
-    lines += [incident_line(entry) for entry in shown]
+    lines = [f"*Open incidents{where} ({status.firing_total}):*"]
+    lines += [incident_line(entry, status.every_channel) for entry in shown]
     if status.firing_total > len(shown):
         lines.append(f"…and {status.firing_total - len(shown)} more")
     return lines
 
 
-def silence_line(entry: OpenIncident) -> str:
+def silence_line(entry: OpenIncident, every_channel: bool = False) -> str:
     silence = entry.incident.silence
     assert silence is not None
     line = (
@@ -136,15 +148,16 @@ def silence_line(entry: OpenIncident) -> str:
     )
     if silence.comment.strip():
         line += f" · “{inert(silence.comment, 160)}”"
-    return line
+    return line + (_where(entry.incident) if every_channel else "")
 
 
 def silence_lines(status: QueueStatus, most: int | None = None) -> list[str]:
+    where = " in every channel" if status.every_channel else ""
     if not status.silenced:
-        return ["*Active silences:* none set through queuebot."]
+        return [f"*Active silences{where}:* none set through queuebot."]
     shown = status.silenced[:most]
-    lines = [f"*Active silences ({len(status.silenced)}):*"]
-    lines += [silence_line(entry) for entry in shown]
+    lines = [f"*Active silences{where} ({len(status.silenced)}):*"]
+    lines += [silence_line(entry, status.every_channel) for entry in shown]
     if len(status.silenced) > len(shown):
         lines.append(f"…and {len(status.silenced) - len(shown)} more")
     return lines

@@ -101,16 +101,18 @@ class StatusReader:
         self._clock = clock
         self._read_timeout = read_timeout
 
-    async def read(self, query: str | None = None) -> QueueStatus:
-        """The summary (`query` None), or the runner types matching `query` in detail."""
+    async def read(self, query: str | None = None, *, channel: str | None) -> QueueStatus:
+        """The summary (`query` None), or the runner types matching `query` in detail; the
+        open incidents and silences of `channel` (a Slack channel id), or of every channel
+        when it is None (the fleet-wide view, for those allowed it)."""
         at = self._clock()
         signals = SUMMARY_SIGNALS if query is None else DETAIL_SIGNALS
         baseline = () if query is None else DETAIL_BASELINE
         (fleet, signals_read), (incidents, total, silenced) = await asyncio.gather(
-            self._fleet(at, signals, baseline), self._incidents(at)
+            self._fleet(at, signals, baseline), self._incidents(at, channel)
         )
         if query is None:
-            return QueueStatus(at, fleet, incidents, total, silenced)
+            return QueueStatus(at, fleet, incidents, total, silenced, every_channel=channel is None)
         names = matching([t.name for t in fleet.types], query)
         exact = names[:1] if names and _key(names[0]) == _key(query) else []
         # The asked-for type first, then where jobs wait longest, like the summary.
@@ -122,7 +124,15 @@ class StatusReader:
             if signals_read is not None
         )
         return QueueStatus(
-            at, fleet, incidents, total, silenced, query=query, details=details, matched=len(names)
+            at,
+            fleet,
+            incidents,
+            total,
+            silenced,
+            query=query,
+            details=details,
+            matched=len(names),
+            every_channel=channel is None,
         )
 
     async def chart(self, status: QueueStatus) -> bytes | None:
@@ -162,11 +172,11 @@ class StatusReader:
         return FleetView(types=types, window=window, missing=missing), read
 
     async def _incidents(
-        self, at: datetime
+        self, at: datetime, channel: str | None
     ) -> tuple[tuple[OpenIncident, ...], int, tuple[OpenIncident, ...]]:
-        latest, total = await self._store.firing_incidents(MAX_INCIDENTS)
+        latest, total = await self._store.firing_incidents(MAX_INCIDENTS, channel)
         silenced = sorted(
-            (i for i in await self._store.silenced_incidents() if i.silence),
+            (i for i in await self._store.silenced_incidents(channel) if i.silence),
             key=lambda i: i.silence.ends_at if i.silence else at,
         )
         silenced = [i for i in silenced if i.silence and i.silence.ends_at > at]

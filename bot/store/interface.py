@@ -253,13 +253,16 @@ class Store(ReportStore, Protocol):
 
     async def get_incident(self, incident_id: int) -> Incident | None: ...
 
-    async def silenced_incidents(self) -> list[Incident]:
-        """Firing incidents with a silence queuebot made, oldest first."""
+    async def silenced_incidents(self, channel: str | None = None) -> list[Incident]:
+        """Firing incidents with a silence queuebot made, oldest first; with `channel` (a Slack
+        channel id), only those routed there."""
         ...
 
-    async def firing_incidents(self, limit: int) -> tuple[list[Incident], int]:
+    async def firing_incidents(
+        self, limit: int, channel: str | None = None
+    ) -> tuple[list[Incident], int]:
         """The `limit` most recently started firing incidents, silenced ones included, and how
-        many are firing in all."""
+        many are firing in all; with `channel` (a Slack channel id), only those routed there."""
         ...
 
     async def claim(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:

@@ -34,6 +34,18 @@ INCIDENT_COLUMNS = (
     " digest_id, permalink"
 )
 
+#: An incident routed to one channel: posted there, or (not posted yet) addressed by its id or
+#: by a name under which an incident was posted there; any when the channel is NULL. One
+#: parameter, four times (`?`); PostgreSQL's spelling names it once.
+IN_CHANNEL = (
+    "(? IS NULL OR channel_id = ? OR (channel_id IS NULL AND (channel = ?"
+    " OR channel IN (SELECT i.channel FROM incidents i WHERE i.channel_id = ?))))"
+)
+IN_CHANNEL_PG = (
+    "($1::text IS NULL OR channel_id = $1 OR (channel_id IS NULL AND (channel = $1"
+    " OR channel IN (SELECT i.channel FROM incidents i WHERE i.channel_id = $1))))"
+)
+
 
 class ParsedGroups:
     """Big alert groups, parsed once.

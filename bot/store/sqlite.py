@@ -29,6 +29,7 @@ from bot.store.interface import (
 from bot.store.records import JobActivity, QueuedJob
 from bot.store.rows import (
     DIGEST_COLUMNS,
+    IN_CHANNEL,
     INCIDENT_COLUMNS,
     OUTBOX_COLUMNS,
     ParsedGroups,
@@ -170,18 +171,22 @@ class SQLiteStore(SQLiteShown, SQLiteReports):
         )
         return incident_from(rows[0], self._groups) if rows else None
 
-    async def silenced_incidents(self) -> list[Incident]:
+    async def silenced_incidents(self, channel: str | None = None) -> list[Incident]:
         rows = await self._fetch(
             f"SELECT {INCIDENT_COLUMNS} FROM incidents"  # noqa: S608
-            " WHERE silence_json IS NOT NULL AND status = 'firing' ORDER BY id"
+            f" WHERE silence_json IS NOT NULL AND status = 'firing' AND {IN_CHANNEL} ORDER BY id",
+            (channel,) * 4,
         )
         return [incident_from(row, self._groups) for row in rows]
 
-    async def firing_incidents(self, limit: int) -> tuple[list[Incident], int]:
+    async def firing_incidents(
+        self, limit: int, channel: str | None = None
+    ) -> tuple[list[Incident], int]:
         rows = await self._fetch(
             f"SELECT {INCIDENT_COLUMNS}, COUNT(*) OVER () AS total FROM incidents"  # noqa: S608
-            " WHERE status = 'firing' ORDER BY started_at DESC, id DESC LIMIT ?",
-            (limit,),
+            f" WHERE status = 'firing' AND {IN_CHANNEL}"
+            " ORDER BY started_at DESC, id DESC LIMIT ?",
+            (*(channel,) * 4, limit),
         )
         return [incident_from(row, self._groups) for row in rows], (
             int(rows[0]["total"]) if rows else 0

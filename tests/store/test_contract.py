@@ -179,6 +179,39 @@ async def test_a_saved_incident_reads_back_as_saved(store: Store) -> None:
     assert await store.firing_incidents(10) == ([], 0)
 
 
+async def test_incidents_are_read_by_the_channel_they_are_routed_to(store: Store) -> None:
+    """Posted to C1 under `#ci`; routed to `#ci` and not posted yet (so C1's too); routed to C2
+    by id; posted to C3 under another name. Each channel reads its own, and no channel all."""
+
+    async def routed(name: str, channel: str, posted_to: str | None = None) -> Incident:
+        async with store.transaction() as tx:
+            made = await tx.insert_incident(replace(new(name), channel=channel))
+        if posted_to is not None:
+            await store.set_parent(made.id, posted_to, "1.5", 1, None)
+        changed = await store.get_incident(made.id)
+        assert changed is not None
+        silenced = changed.model_copy(update={"silence": silence(), "version": 2})
+        async with store.transaction() as tx:
+            await tx.save_incident(silenced)
+        return silenced
+
+    posted = await routed("a", "#ci", "C1")
+    waiting = await routed("b", "#ci")
+    by_id = await routed("c", "C2")
+    elsewhere = await routed("d", "#other", "C3")
+    every = {posted.id, waiting.id, by_id.id, elsewhere.id}
+    for channel, expected in (
+        ("C1", {posted.id, waiting.id}),
+        ("C2", {by_id.id}),
+        ("C3", {elsewhere.id}),
+        ("C9", set()),
+        (None, every),
+    ):
+        firing, total = await store.firing_incidents(10, channel)
+        assert {i.id for i in firing} == expected and total == len(expected), channel
+        assert {i.id for i in await store.silenced_incidents(channel)} == expected, channel
+
+
 async def test_a_second_incident_of_one_generation_is_refused(store: Store) -> None:
     await opened(store)
     with pytest.raises(StoreError):
