@@ -286,7 +286,11 @@ def create_app(
             store=store,
             webhook=WebhookHandler(service, auth, metrics),
             github=GitHubWebhook(
-                store, settings.github_webhook_secret, settings.file.jobs, metrics
+                store,
+                settings.github_webhook_secret,
+                settings.file.jobs,
+                metrics,
+                clock=lambda: clock().timestamp(),
             ),
             health=Health(
                 store,

@@ -20,9 +20,36 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+#: The bounds of what a delivery may carry (GitHub's own limits where it states them, else a
+#: cap no real job comes near): a row id is a signed 64-bit integer on both backends; a label
+#: (a runner type) and a runner's name are short; names and branches are kept readable.
+MAX_ID = 2**63 - 1
+MAX_LABEL = 256
+MAX_LABELS = 100
+MAX_NAME = 1000
+MAX_BRANCH = 1024
+MAX_URL = 2048
+MAX_WORD = 64
+#: No job is older than GitHub Actions (2018); GitHub itself began in 2008.
+EARLIEST = datetime(2008, 1, 1, tzinfo=UTC)
+
+
+def _no_nul(value: str) -> str:
+    # PostgreSQL's text cannot hold U+0000, and no name GitHub sends has one.
+    if "\x00" in value:
+        raise ValueError("contains a NUL character")
+    return value
+
+
+Label = Annotated[str, Field(max_length=MAX_LABEL), AfterValidator(_no_nul)]
+Name = Annotated[str, Field(max_length=MAX_NAME), AfterValidator(_no_nul)]
+Branch = Annotated[str, Field(max_length=MAX_BRANCH), AfterValidator(_no_nul)]
+Url = Annotated[str, Field(max_length=MAX_URL), AfterValidator(_no_nul)]
+Word = Annotated[str, Field(max_length=MAX_WORD), AfterValidator(_no_nul)]
 
 
 class JobAction(StrEnum):
@@ -50,22 +77,22 @@ class GitHubWorkflowJob(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    id: int = Field(ge=1)
-    run_id: int = Field(ge=0)
-    run_attempt: int = Field(1, ge=0)
-    workflow_name: str | None = None
-    name: str = Field(max_length=1000)
-    head_branch: str | None = None
-    html_url: str | None = None
-    status: str = ""
-    conclusion: str | None = None
+    id: int = Field(ge=1, le=MAX_ID)
+    run_id: int = Field(ge=0, le=MAX_ID)
+    run_attempt: int = Field(1, ge=0, le=MAX_ID)
+    workflow_name: Name | None = None
+    name: Name
+    head_branch: Branch | None = None
+    html_url: Url | None = None
+    status: Word = ""
+    conclusion: Word | None = None
     created_at: datetime
     started_at: datetime | None = None
     completed_at: datetime | None = None
-    labels: list[str] = Field(default_factory=list, max_length=100)
-    runner_id: int | None = None
-    runner_name: str | None = None
-    runner_group_name: str | None = None
+    labels: list[Label] = Field(default_factory=list, max_length=MAX_LABELS)
+    runner_id: int | None = Field(None, ge=0, le=MAX_ID)
+    runner_name: Label | None = None
+    runner_group_name: Label | None = None
     steps: list[dict[str, Any]] = Field(default_factory=list)
 
     @field_validator("created_at", "started_at", "completed_at")
@@ -73,13 +100,19 @@ class GitHubWorkflowJob(BaseModel):
     def _utc(cls, value: datetime | None) -> datetime | None:
         if value is None:
             return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        try:
+            value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00:00+01:00 is before the year 1 in UTC
+            raise ValueError("is not a time GitHub could send") from None
+        if value < EARLIEST:
+            raise ValueError(f"is before {EARLIEST:%Y}: not a time GitHub could send")
+        return value
 
 
 class GitHubRepository(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    full_name: str = Field(min_length=1, max_length=300)
+    full_name: Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_no_nul)]
 
 
 class WorkflowJobDelivery(BaseModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,7 @@ REPORT_WORD = "report"
 #: The longest window `report N` may ask for (what the job events keep by default, and more).
 MAX_REPORT_DAYS = 30
 NO_REPORTS = f":information_source: `{QUEUE_STATUS_COMMAND} report` is not set up here."
+_DAYS = re.compile(r"[0-9]{1,3}")
 #: What a request that names no channel is scoped to: no incident is routed there.
 NO_CHANNEL = "-"
 FAILED = (
@@ -78,7 +80,9 @@ def parse_request(text: str) -> StatusRequest | NotUnderstood:
         return StatusRequest(public=public)
     if rest[0].casefold() == REPORT_WORD:
         days = rest[1] if len(rest) == 2 else "0"
-        if days.isdigit() and int(days) <= MAX_REPORT_DAYS and (len(rest) == 1 or int(days)):
+        # ASCII digits only, and few: "²" is a digit to str.isdigit() but not to int(), and
+        # int() refuses more than 4,300 of them.
+        if _DAYS.fullmatch(days) and int(days) <= MAX_REPORT_DAYS and (len(rest) == 1 or int(days)):
             return StatusRequest(public=public, report_days=int(days))
         return NotUnderstood(
             f"`{QUEUE_STATUS_COMMAND} {REPORT_WORD}` takes a number of days from 1 to"

@@ -52,7 +52,8 @@ class ButtonValue(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     v: Literal[1] = 1
-    incident: int = Field(ge=1)
+    #: A store row id: a signed 64-bit integer on both backends.
+    incident: int = Field(ge=1, le=2**63 - 1)
 
     def encode(self) -> str:
         return self.model_dump_json()

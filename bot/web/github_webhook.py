@@ -41,6 +41,8 @@ HUB_SIGNATURE_HEADER = "X-Hub-Signature-256"
 #: GitHub lets a delivery be sent again for 3 days; its id is remembered that long.
 REDELIVERY_SECONDS = 3 * 86400.0
 _FORM = "application/x-www-form-urlencoded"
+#: How far ahead of queuebot's clock a job's time may be (clocks differ; a day is no skew).
+FUTURE_SECONDS = 86400.0
 _ACTIONS = {action.value for action in JobAction}
 
 
@@ -143,8 +145,10 @@ class GitHubWebhook:
                 for err in exc.errors(include_url=False, include_input=False)[:10]
             ]
             return _answer(400, error="not a workflow_job delivery", details=details), "malformed"
-        event = job_event(parsed, self._jobs.runner_type)
         now = self._clock()
+        if ahead := _from_the_future(parsed, now):
+            return _answer(400, error="not a workflow_job delivery", details=[ahead]), "malformed"
+        event = job_event(parsed, self._jobs.runner_type)
         try:
             recorded = await self._store.record_job(event, delivery, now + REDELIVERY_SECONDS)
         except StoreError as exc:
@@ -153,6 +157,20 @@ class GitHubWebhook:
         if not recorded:
             return _answer(200, status="duplicate"), "duplicate"
         return _answer(202, status="recorded", job=event.job_id), "recorded"
+
+
+def _from_the_future(parsed: WorkflowJobDelivery, now: float) -> dict[str, str] | None:
+    """The first of a job's times more than FUTURE_SECONDS ahead of queuebot's clock: a job
+    created in the year 9999 would never leave the store."""
+    job = parsed.workflow_job
+    for field in ("created_at", "started_at", "completed_at"):
+        when = getattr(job, field)
+        if when is not None and when.timestamp() > now + FUTURE_SECONDS:
+            return {
+                "field": f"workflow_job.{field}",
+                "problem": f"{when:%Y-%m-%dT%H:%M:%SZ} is more than a day ahead of this clock",
+            }
+    return None
 
 
 def _action(exc: ValidationError) -> str | None:

@@ -166,3 +166,28 @@ class TestButtons:
             ) as response:
                 assert response.status == 200
             assert (await stack.webhook(reference())).status == 202
+
+
+@pytest.mark.parametrize("action", [ActionId.RUN_DIAGNOSTICS, ActionId.SILENCE, ActionId.UNSILENCE])
+async def test_a_signed_button_naming_an_incident_past_any_row_is_answered(
+    tmp_path: Path, action: ActionId
+) -> None:
+    """A signed click whose value names incident 2^63 (no store row can have it): acked, the
+    clicker told privately, and the bot goes on taking alerts."""
+    async with running_stack(tmp_path) as stack:
+        assert (await stack.webhook(reference())).status == 202
+        (parent,) = await stack.parents(1)
+        payload = _block_actions(stack, parent.ts, ActionId.RUN_DIAGNOSTICS.value)
+        payload["actions"][0]["action_id"] = action.value
+        payload["actions"][0]["value"] = json.dumps({"v": 1, "incident": 2**63})
+        body = urlencode({"payload": json.dumps(payload)})
+        async with stack.http.post(
+            f"{stack.url}/slack/events", data=body, headers=_signed(body)
+        ) as response:
+            assert response.status == 200
+        (told,) = await stack.sandbox.wait_for(lambda: stack.sandbox.response_posts, timeout=10)
+        assert "Traceback" not in str(told) and "not made by queuebot" not in str(told)
+        second = reference()
+        second["groupKey"] = "second"
+        assert (await stack.webhook(second)).status == 202
+        await stack.parents(2)

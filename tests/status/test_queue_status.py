@@ -322,6 +322,9 @@ async def test_one_person_asking_too_often_is_told_to_wait(tmp_path: Path) -> No
         ("--help", None),
         ("linux.g5 linux.4xlarge", "is not something I understand"),
         ("<!channel>", "is not something I understand"),
+        ("report ²", "takes a number of days"),
+        ("report " + "9" * 4401, "takes a number of days"),
+        ("post report ٣", "takes a number of days"),
     ],
 )
 async def test_help_and_anything_else_get_the_usage_in_the_ack(
