@@ -55,6 +55,7 @@ from bot.status.reader import StatusReader
 from bot.store import Pruned, open_store
 from bot.store.retention import keep_pruning
 from bot.telemetry.metrics import Metrics
+from bot.telemetry.passes import PassRecord
 from bot.web import paths
 from bot.web.bodies import READ_TIMEOUT
 from bot.web.github_webhook import GitHubWebhook
@@ -136,8 +137,9 @@ def github_runners_client_for(
     )
 
 
-def count_pruned(metrics: Metrics, pruned: Pruned) -> None:
+def count_pruned(metrics: Metrics, record: PassRecord, pruned: Pruned) -> None:
     """Retention's work on /metrics, a counter per kind of row."""
+    record.succeeded()
     metrics.inc("queuebot_retention_passes_total")
     for what, count in dataclasses.asdict(pruned).items():
         metrics.add("queuebot_retention_pruned_total", count, what=what)
@@ -250,17 +252,33 @@ def create_app(
         )
         reader = StatusReader(store, sources, clock=clock)
         reporter = CapacityReporter(sources, settings.file.capacity_report, clock=clock)
-        report_writer = ReportWriter(store, slack, renderer, Pacer(store=store))
+        report_writer = ReportWriter(
+            store,
+            slack,
+            renderer,
+            Pacer(store=store),
+            record=PassRecord("capacity report writer", metrics),
+        )
         weekly = WeeklyReports(store, reporter, on_saved=report_writer.wake, clock=clock)
         warnings = settings.file.early_warning if sources.store is not None else []
         if settings.file.early_warning and not warnings:
             log.warning(
                 "early_warning needs GitHub's job events (GITHUB_WEBHOOK_SECRET): no heads-ups"
             )
-        heads_ups = HeadsUpWriter(store, slack, renderer, Pacer(store=store))
-        forecaster = EarlyWarningWatcher(
-            store, warnings, settings.file.jobs, on_saved=heads_ups.wake, clock=clock
+        heads_ups = HeadsUpWriter(
+            store, slack, renderer, Pacer(store=store), PassRecord("heads-up writer", metrics)
         )
+        forecaster = EarlyWarningWatcher(
+            store,
+            warnings,
+            settings.file.jobs,
+            on_saved=heads_ups.wake,
+            clock=clock,
+            record=PassRecord("early warning", metrics),
+        )
+        retention = PassRecord("retention", metrics)
+        records = [watch.record, report_writer.record, heads_ups.record, forecaster.record]
+        records.append(retention)
         listeners.register(
             bolt,
             ActionHandlers(slack, renderer, diagnoser),
@@ -296,7 +314,11 @@ def create_app(
                 store,
                 metrics,
                 background=lambda: {name: not task.done() for name, task in tasks.items()},
-                troubles=lambda: [deliverer.problem] if deliverer.problem else [],
+                troubles=lambda: [
+                    problem
+                    for problem in [deliverer.problem, *(r.problem for r in records)]
+                    if problem
+                ],
                 max_outbox_age=settings.health_max_outbox_age,
             ),
             slack_events=slack_events,
@@ -335,7 +357,8 @@ def create_app(
                     store,
                     settings.retention_days * 86400,
                     jobs_retention_seconds=settings.file.jobs.retention_days * 86400,
-                    on_pruned=functools.partial(count_pruned, metrics),
+                    on_pruned=functools.partial(count_pruned, metrics, retention),
+                    on_failed=retention.failed,
                     # Jobs and incidents carry the times of the world the bot observes.
                     clock=lambda: clock().timestamp(),
                 ),

@@ -22,6 +22,7 @@ from bot.render.renderer import Renderer
 from bot.slack.errors import SlackAuthError, SlackChannelError, SlackError
 from bot.slack.gateway import SlackGateway
 from bot.store import HeadsUpRecord, Store
+from bot.telemetry.passes import PassRecord
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,17 @@ WRITER_POLL_SECONDS = 5.0
 
 
 class HeadsUpWriter:
-    def __init__(self, store: Store, slack: SlackGateway, renderer: Renderer, pacer: Pacer) -> None:
+    def __init__(
+        self,
+        store: Store,
+        slack: SlackGateway,
+        renderer: Renderer,
+        pacer: Pacer,
+        record: PassRecord | None = None,
+    ) -> None:
         self._store = store
+        #: How its passes have gone (for /healthz and /metrics).
+        self.record = record or PassRecord("heads-up writer")
         self._slack = slack
         self._renderer = renderer
         self._pacer = pacer
@@ -53,6 +63,7 @@ class HeadsUpWriter:
             self._wakeup,
             WRITER_POLL_SECONDS,
             self.show_unshown,
+            self.record,
         )
 
     async def show_unshown(self) -> None:

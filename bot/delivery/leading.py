@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from bot.store import Store
+from bot.telemetry.passes import PassRecord
 
 log = logging.getLogger(__name__)
 
@@ -25,14 +26,20 @@ async def lead_and_pass(
     wakeup: asyncio.Event,
     poll: float,
     one_pass: Callable[[], Awaitable[None]],
+    record: PassRecord | None = None,
 ) -> None:
-    """Run `one_pass` while holding `role` for `owner`, until cancelled."""
+    """Run `one_pass` while holding `role` for `owner`, until cancelled; each pass's outcome
+    goes to `record`."""
     while True:
         wakeup.clear()
         try:
             if await store.lead(role, owner, time.time() + LEASE_POLLS * poll):
                 await one_pass()
-        except Exception:
+                if record is not None:
+                    record.succeeded()
+        except Exception as exc:
+            if record is not None:
+                record.failed(f"{type(exc).__name__}: {exc}")
             log.exception("%s: the pass failed; trying again", role)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(poll):

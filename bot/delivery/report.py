@@ -24,6 +24,7 @@ from bot.slack.errors import SlackError, SlackRejected
 from bot.slack.gateway import SlackGateway
 from bot.slack.message import ChartFile
 from bot.store import ReportRecord, Store
+from bot.telemetry.passes import PassRecord
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,11 @@ class ReportWriter:
         pacer: Pacer,
         *,
         poll: float = REPORT_POLL_SECONDS,
+        record: PassRecord | None = None,
     ) -> None:
         self._store = store
+        #: How its passes have gone (for /healthz and /metrics).
+        self.record = record or PassRecord("capacity report writer")
         self._poll = poll
         self._slack = slack
         self._renderer = renderer
@@ -62,6 +66,7 @@ class ReportWriter:
             self._wakeup,
             self._poll,
             self.post_unposted,
+            self.record,
         )
 
     async def post_unposted(self) -> None:

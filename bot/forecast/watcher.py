@@ -25,7 +25,9 @@ from bot.forecast.news import view_of
 from bot.forecast.reading import queue_states
 from bot.forecast.settings import EarlyWarning
 from bot.forecast.warnings import COOL_DOWN, HeadsUp, WarningBoard
-from bot.store import HeadsUpRecord, Store
+from bot.store import HeadsUpRecord, Store, StoreError
+from bot.telemetry.logs import shown
+from bot.telemetry.passes import PassRecord
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +49,11 @@ class EarlyWarningWatcher:
         *,
         on_saved: Callable[[], None] = lambda: None,
         clock: Clock = utcnow,
+        record: PassRecord | None = None,
     ) -> None:
         self._store = store
+        #: How its checks have gone (for /healthz and /metrics).
+        self.record = record or PassRecord("early warning")
         self._configs = configs
         self._jobs = jobs
         self._on_saved = on_saved
@@ -66,18 +71,35 @@ class EarlyWarningWatcher:
                     self._boards.clear()  # another replica checks: what this one holds goes stale
                     continue
                 await self.check()
-            except Exception:
+            except Exception as exc:
+                self.record.failed(f"{type(exc).__name__}: {exc}")
                 log.exception("early warning check failed; trying again in %.0fs", interval)
 
     async def check(self) -> None:
+        """One check of every channel's board; a heads-up that cannot be saved is logged and
+        counted and the others are saved all the same."""
         at = self._clock().timestamp()
         states = await queue_states(self._store, self._jobs, at)
+        unsaved: list[str] = []
         for config in self._configs:
             board = await self._board(config, at)
             watched = {name: state for name, state in states.items() if config.watches(name)}
             for heads_up in board.step(watched):
-                await self._save(config, board, heads_up)
+                try:
+                    await self._save(config, board, heads_up)
+                except StoreError as exc:
+                    unsaved.append(f"{shown(heads_up.runner_type)}: {exc}")
+                    log.error(
+                        "the heads-up of %s in %s was not saved: %s",
+                        shown(heads_up.runner_type),
+                        config.channel,
+                        exc,
+                    )
             await self._link_late_alerts(config.channel, at)
+        if unsaved:
+            self.record.failed(f"{len(unsaved)} heads-ups not saved ({unsaved[0]})")
+        else:
+            self.record.succeeded()
 
     async def _board(self, config: EarlyWarning, at: float) -> WarningBoard:
         board = self._boards.get(config.channel)

@@ -24,6 +24,7 @@ from bot.silencing.grafana import GrafanaClient, GrafanaDenied, GrafanaError, Si
 from bot.silencing.ledger import SilenceLedger
 from bot.store import Store
 from bot.telemetry.metrics import Metrics
+from bot.telemetry.passes import PassRecord
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ class SilenceWatcher:
         self._resolve_after = resolve_after
         self._clock = clock
         self._owner = uuid.uuid4().hex
+        #: How its passes have gone (for /healthz and /metrics).
+        self.record = PassRecord("silence watcher", metrics)
 
     async def run(self, interval: float) -> None:
         """Check every `interval` seconds until cancelled; a failed pass never stops it. Of
@@ -69,7 +72,9 @@ class SilenceWatcher:
                 if not await self._store.lead(LEADER_ROLE, self._owner, until):
                     continue
                 await self.check()
-            except Exception:
+                self.record.succeeded()
+            except Exception as exc:
+                self.record.failed(f"{type(exc).__name__}: {exc}")
                 log.exception("checking silences failed; trying again in %.0fs", interval)
 
     async def check(self) -> None:

@@ -29,6 +29,7 @@ async def keep_pruning(
     *,
     jobs_retention_seconds: float | None = None,
     on_pruned: Callable[[Pruned], None] = lambda pruned: None,
+    on_failed: Callable[[str], None] = lambda reason: None,
     clock: Callable[[], float] = time.time,
 ) -> None:
     """Prune now and then on schedule until cancelled; a failure never stops it."""
@@ -42,7 +43,8 @@ async def keep_pruning(
                     log.info("retention removed %d GitHub jobs", jobs)
             if reports := await store.prune_reports(clock() - retention_seconds):
                 log.info("retention removed %d capacity reports", reports)
-        except Exception:
+        except Exception as exc:
+            on_failed(f"{type(exc).__name__}: {exc}")
             log.exception("retention failed; trying again in %.0fs", interval)
         else:
             on_pruned(pruned)

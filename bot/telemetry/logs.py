@@ -5,12 +5,17 @@ JSON object per record; `QuietFilter` keeps chatty libraries out below their own
 `RedactionFilter` takes credentials out of every record before any formatter sees it. Whatever a
 module logs (its message, its arguments, a traceback, `extra=` fields), a known secret or anything
 shaped like a Slack or Grafana token or an HTTP credential reaches stderr as `[redacted]`.
+Messages come from what others wrote too (runner types from workflow files, alert titles), so
+the filter also escapes line breaks, other control characters and bidirectional overrides (no
+text can forge a log line or hide what it says) and keeps a message to `MAX_MESSAGE` characters;
+`shown` shortens one such value where it is logged.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -27,6 +32,25 @@ _RECORD_ATTRIBUTES = frozenset(
     logging.LogRecord("", logging.INFO, "", 0, "", None, None).__dict__
 ) | {"message", "asctime", "taskName"}
 _OWN_KEYS = ("time", "level", "logger", "message", "exc", "stack")
+#: The longest message a record keeps; the rest is counted.
+MAX_MESSAGE = 4000
+#: C0 and C1 controls, the line and paragraph separators and the bidirectional controls.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escaped(text: str) -> str:
+    """`text` on one line with every unsafe character spelt out (`\\n`, `\\u202e`)."""
+    return _UNSAFE.sub(lambda m: _NAMED.get(m.group(), f"\\u{ord(m.group()):04x}"), text)
+
+
+def shown(value: object, limit: int = 120) -> str:
+    """A value from outside (a runner type, a title) as a log line shows it: escaped and at
+    most `limit` characters, the rest counted."""
+    text = escaped(str(value))
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…({len(text) - limit} more characters)"
 
 
 class RedactionFilter(logging.Filter):
@@ -49,7 +73,7 @@ class RedactionFilter(logging.Filter):
             # A bad log call must not break its caller, and logging's own complaint would print
             # the arguments unredacted: keep them, redacted, in the message instead.
             message = f"{record.msg} (arguments that do not fit: {record.args!r})"
-        record.msg = self.redact(message)
+        record.msg = shown(self.redact(message), MAX_MESSAGE)
         record.args = None
         if record.exc_info and not record.exc_text:
             record.exc_text = self._tracebacks.formatException(record.exc_info)

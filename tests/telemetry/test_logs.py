@@ -224,6 +224,25 @@ class TestSetup:
         (line,) = capsys.readouterr().err.splitlines()
         assert line.endswith(f"WARNING bot.x: shown with {REDACTED}")
 
+    def test_a_name_with_a_line_break_forges_no_log_line(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A runner type from a workflow file, with a line break and a bidirectional override:
+        one line, every such character spelt out."""
+        setup_logging("INFO", "text", [])
+        forged = "linux\n2026-11-26 03:00:00,000 ERROR bot.app: store lost\u202e"
+        logging.getLogger("bot.x").warning("the heads-up of %s was not saved", forged)
+        (line,) = capsys.readouterr().err.splitlines()
+        assert "linux\\n2026-11-26 03:00:00,000 ERROR" in line and line.endswith(
+            "\\u202e was not saved"
+        )
+
+    def test_a_huge_value_is_logged_shortened(self, capsys: pytest.CaptureFixture[str]) -> None:
+        setup_logging("INFO", "text", [])
+        logging.getLogger("bot.x").warning("retrying %s", "r" * 10_000)
+        (line,) = capsys.readouterr().err.splitlines()
+        assert len(line) < 4200 and "more characters)" in line
+
     def test_setting_up_again_replaces_the_handler(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:

@@ -103,6 +103,12 @@ CONTRACT: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ("event", "outcome"),
     ),
     "queuebot_retention_passes_total": ("counter", "Passes of retention over the store.", ()),
+    "queuebot_background_failures_total": (
+        "counter",
+        "Background passes that failed, by task (early warning, silence watcher, retention,"
+        " ...); a task failing three in a row makes /healthz unhealthy.",
+        ("task",),
+    ),
     "queuebot_retention_pruned_total": (
         "counter",
         "Rows retention removed, by what they held (incidents, notifications, bodies, outbox,"

@@ -1,0 +1,43 @@
+"""Background passes that keep failing. Each background loop (the early warning's checks, the
+silence watcher, the writers, retention) says how each pass went; every failure is counted on
+/metrics (`queuebot_background_failures_total`, by task), and a task whose last
+`FAILING_IN_A_ROW` passes all failed is a reason /healthz gives, with the last error, until a
+pass succeeds. A loop that goes on running but never gets anything done is not healthy."""
+
+from __future__ import annotations
+
+from bot.telemetry.metrics import Metrics
+
+#: Failed passes in a row that make a task unhealthy.
+FAILING_IN_A_ROW = 3
+#: How much of the last error /healthz shows.
+REASON_CHARS = 200
+
+
+class PassRecord:
+    """How one background task's passes have gone lately."""
+
+    def __init__(self, task: str, metrics: Metrics | None = None) -> None:
+        self.task = task
+        self._metrics = metrics
+        self.failed_in_a_row = 0
+        self.passes = 0
+        self.last_error = ""
+
+    def succeeded(self) -> None:
+        self.passes += 1
+        self.failed_in_a_row = 0
+
+    def failed(self, reason: str) -> None:
+        self.passes += 1
+        self.failed_in_a_row += 1
+        self.last_error = " ".join(reason.split())[:REASON_CHARS]
+        if self._metrics is not None:
+            self._metrics.inc("queuebot_background_failures_total", task=self.task)
+
+    @property
+    def problem(self) -> str | None:
+        """What /healthz says of the task, or None while it works."""
+        if self.failed_in_a_row < FAILING_IN_A_ROW:
+            return None
+        return f"the {self.task} failed {self.failed_in_a_row} passes in a row: {self.last_error}"

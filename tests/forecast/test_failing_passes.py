@@ -1,0 +1,74 @@
+"""A runner type whose heads-up the store refuses stops no other type's, and a pass that keeps
+failing is said on /healthz and counted on /metrics. On PostgreSQL, whose index refuses a row
+for a runner type of 4,000 characters (a store written before deliveries were bounded)."""
+
+from __future__ import annotations
+
+import random
+import string
+from datetime import timedelta
+from pathlib import Path
+
+from bot.domain.jobs import JobAction, JobEvent
+from bot.web.routes import EDGES
+from tests.forecast.test_heads_up import START, TYPE, _env, _heads_ups, _queue_growing, _text
+from tests.support.harness import running_stack
+from tests.support.postgres import fresh_database
+
+#: Letters and digits at random: PostgreSQL compresses an index entry, and a run of one letter
+#: would fit after all.
+LONG = "linux-" + "".join(random.Random(4000).choices(string.ascii_letters + string.digits, k=4000))
+
+
+def _old_row(n: int) -> JobEvent:
+    created = START - timedelta(minutes=40 - 5 * n)
+    return JobEvent(
+        job_id=51_000_000_000 + n,
+        run_id=52_000_000_000 + n,
+        run_attempt=1,
+        repository="pytorch/pytorch",
+        workflow="pull",
+        job=f"test ({n})",
+        labels=("self-hosted", LONG),
+        runner_type=LONG,
+        html_url=None,
+        head_branch="main",
+        action=JobAction.QUEUED,
+        created_at=created,
+        started_at=None,
+        completed_at=None,
+        conclusion=None,
+        runner_name=None,
+    )
+
+
+async def test_a_refused_heads_up_stops_no_other_and_shows_on_healthz(tmp_path: Path) -> None:
+    async with (
+        fresh_database() as url,
+        running_stack(
+            tmp_path, clock=lambda: START, QUEUEBOT_DATABASE=url, **_env(tmp_path)
+        ) as stack,
+    ):
+        store = stack.app[EDGES].store
+        for n in range(8):
+            assert await store.record_job(_old_row(n), f"old-{n}", START.timestamp() + 86400)
+        await _queue_growing(stack)
+        (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
+        assert f"Heads-up: {TYPE}" in _text(stack, posted)
+
+        async def unhealthy() -> str:
+            async with stack.http.get(f"{stack.url}/healthz") as answer:
+                return await answer.text() if answer.status == 503 else ""
+
+        reasons = ""
+        for _ in range(100):
+            reasons = await unhealthy()
+            if reasons:
+                break
+            await stack.sandbox.wait_for(lambda: True, timeout=0.1)
+        assert "the early warning failed" in reasons and "passes in a row" in reasons
+        assert LONG not in reasons
+        async with stack.http.get(f"{stack.url}/metrics") as answer:
+            scraped = await answer.text()
+        assert 'queuebot_background_failures_total{task="early warning"}' in scraped
+        assert len(_heads_ups(stack)) == 1
