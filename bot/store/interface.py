@@ -7,6 +7,7 @@ post of an incident is claimed exactly once.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -121,18 +122,19 @@ class Pruned:
     bodies: int = 0
     outbox: int = 0
     digests: int = 0
+    #: Remembered request signatures and delivery ids past their expiry.
+    seen: int = 0
 
     @property
     def rows(self) -> int:
-        return self.incidents + self.notifications + self.bodies + self.outbox + self.digests
+        return sum(dataclasses.astuple(self))
 
     def __add__(self, other: Pruned) -> Pruned:
         return Pruned(
-            incidents=self.incidents + other.incidents,
-            notifications=self.notifications + other.notifications,
-            bodies=self.bodies + other.bodies,
-            outbox=self.outbox + other.outbox,
-            digests=self.digests + other.digests,
+            *(
+                a + b
+                for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)
+            )
         )
 
 
@@ -241,8 +243,9 @@ class Store(ReportStore, Protocol):
         """When the earliest job kept was created (Unix seconds); None with no jobs."""
         ...
 
-    async def prune_jobs(self, before: float) -> int:
-        """Forget jobs created before `before`; how many."""
+    async def prune_jobs(self, before: float, recorded_before: float = 0.0) -> int:
+        """Forget jobs created before `before`, or last recorded (by the store's own clock)
+        before `recorded_before`; how many."""
         ...
 
     async def prune(self, before: float) -> Pruned:

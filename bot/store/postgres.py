@@ -46,6 +46,7 @@ from bot.store.postgres_tx import (
 from bot.store.records import JobActivity, QueuedJob
 from bot.store.rows import (
     DIGEST_COLUMNS,
+    FIRST_SEEN_PG,
     IN_CHANNEL_PG,
     INCIDENT_COLUMNS,
     OUTBOX_COLUMNS,
@@ -92,14 +93,9 @@ class PostgresStore(PostgresShown, PostgresReports):
             return await take_channel_pace(conn, channel, self._now(), per_second, burst)
 
     async def first_seen(self, key: str, expires_at: float) -> bool:
+        # See the SQLite store: expired keys are new again, and retention deletes them.
         async with self._connection("the store cannot be written") as conn:
-            await conn.execute("DELETE FROM seen_requests WHERE expires_at < $1", self._now())
-            status = await conn.execute(
-                "INSERT INTO seen_requests (key, expires_at) VALUES ($1, $2)"
-                " ON CONFLICT (key) DO NOTHING",
-                key,
-                expires_at,
-            )
+            status = await conn.execute(FIRST_SEEN_PG, key, expires_at, self._now())
             return changed(status) == 1
 
     async def record_job(self, event: JobEvent, delivery: str, remember_until: float) -> bool:
@@ -128,11 +124,13 @@ class PostgresStore(PostgresShown, PostgresReports):
         rows = await self._fetch("SELECT MIN(created_at) FROM jobs")
         return float(rows[0][0]) if rows and rows[0][0] is not None else None
 
-    async def prune_jobs(self, before: float) -> int:
+    async def prune_jobs(self, before: float, recorded_before: float = 0.0) -> int:
         total = 0
         while True:
             async with self._connection("cannot forget old jobs") as conn:
-                pruned = await jobs.forget_jobs_before(conn, before, jobs.INCIDENTS_PER_PASS * 10)
+                pruned = await jobs.forget_jobs_before(
+                    conn, before, recorded_before, jobs.INCIDENTS_PER_PASS * 10
+                )
             total += pruned
             if not pruned:
                 return total
@@ -143,7 +141,7 @@ class PostgresStore(PostgresShown, PostgresReports):
         total = Pruned()
         while True:
             async with self._connection("retention failed") as conn:
-                pruned = await jobs.retention_pass(conn, before)
+                pruned = await jobs.retention_pass(conn, before, self._now())
             total += pruned
             if not pruned.rows:
                 return total

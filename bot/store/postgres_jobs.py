@@ -17,6 +17,7 @@ from bot.store.interface import Pruned
 from bot.store.postgres_schema import Lock
 from bot.store.postgres_tx import changed
 from bot.store.records import JobActivity, JobRow, QueuedJob
+from bot.store.rows import PRUNE_SEEN_PG
 from bot.store.shared_sql import (
     ARRIVALS,
     COMPLETIONS,
@@ -82,13 +83,17 @@ async def busy_at(conn: Connection, at: float, lookback: float) -> dict[tuple[st
     return {(row[0], row[1]): int(row[2]) for row in rows}
 
 
-async def forget_jobs_before(conn: Connection, before: float, batch: int) -> int:
-    """Forget at most `batch` jobs created before `before`, queued or not."""
-    return changed(await conn.execute(numbered(PRUNE_JOBS), before, batch))
+async def forget_jobs_before(
+    conn: Connection, before: float, recorded_before: float, batch: int
+) -> int:
+    """Forget at most `batch` jobs created before `before` or last recorded before
+    `recorded_before`, queued or not."""
+    return changed(await conn.execute(numbered(PRUNE_JOBS), before, batch, recorded_before, batch))
 
 
-async def retention_pass(conn: Connection, before: float) -> Pruned:
-    """One pass of retention at cut-off `before` (Unix seconds), in the caller's transaction."""
+async def retention_pass(conn: Connection, before: float, now: float) -> Pruned:
+    """One pass of retention at cut-off `before` (Unix seconds), in the caller's transaction;
+    remembered keys expired by `now` go too."""
     cutoff = datetime.fromtimestamp(before, UTC)
     gone = [
         row[0]
@@ -141,7 +146,9 @@ async def retention_pass(conn: Connection, before: float) -> Pruned:
         cutoff,
     )
     await conn.execute("DELETE FROM claims WHERE until < $1", before)
+    seen = await removed(PRUNE_SEEN_PG, now, INCIDENTS_PER_PASS * 10)
     return Pruned(
+        seen=seen,
         incidents=incidents,
         notifications=notifications,
         bodies=bodies,

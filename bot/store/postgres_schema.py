@@ -230,6 +230,10 @@ POSTGRES_MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX reports_unposted ON reports (due_at) WHERE ts IS NULL;
     """,
+    # Retention forgets a job by when it was last recorded too (see the SQLite schema).
+    """
+    CREATE INDEX jobs_recorded ON jobs (updated_at)
+    """,
 )
 
 

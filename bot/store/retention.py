@@ -38,7 +38,11 @@ async def keep_pruning(
         try:
             pruned = await store.prune(clock() - retention_seconds)
             if jobs_retention_seconds is not None:
-                jobs = await store.prune_jobs(clock() - jobs_retention_seconds)
+                # By the jobs' own times (the clock of the world they come from), and by when
+                # they were last recorded (the wall clock the store stamps them with).
+                jobs = await store.prune_jobs(
+                    clock() - jobs_retention_seconds, time.time() - jobs_retention_seconds
+                )
                 if jobs:
                     log.info("retention removed %d GitHub jobs", jobs)
             if reports := await store.prune_reports(clock() - retention_seconds):

@@ -16,6 +16,7 @@ from bot.domain.alerts import AlertGroup
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.domain.silences import Silence
 from bot.store.interface import Digest, OutboxItem, OutboxKind, StoreError
+from bot.store.shared_sql import numbered
 
 
 class Row(Protocol):
@@ -45,6 +46,20 @@ IN_CHANNEL_PG = (
     "($1::text IS NULL OR channel_id = $1 OR (channel_id IS NULL AND (channel = $1"
     " OR channel IN (SELECT i.channel FROM incidents i WHERE i.channel_id = $1))))"
 )
+
+#: A request or delivery seen for the first time: inserted, or an expired memory of it renewed
+#: (one row changed); one still remembered changes none. Key, expiry, now.
+FIRST_SEEN = (
+    "INSERT INTO seen_requests (key, expires_at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
+    " SET expires_at = excluded.expires_at WHERE seen_requests.expires_at < ?"
+)
+FIRST_SEEN_PG = numbered(FIRST_SEEN)
+#: Remembered keys past their expiry, a batch at a time.
+PRUNE_SEEN = (
+    "DELETE FROM seen_requests WHERE key IN (SELECT key FROM seen_requests WHERE expires_at < ?"
+    " LIMIT ?)"
+)
+PRUNE_SEEN_PG = numbered(PRUNE_SEEN)
 
 
 class ParsedGroups:

@@ -197,4 +197,9 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX reports_unposted ON reports (due_at) WHERE ts IS NULL
     """,
+    # Retention forgets a job by when it was last recorded too (a job "created" in the year
+    # 9999 by a bad delivery would otherwise stay for good).
+    """
+    CREATE INDEX jobs_recorded ON jobs (updated_at)
+    """,
 )

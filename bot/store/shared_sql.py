@@ -170,4 +170,8 @@ RUNNING_JOBS = (
 )
 
 #: Forget at most `batch` jobs created before `before`; parameters (before, batch).
-PRUNE_JOBS = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE created_at < ? LIMIT ?)"
+#: Jobs created before the first cut-off, or last recorded before the second.
+PRUNE_JOBS = (
+    "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE created_at < ? LIMIT ?)"
+    " OR id IN (SELECT id FROM jobs WHERE updated_at < ? LIMIT ?)"
+)

@@ -29,6 +29,7 @@ from bot.store.interface import (
 from bot.store.records import JobActivity, QueuedJob
 from bot.store.rows import (
     DIGEST_COLUMNS,
+    FIRST_SEEN,
     IN_CHANNEL,
     INCIDENT_COLUMNS,
     OUTBOX_COLUMNS,
@@ -104,14 +105,10 @@ class SQLiteStore(SQLiteShown, SQLiteReports):
             return pause
 
     async def first_seen(self, key: str, expires_at: float) -> bool:
-        now = self._now()
+        # A key remembered past its expiry is new again; retention deletes expired keys in
+        # batches, never on this path (one long DELETE here held every write up).
         async with self._database.transaction() as db:
-            await db.execute("DELETE FROM seen_requests WHERE expires_at < ?", (now,))
-            cursor = await db.execute(
-                "INSERT INTO seen_requests (key, expires_at) VALUES (?, ?)"
-                " ON CONFLICT (key) DO NOTHING",
-                (key, expires_at),
-            )
+            cursor = await db.execute(FIRST_SEEN, (key, expires_at, self._now()))
             return cursor.rowcount == 1
 
     async def record_job(self, event: JobEvent, delivery: str, remember_until: float) -> bool:
@@ -142,11 +139,11 @@ class SQLiteStore(SQLiteShown, SQLiteReports):
         rows = await self._fetch("SELECT MIN(created_at) FROM jobs")
         return float(rows[0][0]) if rows and rows[0][0] is not None else None
 
-    async def prune_jobs(self, before: float) -> int:
+    async def prune_jobs(self, before: float, recorded_before: float = 0.0) -> int:
         total = 0
         while True:
             async with self._database.transaction() as db:
-                pruned = await prune_jobs(db, before, BATCH * 10)
+                pruned = await prune_jobs(db, before, recorded_before, BATCH * 10)
             total += pruned
             if not pruned:
                 return total
@@ -156,7 +153,7 @@ class SQLiteStore(SQLiteShown, SQLiteReports):
         while True:
             # One batch a transaction: webhooks wait for the write lock only that long.
             async with self._database.transaction() as db:
-                pruned = await prune_before(db, before)
+                pruned = await prune_before(db, before, self._now())
             total += pruned
             if not pruned.rows:
                 break

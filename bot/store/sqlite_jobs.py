@@ -118,7 +118,10 @@ async def running_at(
         return {(row[0], row[1]): int(row[2]) for row in await cursor.fetchall()}
 
 
-async def prune_jobs(db: aiosqlite.Connection, before: float, batch: int) -> int:
-    """Forget at most `batch` jobs created before `before`, queued or not."""
-    cursor = await db.execute(PRUNE_JOBS, (before, batch))
+async def prune_jobs(
+    db: aiosqlite.Connection, before: float, recorded_before: float, batch: int
+) -> int:
+    """Forget at most `batch` jobs created before `before` or last recorded before
+    `recorded_before`, queued or not."""
+    cursor = await db.execute(PRUNE_JOBS, (before, batch, recorded_before, batch))
     return max(cursor.rowcount, 0)

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 import aiosqlite
 
 from bot.store.interface import Pruned
+from bot.store.rows import PRUNE_SEEN
 
 BATCH = 2000
 
@@ -29,8 +30,9 @@ async def _changed(db: aiosqlite.Connection, sql: str, params: tuple[object, ...
     return max(cursor.rowcount, 0)
 
 
-async def prune_before(db: aiosqlite.Connection, before: float) -> Pruned:
-    """One pass of retention at cut-off `before` (Unix seconds), in the caller's transaction."""
+async def prune_before(db: aiosqlite.Connection, before: float, now: float) -> Pruned:
+    """One pass of retention at cut-off `before` (Unix seconds), in the caller's transaction;
+    remembered keys expired by `now` go too."""
     # Incident and notification times are UTC ISO 8601 text, which sorts as time does.
     cutoff = datetime.fromtimestamp(before, UTC).isoformat()
     await db.execute("CREATE TEMP TABLE IF NOT EXISTS pruned_incidents (id INTEGER PRIMARY KEY)")
@@ -83,7 +85,9 @@ async def prune_before(db: aiosqlite.Connection, before: float) -> Pruned:
         (cutoff,),
     )
     await db.execute("DELETE FROM claims WHERE until < ?", (before,))
+    seen = await _changed(db, PRUNE_SEEN, (now, BATCH * 10))
     return Pruned(
+        seen=seen,
         incidents=incidents,
         notifications=notifications,
         bodies=bodies,

@@ -340,6 +340,25 @@ async def test_first_seen_remembers_a_key_until_it_expires(store: Store, clock: 
     assert not await store.first_seen("slack:1", NOW + 600)
 
 
+async def test_remembered_keys_are_deleted_by_retention_in_batches_not_when_asked(
+    store: Store, clock: Clock
+) -> None:
+    """Asking about a key deletes nothing else (that DELETE held every write up); retention
+    deletes the expired ones, a batch at a time, and keeps those still remembered."""
+    for n in range(2500):
+        assert await store.first_seen(f"github:{n}", NOW + 60)
+    assert await store.first_seen("slack:late", NOW + 600)
+    clock.now = NOW + 61
+    assert await store.first_seen("slack:new", NOW + 300)
+    assert not await store.first_seen("slack:late", NOW + 900)
+    assert await store.first_seen("github:0", NOW + 900)  # expired: new again
+    pruned = await store.prune(NOW - 30 * DAY)
+    assert pruned.seen == 2499 and pruned.rows == 2499
+    assert not await store.first_seen("slack:late", NOW + 900)
+    assert not await store.first_seen("github:0", NOW + 900)
+    assert (await store.prune(NOW - 30 * DAY)).seen == 0
+
+
 async def test_a_channels_pace_allows_a_burst_then_one_post_a_second(
     store: Store, clock: Clock
 ) -> None:
@@ -458,6 +477,24 @@ def job(action: JobAction) -> JobEvent:
         conclusion="failure" if done else None,
         runner_name="runner-1" if taken else None,
     )
+
+
+async def test_a_job_from_the_far_future_is_forgotten_by_when_it_was_recorded(
+    store: Store, clock: Clock
+) -> None:
+    """A row created "in the year 9999" (stored before deliveries were bounded) never gets old
+    by its own time; retention forgets it by when the store last recorded it."""
+    far = job(JobAction.QUEUED).model_copy(
+        update={"created_at": datetime(9999, 1, 1, tzinfo=UTC), "job_id": 9_000_000_009}
+    )
+    assert await store.record_job(far, "far", NOW + DAY)
+    assert await store.record_job(job(JobAction.QUEUED), "near", NOW + DAY)
+    clock.now = NOW + 20 * DAY
+    assert await store.record_job(
+        job(JobAction.IN_PROGRESS), "near-again", clock.now + DAY
+    )  # recorded again lately: kept
+    assert await store.prune_jobs(NOW - 30 * DAY, clock.now - 14 * DAY) == 1
+    assert await store.first_job_created() == T.timestamp()
 
 
 async def test_job_deliveries_merge_out_of_order_and_once(store: Store) -> None:
