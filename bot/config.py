@@ -6,8 +6,10 @@ after that. Secrets are `SecretStr`, so they never reach a log or a traceback by
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -36,6 +38,9 @@ from bot.silencing.permissions import FleetWideViewers, SilencePolicy
 GitHubScopeKind = Literal["org", "repo", "enterprise"]
 #: GitHub's account names (organizations, enterprise slugs): letters, digits and hyphens.
 _GITHUB_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
+#: A Slack channel as an id (C…, G… for older private ones) or as #name (Slack's names are
+#: lower case letters, digits, hyphens and underscores, at most 80).
+_CHANNEL = re.compile(r"[CG][A-Z0-9]{2,}|#[\w.-]{1,80}")
 _GITHUB_REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?/[A-Za-z0-9._-]+")
 
 
@@ -167,6 +172,41 @@ class Settings(BaseSettings):
     def _blank_is_unset(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value
 
+    @field_validator("config_path", mode="before")
+    @classmethod
+    def _config_named(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("is set but empty: name the YAML file, or unset it")
+        return value
+
+    @field_validator("database")
+    @classmethod
+    def _database(cls, value: str) -> str:
+        """A postgresql:// URL, or a SQLite file in a folder that exists: a typo must not put
+        the data somewhere else (a folder made on an ephemeral disk, a file named `mysql:`)."""
+        scheme, sep, _ = value.partition("://")
+        if sep:
+            if scheme.lower() not in ("postgresql", "postgres"):
+                raise ValueError(
+                    f"names a {scheme[:20]!r} database: queuebot keeps its store in SQLite (a"
+                    " file path) or PostgreSQL (postgresql://…)"
+                )
+            return value
+        if value != ":memory:":
+            folder = Path(value).expanduser().parent
+            if not folder.is_dir():
+                raise ValueError(f"is in a folder that does not exist ({folder}): create it first")
+        return value
+
+    @field_validator("channel")
+    @classmethod
+    def _channel(cls, value: str | None) -> str | None:
+        if value is not None and not _CHANNEL.fullmatch(value.strip()):
+            raise ValueError(
+                "must be a channel's id (like C0123ABCD) or its name with # (like #ci-alerts)"
+            )
+        return value.strip() if value is not None else None
+
     @field_validator("github_org", "github_enterprise")
     @classmethod
     def _github_name(cls, value: str | None) -> str | None:
@@ -251,31 +291,51 @@ def check_url_credentials(settings: Settings) -> None:
 def load_settings(env: Mapping[str, str] | None = None, *, for_serve: bool = False) -> Settings:
     """Read settings from `env` (default: the process environment) and the YAML file it names.
 
-    Raises ConfigError with one line naming the variable at fault.
+    Raises ConfigError with one line naming every variable at fault, all at once.
     """
     source = dict(os.environ if env is None else env)
+    problems: list[str] = []
+    settings: Settings | None = None
     try:
         settings = Settings.model_validate(source)
     except ValidationError as exc:
-        raise ConfigError(_first_error(exc)) from None
-    check_url_credentials(settings)
-    settings.github_scope()
+        problems += _problems(exc, Settings)
     if for_serve:
-        for name, meaning in _REQUIRED_FOR_SERVE.items():
-            if not source.get(name, "").strip():
-                raise ConfigError(f"{name} is not set: it must be {meaning}")
-        if settings.slack_bot_token and not settings.slack_bot_token.get_secret_value().startswith(
-            "xoxb-"
+        problems += [
+            f"{name} is not set: it must be {meaning}"
+            for name, meaning in _REQUIRED_FOR_SERVE.items()
+            if not source.get(name, "").strip()
+        ]
+    if settings is not None:
+        for check in (
+            check_url_credentials,
+            Settings.github_scope,
+            *((_check_tokens, check_webhook_auth) if for_serve else ()),
         ):
-            raise ConfigError("SLACK_BOT_TOKEN is malformed: a bot token starts with xoxb-")
-        if settings.slack_app_token and not settings.slack_app_token.get_secret_value().startswith(
-            "xapp-"
-        ):
-            raise ConfigError("SLACK_APP_TOKEN is malformed: an app-level token starts with xapp-")
-        check_webhook_auth(settings)
-    if settings.config_path is not None:
-        settings.file = load_file_config(settings.config_path)
+            try:
+                check(settings)
+            except ConfigError as exc:
+                problems.append(str(exc))
+        if settings.config_path is not None:
+            try:
+                settings.file = load_file_config(settings.config_path)
+            except ConfigError as exc:
+                problems.append(str(exc))
+    if problems:
+        raise ConfigError("; ".join(dict.fromkeys(problems)))
+    assert settings is not None
     return settings
+
+
+def _check_tokens(settings: Settings) -> None:
+    if settings.slack_bot_token and not settings.slack_bot_token.get_secret_value().startswith(
+        "xoxb-"
+    ):
+        raise ConfigError("SLACK_BOT_TOKEN is malformed: a bot token starts with xoxb-")
+    if settings.slack_app_token and not settings.slack_app_token.get_secret_value().startswith(
+        "xapp-"
+    ):
+        raise ConfigError("SLACK_APP_TOKEN is malformed: an app-level token starts with xapp-")
 
 
 def load_file_config(path: Path) -> FileConfig:
@@ -298,12 +358,56 @@ def load_file_config(path: Path) -> FileConfig:
     try:
         return FileConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(f"{where}: {_first_error(exc)}") from None
+        raise ConfigError(f"{where}: {'; '.join(_problems(exc, FileConfig))}") from None
 
 
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors(include_url=False)[0]
-    location = ".".join(str(part) for part in error["loc"]) or "value"
+#: pydantic's words for a problem, as someone editing a settings file would say them.
+_PLAIN = {
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number",
+    "bool_parsing": "must be true or false",
+    "missing": "is required",
+    "url_scheme": "must be an http:// or https:// URL",
+    "string_type": "must be text",
+    "list_type": "must be a list",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping",
+}
+
+
+def _problems(exc: ValidationError, model: type[BaseModel]) -> list[str]:
+    """Every problem pydantic found, each in plain words with where it is."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        location = ".".join(str(part) for part in error["loc"]) or "value"
+        words = _plain(error, location, model)
+        if words.startswith("must"):
+            words = f"is malformed: {words}"
+        problems.append(f"{location} {words}")
+    return problems
+
+
+def _plain(error: Any, location: str, model: type[BaseModel]) -> str:
+    kind = str(error["type"])
+    if kind == "extra_forbidden":
+        name = str(error["loc"][-1])
+        known = _known_keys(model, error["loc"][:-1])
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return f"is not a setting queuebot knows{hint}"
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        expected = (error.get("ctx") or {}).get("expected_tags", "")
+        return f"must say which kind it is ({expected})" if expected else "is of no kind known"
+    words = _PLAIN.get(kind)
+    if kind == "url_parsing":
+        why = (error.get("ctx") or {}).get("error", "")
+        words = f"must be a URL like https://host.example ({why})" if why else "must be a URL"
+    if words is None:
+        words = str(error["msg"]).removeprefix("Value error, ")
+        words = words.replace("Input should be", "must be").replace("input should be", "must be")
+        words = words.replace("String should", "must").replace("List should", "must")
+        words = words if words.startswith(("must", "is ", "names", "has")) else f"is wrong: {words}"
     given = error.get("input")
     shown = f", got {given!r}" if isinstance(given, str | int | float) and error["loc"] else ""
     if isinstance(given, str) and any(word in location.lower() for word in ("token", "secret")):
@@ -312,4 +416,35 @@ def _first_error(exc: ValidationError) -> str:
     # drop it: such a value is not repeated at all.
     if isinstance(given, str) and location.endswith("_URL") and "@" in given:
         shown = ""
-    return f"{location} is malformed: {error['msg']}{shown}"
+    if isinstance(given, str) and len(given) > 80:
+        shown = f", got {given[:80]!r}…"
+    return f"{words}{shown}"
+
+
+def _known_keys(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
+    """The keys a mapping at `path` of `model` takes (the YAML file's top level, its sections
+    and the items of its lists)."""
+    current: Any = model
+    for part in path:
+        if isinstance(part, int):
+            continue  # an item of a list: its model is already `current`
+        fields = getattr(current, "model_fields", None)
+        if fields is None or part not in fields:
+            return []
+        current = _model_in(fields[part].annotation)
+    fields = getattr(current, "model_fields", None) or {}
+    return [
+        info.validation_alias if isinstance(info.validation_alias, str) else name
+        for name, info in fields.items()
+    ]
+
+
+def _model_in(annotation: Any) -> Any:
+    """The model a field holds, through `list[...]` and `... | None`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for inner in typing.get_args(annotation):
+        found = _model_in(inner)
+        if found is not None:
+            return found
+    return None

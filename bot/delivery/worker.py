@@ -108,9 +108,11 @@ class Deliverer:
                     failures, self.problem = 0, None
                 except Exception as exc:
                     failures += 1
+                    # A store's words without a server's address (the log has it whole).
+                    said = exc.public if isinstance(exc, StoreError) else str(exc)
                     self.problem = (
                         f"the outbox worker cannot read the outbox ({failures} tries in a row):"
-                        f" {type(exc).__name__}: {exc}"
+                        f" {type(exc).__name__}: {said}"
                     )
                     self._metrics.inc("queuebot_delivery_worker_errors_total")
                     delay = min(IDLE_POLL_SECONDS * 2 ** (failures - 1), MAX_OUTAGE_POLL_SECONDS)

@@ -22,7 +22,9 @@ from bot.slack.limits import slack_len
 
 ELLIPSIS = "…"
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+#: Control characters, the line and paragraph separators, and the bidirectional controls (an
+#: override such as U+202E makes a title read backwards, hiding what it says).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
 #: An unclosed token at the end of a cut (`<!date^…`, `<https:…`): in escaped mrkdwn every `<`
 #: opens one of ours.

@@ -110,7 +110,12 @@ class NewIncident:
 
 
 class StoreError(Exception):
-    """The store could not be opened, read or written; the message says why."""
+    """The store could not be opened, read or written; the message says why. `public` says it
+    without what only an admin should read (a server's address): what /healthz shows."""
+
+    def __init__(self, message: str, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = message if public is None else public
 
 
 @dataclass(frozen=True)

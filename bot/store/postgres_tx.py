@@ -82,7 +82,11 @@ def postgres_errors(doing: str) -> Iterator[None]:
     try:
         yield
     except FAILURES as exc:
-        raise StoreError(f"{doing}: {exc.__class__.__name__}: {exc}") from exc
+        # A connection's error names the server's address: kept out of the public words.
+        public = f"{doing}: {exc.__class__.__name__}"
+        if isinstance(exc, asyncpg.PostgresError):
+            public += f": {exc}"
+        raise StoreError(f"{doing}: {exc.__class__.__name__}: {exc}", public) from exc
 
 
 def changed(status: str) -> int:

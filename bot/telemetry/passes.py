@@ -1,8 +1,8 @@
 """Background passes that keep failing. Each background loop (the early warning's checks, the
 silence watcher, the writers, retention) says how each pass went; every failure is counted on
 /metrics (`queuebot_background_failures_total`, by task), and a task whose last
-`FAILING_IN_A_ROW` passes all failed is a reason /healthz gives, with the last error, until a
-pass succeeds. A loop that goes on running but never gets anything done is not healthy."""
+`FAILING_IN_A_ROW` passes all failed is a reason /healthz gives (the error is the log's) until
+a pass succeeds. A loop that goes on running but never gets anything done is not healthy."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from bot.telemetry.metrics import Metrics
 
 #: Failed passes in a row that make a task unhealthy.
 FAILING_IN_A_ROW = 3
-#: How much of the last error /healthz shows.
+#: How much of the last error is kept.
 REASON_CHARS = 200
 
 
@@ -40,4 +40,5 @@ class PassRecord:
         """What /healthz says of the task, or None while it works."""
         if self.failed_in_a_row < FAILING_IN_A_ROW:
             return None
-        return f"the {self.task} failed {self.failed_in_a_row} passes in a row: {self.last_error}"
+        # The error itself may name a server's address: it is in the log, not on /healthz.
+        return f"the {self.task} failed {self.failed_in_a_row} passes in a row (see the log)"

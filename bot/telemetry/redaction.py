@@ -31,10 +31,12 @@ _SHAPES = re.compile(
     r"|\bgithub_pat_[A-Za-z0-9_]+"
     r"|\bgh[pousr]_[A-Za-z0-9]+"
     # An Authorization credential (RFC 7235 token68) after its scheme; the scheme stays. Basic
-    # needs 8 characters, what base64 of the shortest user:password pair takes, so that prose
-    # such as "Bearer <token> or Basic auth" in the webhook's own refusal stays readable.
+    # credentials are base64 (RFC 7617): whole groups of four, at least two (the shortest
+    # user:password pair), with a digit, a sign or a capital inside, so that prose such as
+    # "Bearer <token> or Basic auth" or Slack's "Basic Information" page stays readable.
     r"|(?P<scheme>\b(?i:bearer)\s+)[A-Za-z0-9._~+/-]+=*"
-    r"|(?P<basic>\b(?i:basic)\s+)[A-Za-z0-9._~+/-]{8,}=*"
+    r"|(?P<basic>\b(?i:basic)\s+)(?=[A-Za-z0-9+/]*(?:[0-9+/=]|\B[A-Z]))"
+    r"(?:[A-Za-z0-9+/]{4}){2,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?(?![A-Za-z0-9+/=])"
     # A URL's userinfo (RFC 3986 §3.2.1), whatever the scheme (https, postgresql): up to the
     # last "@" before the path, so a password holding an unescaped "@" goes whole.
     r"|(?P<userinfo>\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#]+@"

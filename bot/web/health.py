@@ -46,6 +46,7 @@ class Health:
         self._max_outbox_age = max_outbox_age
         self._clock = clock
         self._last: list[str] = []
+        self._details: list[str] = []
 
     async def problems(self) -> list[str]:
         """Why the bot cannot do its job now; empty when it can."""
@@ -55,14 +56,17 @@ class Health:
             if not running
         ]
         reasons += self._troubles()
+        details: list[str] = []
         try:
             await self._store.probe()
         except StoreError as exc:
-            reasons.append(f"the store cannot be written: {exc}")
+            reasons.append(f"the store cannot be written: {exc.public}")
+            details.append(f"the store cannot be written: {exc}")
         try:
             _, oldest = await self._store.outbox_stats()
         except StoreError as exc:
-            reasons.append(f"the outbox cannot be read: {exc}")
+            reasons.append(f"the outbox cannot be read: {exc.public}")
+            details.append(f"the outbox cannot be read: {exc}")
         else:
             age = self._clock() - oldest if oldest else 0.0
             if age > self._max_outbox_age:
@@ -70,6 +74,11 @@ class Health:
                     f"the oldest Slack delivery owed has waited {age:.0f} s"
                     f" (more than {self._max_outbox_age:.0f} s): Slack refuses or is unreachable"
                 )
+        if details != self._details:
+            # Where the store is (a server's address) is for the log, not for whoever asks.
+            for detail in details:
+                log.error("%s", detail)
+            self._details = details
         return reasons
 
     async def healthz(self, request: web.Request) -> web.Response:

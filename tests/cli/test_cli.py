@@ -305,7 +305,10 @@ async def test_a_malformed_url_setting_is_refused_without_its_credentials(
         bad = "http://prom:prom-pw-never-shown@127.0.0.1:99999/"
         code, out, err = await _check_all_output(_check_env(sandbox, tmp_path, PROMETHEUS_URL=bad))
     assert code == 2
-    assert "PROMETHEUS_URL is malformed: Input should be a valid URL, invalid port number" in err
+    assert (
+        "PROMETHEUS_URL is malformed: must be a URL like https://host.example (invalid port number)"
+        in err
+    )
     assert "prom-pw-never-shown" not in out + err
 
 

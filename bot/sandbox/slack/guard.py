@@ -137,4 +137,9 @@ class LocalGuard:
         if request.method not in SAFE_METHODS and request.content_type != "application/json":
             # A browser sends JSON cross-site only after a preflight, which is never granted.
             raise web.HTTPUnsupportedMediaType(text="send application/json")
-        return await handler(request)
+        response = await handler(request)
+        # The page acts as alice at a click: no other site may frame it and steer the clicks
+        # (older browsers read X-Frame-Options, newer the policy).
+        response.headers[hdrs.X_FRAME_OPTIONS] = "DENY"
+        response.headers[hdrs.CONTENT_SECURITY_POLICY] = "frame-ancestors 'none'"
+        return response

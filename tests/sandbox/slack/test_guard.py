@@ -274,3 +274,14 @@ def test_what_was_asked_for_is_answered(asked: str, bound: str, named: str, answ
     guard = LocalGuard()
     guard.listening(asked, bound, 4000)
     assert guard.at is not None and guard.at.answers_for(named, 4000) is answered
+
+
+@pytest.mark.parametrize("path", ["/", "/static/app.js", "/ui/state?user=U0ONCALL"])
+async def test_no_other_site_may_frame_the_page(
+    sandbox: SlackSandbox, http: aiohttp.ClientSession, path: str
+) -> None:
+    """Framed by another site, the page would take alice's clicks for it (clickjacking)."""
+    async with http.get(f"{sandbox.url}{path}") as answer:
+        assert answer.status == 200
+        assert answer.headers["X-Frame-Options"] == "DENY"
+        assert answer.headers["Content-Security-Policy"] == "frame-ancestors 'none'"
