@@ -40,6 +40,9 @@ class HeadsUpView:
     alert_link: str | None = None
     alert_channel_id: str | None = None
     alert_ts: str | None = None
+    #: Other runner types that started heading for the alert at the same check, beyond the
+    #: channel's cap of new heads-ups: named here in one line, not posted each.
+    others: tuple[str, ...] = ()
 
     @property
     def growth_per_minute(self) -> float:
@@ -53,4 +56,5 @@ class HeadsUpView:
         data = json.loads(text)
         data["phase"] = Phase(data["phase"])
         data["workflows"] = tuple(data["workflows"])
+        data["others"] = tuple(data.get("others", ()))
         return cls(**data)

@@ -26,6 +26,9 @@ class EarlyWarning(BaseModel):
     runner_types: tuple[str, ...] = ()
     #: Shown as an Open runbook button on each heads-up.
     runbook_url: AnyHttpUrl | None = None
+    #: New heads-ups posted at one check, at most; the others that start then are named in
+    #: one line of the last one (a burst of new runner-type labels posts no flood).
+    max_new_heads_ups: int = Field(5, ge=1, le=50)
 
     def threshold(self, queued_after: float) -> Threshold:
         return Threshold(self.wait_minutes * 60.0, self.queued, queued_after)

@@ -60,6 +60,9 @@ class EarlyWarningWatcher:
         self._clock = clock
         self._owner = uuid.uuid4().hex
         self._boards: dict[str, WarningBoard] = {}
+        #: By channel, the heads-ups only named in another's line (beyond the cap): their
+        #: runner type and start.
+        self._summed: dict[str, set[tuple[str, float]]] = {}
 
     async def run(self, interval: float) -> None:
         """Check every `interval` seconds until cancelled; a failed check never stops it."""
@@ -68,7 +71,9 @@ class EarlyWarningWatcher:
             try:
                 until = time.time() + WATCH_LEASE_INTERVALS * interval
                 if not await self._store.lead(WATCH_ROLE, self._owner, until):
-                    self._boards.clear()  # another replica checks: what this one holds goes stale
+                    # Another replica checks: what this one holds goes stale.
+                    self._boards.clear()
+                    self._summed.clear()
                     continue
                 await self.check()
             except Exception as exc:
@@ -84,9 +89,9 @@ class EarlyWarningWatcher:
         for config in self._configs:
             board = await self._board(config, at)
             watched = {name: state for name, state in states.items() if config.watches(name)}
-            for heads_up in board.step(watched):
+            for heads_up, others in await self._capped(config, board.step(watched)):
                 try:
-                    await self._save(config, board, heads_up)
+                    await self._save(config, board, heads_up, others)
                 except StoreError as exc:
                     unsaved.append(f"{shown(heads_up.runner_type)}: {exc}")
                     log.error(
@@ -116,7 +121,53 @@ class EarlyWarningWatcher:
             self._boards[config.channel] = board
         return board
 
-    async def _save(self, config: EarlyWarning, board: WarningBoard, heads_up: HeadsUp) -> None:
+    async def _capped(
+        self, config: EarlyWarning, stepped: list[HeadsUp]
+    ) -> list[tuple[HeadsUp, tuple[str, ...]]]:
+        """The heads-ups to save at this check: every change to one already out, and at most
+        `max_new_heads_ups` new ones (the soonest to cross first), the last of them naming the
+        new ones beyond, which are not posted for as long as they last."""
+        summed = self._summed.setdefault(config.channel, set())
+        new: list[HeadsUp] = []
+        kept: list[tuple[HeadsUp, tuple[str, ...]]] = []
+        for heads_up in stepped:
+            key = (heads_up.runner_type, heads_up.started_at)
+            if key in summed:
+                # Named in a line already: not posted for the rest of this heads-up.
+                if heads_up.phase is not Phase.WARNING:
+                    summed.discard(key)
+                continue
+            if heads_up.phase is Phase.WARNING and not await self._saved(config, heads_up):
+                new.append(heads_up)
+            else:
+                kept.append((heads_up, ()))
+        new.sort(key=lambda h: h.crossing_in if h.crossing_in is not None else 0.0)
+        cap = config.max_new_heads_ups
+        posted, beyond = new[:cap], tuple(h.runner_type for h in new[cap:])
+        summed.update((h.runner_type, h.started_at) for h in new[cap:])
+        if beyond:
+            log.info(
+                "%d new heads-ups in %s at one check: %d posted, the rest named in one line",
+                len(new),
+                config.channel,
+                len(posted),
+            )
+        kept += [(h, beyond if i == len(posted) - 1 else ()) for i, h in enumerate(posted)]
+        return kept
+
+    async def _saved(self, config: EarlyWarning, heads_up: HeadsUp) -> bool:
+        return any(
+            r.runner_type == heads_up.runner_type and r.started_at == heads_up.started_at
+            for r in await self._store.heads_ups(config.channel, heads_up.started_at)
+        )
+
+    async def _save(
+        self,
+        config: EarlyWarning,
+        board: WarningBoard,
+        heads_up: HeadsUp,
+        others: tuple[str, ...] = (),
+    ) -> None:
         saved = [
             r
             for r in await self._store.heads_ups(config.channel, heads_up.started_at)
@@ -139,6 +190,8 @@ class EarlyWarningWatcher:
                 else None
             ),
         )
+        if others:
+            view = replace(view, others=others)
         await self._store.save_heads_up(
             HeadsUpRecord(
                 channel=config.channel,

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from bot.domain.heads_up import HeadsUpView, Phase
 from bot.render.mrkdwn import date_token, inert, safe_url
 from bot.render.templates import Templates
-from bot.slack.contract import ActionId
+from bot.slack.contract import QUEUE_STATUS_COMMAND, ActionId
 from bot.slack.limits import MAX_BUTTON_VALUE, slack_len
 from bot.slack.message import Message
 
@@ -37,6 +37,10 @@ def _demand(view: HeadsUpView) -> str:
     return text + f"; runners take {view.starts_per_minute:.1f} a minute."
 
 
+#: Runner types named in a heads-up's line for those beyond the channel's cap.
+MAX_OTHERS_NAMED = 10
+
+
 def heads_up_message(templates: Templates, view: HeadsUpView) -> Message:
     name = inert(view.runner_type, 80)
     limit = _minutes(view.threshold_wait)
@@ -51,6 +55,14 @@ def heads_up_message(templates: Templates, view: HeadsUpView) -> Message:
             f" *{limit}* in about *{view.crossing_in or 0:.0f} min* at this rate.",
             _demand(view),
         ]
+        if view.others:
+            shown = ", ".join(f"*{inert(o, 60)}*" for o in view.others[:MAX_OTHERS_NAMED])
+            more = len(view.others) - MAX_OTHERS_NAMED
+            lines.append(
+                f"And {len(view.others)} more runner types heading for the alert: {shown}"
+                + (f" and {more} more" if more > 0 else "")
+                + f" (`{QUEUE_STATUS_COMMAND}` shows them)."
+            )
         title = f":hourglass_flowing_sand: Heads-up: {view.runner_type} heading for the alert"
         fallback = f"Heads-up: {name} queue heading for the alert ({longest} wait)"
     elif view.phase is Phase.FIRED:

@@ -129,6 +129,8 @@ class Pruned:
     digests: int = 0
     #: Remembered request signatures and delivery ids past their expiry.
     seen: int = 0
+    #: Heads-ups that ended, and were shown ended, before the cut-off.
+    heads_ups: int = 0
 
     @property
     def rows(self) -> int:

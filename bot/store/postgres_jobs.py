@@ -17,7 +17,7 @@ from bot.store.interface import Pruned
 from bot.store.postgres_schema import Lock
 from bot.store.postgres_tx import changed
 from bot.store.records import JobActivity, JobRow, QueuedJob
-from bot.store.rows import PRUNE_SEEN_PG
+from bot.store.rows import PRUNE_HEADS_UPS_PG, PRUNE_SEEN_PG
 from bot.store.shared_sql import (
     ARRIVALS,
     COMPLETIONS,
@@ -147,8 +147,10 @@ async def retention_pass(conn: Connection, before: float, now: float) -> Pruned:
     )
     await conn.execute("DELETE FROM claims WHERE until < $1", before)
     seen = await removed(PRUNE_SEEN_PG, now, INCIDENTS_PER_PASS * 10)
+    heads_ups = await removed(PRUNE_HEADS_UPS_PG, before, INCIDENTS_PER_PASS * 10)
     return Pruned(
         seen=seen,
+        heads_ups=heads_ups,
         incidents=incidents,
         notifications=notifications,
         bodies=bodies,

@@ -60,6 +60,13 @@ PRUNE_SEEN = (
     " LIMIT ?)"
 )
 PRUNE_SEEN_PG = numbered(PRUNE_SEEN)
+#: Heads-ups that ended before the cut-off and whose last version is shown, a batch at a time.
+PRUNE_HEADS_UPS = (
+    "DELETE FROM heads_ups WHERE (channel, runner_type, started_at) IN"
+    " (SELECT channel, runner_type, started_at FROM heads_ups WHERE ended_at IS NOT NULL"
+    " AND ended_at < ? AND shown_version >= version LIMIT ?)"
+)
+PRUNE_HEADS_UPS_PG = numbered(PRUNE_HEADS_UPS)
 
 
 class ParsedGroups:

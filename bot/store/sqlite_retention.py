@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 import aiosqlite
 
 from bot.store.interface import Pruned
-from bot.store.rows import PRUNE_SEEN
+from bot.store.rows import PRUNE_HEADS_UPS, PRUNE_SEEN
 
 BATCH = 2000
 
@@ -86,8 +86,10 @@ async def prune_before(db: aiosqlite.Connection, before: float, now: float) -> P
     )
     await db.execute("DELETE FROM claims WHERE until < ?", (before,))
     seen = await _changed(db, PRUNE_SEEN, (now, BATCH * 10))
+    heads_ups = await _changed(db, PRUNE_HEADS_UPS, (before, BATCH * 10))
     return Pruned(
         seen=seen,
+        heads_ups=heads_ups,
         incidents=incidents,
         notifications=notifications,
         bodies=bodies,

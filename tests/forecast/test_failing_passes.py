@@ -12,7 +12,16 @@ from pathlib import Path
 
 from bot.domain.jobs import JobAction, JobEvent
 from bot.web.routes import EDGES
-from tests.forecast.test_heads_up import START, TYPE, _env, _heads_ups, _queue_growing, _text
+from tests.forecast.test_heads_up import (
+    START,
+    TYPE,
+    _env,
+    _heads_ups,
+    _job,
+    _queue_growing,
+    _send,
+    _text,
+)
 from tests.support.harness import running_stack
 from tests.support.postgres import fresh_database
 
@@ -73,3 +82,34 @@ async def test_a_refused_heads_up_stops_no_other_and_shows_on_healthz(tmp_path: 
             scraped = await answer.text()
         assert 'queuebot_background_failures_total{task="early warning"}' in scraped
         assert len(_heads_ups(stack)) == 1
+
+
+def _capped(env: dict[str, str], cap: int) -> None:
+    config = Path(env["QUEUEBOT_CONFIG"])
+    config.write_text(config.read_text() + f"    max_new_heads_ups: {cap}\n")
+
+
+async def test_a_burst_of_new_runner_types_posts_the_cap_and_names_the_rest(
+    tmp_path: Path,
+) -> None:
+    """Five runner types start heading for the alert at one check, the channel's cap is two:
+    two heads-ups, the second naming the other three in one line."""
+    env = _env(tmp_path)
+    _capped(env, 2)
+    names = [f"linux.burst-{n}" for n in range(5)]
+    # Every job sent while the clock is before them all, so that one check sees them at once.
+    now = [START - timedelta(hours=1)]
+    async with running_stack(tmp_path, clock=lambda: now[0], **env) as stack:
+        for k, name in enumerate(names):
+            for n in range(8):
+                job = _job(100 * (k + 1) + n, START - timedelta(minutes=40 - 5 * n), name)
+                await _send(stack, job, "queued")
+        now[0] = START
+        posted = await stack.sandbox.wait_for(
+            lambda: _heads_ups(stack)[1:] and _heads_ups(stack), timeout=15
+        )
+        await asyncio.sleep(1.0)  # ten more checks: nothing more is posted
+        assert len(_heads_ups(stack)) == 2
+        last = _text(stack, posted[-1])
+        named = [n for n in names if n in last]
+        assert "And 3 more runner types heading for the alert" in last and len(named) == 4

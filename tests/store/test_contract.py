@@ -745,6 +745,34 @@ async def test_two_replicas_opening_a_groups_first_incident_make_one(postgres_ur
     assert one[1] == two[1]
 
 
+async def test_retention_forgets_heads_ups_that_ended_and_were_shown(store: Store) -> None:
+    """Ended and shown before the cut-off: forgotten. Still out, not yet shown ended, or ended
+    after the cut-off: kept."""
+    day = 86400.0
+
+    def record(runner_type: str, ended: float | None) -> HeadsUpRecord:
+        phase = "warning" if ended is None else "normal"
+        started = (ended or NOW) - 600.0
+        return HeadsUpRecord(
+            "#ci", runner_type, started, phase, "view", ended or started, ended_at=ended
+        )
+
+    records = {
+        "old-shown": record("old-shown", NOW - 40 * day),
+        "old-unshown": record("old-unshown", NOW - 40 * day),
+        "recent": record("recent", NOW - day),
+        "out": record("out", None),
+    }
+    for saved in records.values():
+        await store.save_heads_up(saved)
+    for shown in await store.unshown_heads_ups():
+        if shown.runner_type in ("old-shown", "recent", "out"):
+            await store.set_heads_up_shown(shown, "C1", f"1.{len(shown.runner_type)}")
+    assert (await store.prune(NOW - 30 * day)).heads_ups == 1
+    left = {r.runner_type for r in await store.heads_ups("#ci", 0.0)}
+    assert left == {"old-unshown", "recent", "out"}
+
+
 async def test_heads_ups_are_saved_as_versions_and_shown_by_the_writer(store: Store) -> None:
     def record(runner_type: str, started: float, phase: str = "warning") -> HeadsUpRecord:
         return HeadsUpRecord("#ci", runner_type, started, phase, f"{phase} view", started)
