@@ -104,30 +104,30 @@ class PostgresStore(PostgresShown, PostgresReports):
     async def record_jobs(
         self, deliveries: Sequence[tuple[JobEvent, str]], remember_until: float
     ) -> int:
-        async with self._connection("the store cannot be written") as conn:
+        async with self._connection("the store cannot be written", jobs=True) as conn:
             return await jobs.record_deliveries(conn, deliveries, remember_until, self._now())
 
     async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
-        async with self._connection("the store cannot be read") as conn:
+        async with self._connection("the store cannot be read", jobs=True) as conn:
             return await jobs.waiting_at(conn, at, queued_after, max_age)
 
     async def job_activity(self, since: float, until: float) -> JobActivity:
         # One transaction: the three lists read one state of the jobs.
-        async with self._connection("the store cannot be read") as conn:
+        async with self._connection("the store cannot be read", jobs=True) as conn:
             return await jobs.window_activity(conn, since, until)
 
     async def running_jobs(self, at: float, lookback: float) -> dict[tuple[str, str], int]:
-        async with self._connection("the store cannot be read") as conn:
+        async with self._connection("the store cannot be read", jobs=True) as conn:
             return await jobs.busy_at(conn, at, lookback)
 
     async def first_job_created(self) -> float | None:
-        rows = await self._fetch("SELECT MIN(created_at) FROM jobs")
+        rows = await self._fetch("SELECT MIN(created_at) FROM jobs", jobs=True)
         return float(rows[0][0]) if rows and rows[0][0] is not None else None
 
     async def prune_jobs(self, before: float, recorded_before: float = 0.0) -> int:
         total = 0
         while True:
-            async with self._connection("cannot forget old jobs") as conn:
+            async with self._connection("cannot forget old jobs", jobs=True) as conn:
                 pruned = await jobs.forget_jobs_before(
                     conn, before, recorded_before, jobs.INCIDENTS_PER_PASS * 10
                 )

@@ -18,7 +18,7 @@ class PostgresReports:
     _fetch: Callable[..., Awaitable[list[asyncpg.Record]]]
 
     async def job_spans(self, since: float, until: float) -> list[JobSpan]:
-        rows = await self._fetch(numbered(sql.JOB_SPANS), since, until)
+        rows = await self._fetch(numbered(sql.JOB_SPANS), since, until, jobs=True)
         return [sql.job_span(row) for row in rows]
 
     async def save_report(self, record: ReportRecord) -> bool:

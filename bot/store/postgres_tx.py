@@ -58,8 +58,14 @@ if TYPE_CHECKING:
 #: webhook reports (503), not a request that hangs.
 CONNECT_TIMEOUT = 10.0
 COMMAND_TIMEOUT = 30.0
-#: Connections one replica holds at most: webhooks, the outbox worker and retention at once.
+#: Connections one replica holds at most for alerts, the outbox, silences and the rest...
 POOL_SIZE = 10
+#: ...and, apart, for GitHub's job deliveries and the long reads of job history (reports,
+#: diagnostics' windows): a flood of deliveries or a locked jobs table never keeps an alert
+#: waiting for a connection.
+JOBS_POOL_SIZE = 5
+#: How long a request waits for a free connection before the store says it is busy (503).
+ACQUIRE_TIMEOUT = 5.0
 
 #: What a lost server, a refused connection or a failed statement raises: all are StoreError
 #: past this module, so a webhook answers 503 and Grafana sends it again.
@@ -106,41 +112,64 @@ def _where(url: str) -> str:
 
 
 class PostgresDatabase:
-    """The store's pool of connections to one PostgreSQL database."""
+    """The store's two pools of connections to one PostgreSQL database: one for job history
+    (`jobs=True`), one for everything else; a connection is waited for ACQUIRE_TIMEOUT at
+    most."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, jobs_pool: asyncpg.Pool) -> None:
         self._pool = pool
+        self._jobs_pool = jobs_pool
 
     @classmethod
     async def open(cls, url: str) -> PostgresDatabase:
         """Connect and migrate (`bot.store.postgres_schema`)."""
+        pools: list[asyncpg.Pool] = []
         try:
-            pool = await asyncpg.create_pool(
-                url,
-                min_size=1,
-                max_size=POOL_SIZE,
-                timeout=CONNECT_TIMEOUT,
-                command_timeout=COMMAND_TIMEOUT,
-            )
+            for size in (POOL_SIZE, JOBS_POOL_SIZE):
+                pools.append(
+                    await asyncpg.create_pool(
+                        url,
+                        min_size=1,
+                        max_size=size,
+                        timeout=CONNECT_TIMEOUT,
+                        command_timeout=COMMAND_TIMEOUT,
+                    )
+                )
         except OPEN_FAILURES as exc:
-            raise StoreError(f"cannot connect to PostgreSQL at {_where(url)}: {exc}") from exc
+            for pool in pools:
+                await pool.close()
+            raise StoreError(
+                f"cannot connect to PostgreSQL at {_where(url)}: {exc}",
+                f"cannot connect to PostgreSQL: {exc.__class__.__name__}",
+            ) from exc
         try:
-            async with pool.acquire() as conn:
+            async with pools[0].acquire() as conn:
                 await migrate(conn)
         except FAILURES as exc:
-            await pool.close()
+            for pool in pools:
+                await pool.close()
             raise StoreError(f"{_where(url)} is not a usable queuebot database: {exc}") from exc
         except BaseException:
-            await pool.close()
+            for pool in pools:
+                await pool.close()
             raise
-        return cls(pool)
+        return cls(*pools)
+
+    async def _acquire(self, pool: asyncpg.Pool, doing: str) -> Connection:
+        try:
+            return await pool.acquire(timeout=ACQUIRE_TIMEOUT)
+        except TimeoutError as exc:
+            busy = f"{doing}: every connection is busy (waited {ACQUIRE_TIMEOUT:g} s)"
+            raise StoreError(busy) from exc
 
     @asynccontextmanager
-    async def transaction(self, doing: str) -> AsyncIterator[Connection]:
-        """A connection in a transaction, committed when the block ends and rolled back when
-        it raises; StoreError, saying what was being `doing`, when the database fails."""
+    async def transaction(self, doing: str, *, jobs: bool = False) -> AsyncIterator[Connection]:
+        """A connection (of the jobs' pool, `jobs`) in a transaction, committed when the block
+        ends and rolled back when it raises; StoreError, saying what was being `doing`, when
+        the database fails or no connection is free in time."""
+        pool = self._jobs_pool if jobs else self._pool
         with postgres_errors(doing):
-            conn = await self._pool.acquire()
+            conn = await self._acquire(pool, doing)
         try:
             with postgres_errors(doing):
                 tx = conn.transaction()
@@ -158,20 +187,32 @@ class PostgresDatabase:
                 await tx.commit()
         finally:
             with postgres_errors("cannot return a connection to the pool"):
-                await self._pool.release(conn)
+                await pool.release(conn)
 
     async def write(self, sql: str, *args: Any) -> int:
         """One statement in a transaction of its own; the rows it changed."""
-        with postgres_errors("the store cannot be written"):
-            return changed(await self._pool.execute(sql, *args))
+        doing = "the store cannot be written"
+        with postgres_errors(doing):
+            conn = await self._acquire(self._pool, doing)
+            try:
+                return changed(await conn.execute(sql, *args))
+            finally:
+                await self._pool.release(conn)
 
-    async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
-        with postgres_errors("the store cannot be read"):
-            return await self._pool.fetch(sql, *args)
+    async def fetch(self, sql: str, *args: Any, jobs: bool = False) -> list[asyncpg.Record]:
+        doing = "the store cannot be read"
+        pool = self._jobs_pool if jobs else self._pool
+        with postgres_errors(doing):
+            conn = await self._acquire(pool, doing)
+            try:
+                return list(await conn.fetch(sql, *args))
+            finally:
+                await pool.release(conn)
 
     async def close(self) -> None:
         with postgres_errors("cannot close the connections"):
             await self._pool.close()
+            await self._jobs_pool.close()
 
 
 class PostgresTransaction:

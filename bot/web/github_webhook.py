@@ -153,7 +153,10 @@ class GitHubWebhook:
             recorded = await self._store.record_job(event, delivery, now + REDELIVERY_SECONDS)
         except StoreError as exc:
             log.error("GitHub delivery not stored: %s (delivery=%s)", exc, delivery)
-            return _answer(503, error="the store is unavailable; redeliver later"), "unavailable"
+            return (
+                _answer(503, error="the store is unavailable; redeliver later", reason=exc.public),
+                "unavailable",
+            )
         if not recorded:
             return _answer(200, status="duplicate"), "duplicate"
         return _answer(202, status="recorded", job=event.job_id), "recorded"

@@ -186,7 +186,13 @@ class WebhookHandler:
             decision, incident_id = await self._service.accept(group, body.decode("utf-8"))
         except StoreError as exc:
             log.error("webhook not stored: %s (group_key=%r)", exc, group.group_key)
-            return _error(503, "the incident store is unavailable; send again later")
+            return web.json_response(
+                {
+                    "error": "the incident store is unavailable; send again later",
+                    "reason": exc.public,
+                },
+                status=503,
+            )
         return web.json_response(
             {"status": "accepted", "incident": incident_id, "outcome": decision.reason},
             status=202,

@@ -90,7 +90,13 @@ def _ref(name: str) -> dict[str, Any]:
 
 _ERROR = {
     "type": "object",
-    "properties": {"error": {"type": "string", "description": "What is wrong, in words."}},
+    "properties": {
+        "error": {"type": "string", "description": "What is wrong, in words."},
+        "reason": {
+            "type": "string",
+            "description": "With 503: why the store could not take it (busy, unreachable).",
+        },
+    },
     "required": ["error"],
 }
 
