@@ -119,16 +119,22 @@ class CapacityReporter:
                 " usage or recommended sizes."
             )
             return {}
-        spans = [
-            span
-            for span in await store.job_spans(since, until)
-            if jobs.counts(span.runner_type, span.repository) and self._counts(span.runner_type)
-        ]
+        read = await store.job_spans(since, until)
         first = await store.first_job_created()
         if first is not None and first > since + 3600.0:
             days = (until - first) / 86400.0
             notes.append(f"Job events reach back {days:.1f} days only: the rest is not counted.")
-        return await asyncio.to_thread(measure, spans, since, until)
+
+        def counted() -> dict[str, TypeMeasures]:
+            # Weeks of jobs are sorted out in a worker thread, not on the event loop.
+            spans = [
+                span
+                for span in read
+                if jobs.counts(span.runner_type, span.repository) and self._counts(span.runner_type)
+            ]
+            return measure(spans, since, until)
+
+        return await asyncio.to_thread(counted)
 
     async def _metrics(
         self, since: float, until: float, notes: list[str]

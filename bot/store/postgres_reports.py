@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING
 
 import asyncpg
 
@@ -10,16 +12,29 @@ from bot.store import reports_sql as sql
 from bot.store.records import JobSpan, ReportRecord
 from bot.store.shared_sql import numbered
 
+if TYPE_CHECKING:
+    from bot.store.postgres_schema import Connection
+
+#: Rows of job history fetched at a time.
+SPANS_CHUNK = 5000
+
 
 class PostgresReports:
     """Part of `bot.store.postgres.PostgresStore`, which gives it its statements' runner."""
 
     _write: Callable[..., Awaitable[int]]
     _fetch: Callable[..., Awaitable[list[asyncpg.Record]]]
+    _connection: Callable[..., AbstractAsyncContextManager[Connection]]
 
     async def job_spans(self, since: float, until: float) -> list[JobSpan]:
-        rows = await self._fetch(numbered(sql.JOB_SPANS), since, until, jobs=True)
-        return [sql.job_span(row) for row in rows]
+        # Weeks of jobs, a chunk at a time: between chunks the event loop serves webhooks
+        # (decoding a million rows at once would hold it for seconds).
+        spans: list[JobSpan] = []
+        async with self._connection("the store cannot be read", jobs=True) as conn:
+            cursor = conn.cursor(numbered(sql.JOB_SPANS), since, until, prefetch=SPANS_CHUNK)
+            async for row in cursor:
+                spans.append(sql.job_span(row))
+        return spans
 
     async def save_report(self, record: ReportRecord) -> bool:
         return await self._write(numbered(sql.SAVE_REPORT), *sql.report_values(record)) > 0

@@ -121,19 +121,19 @@ class SQLiteStore(SQLiteShown, SQLiteReports):
             return await record_lot(db, deliveries, remember_until, self._now())
 
     async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
-        async with self._database.lock:
+        async with self._database.reading() as db:
             with translated("the store cannot be read"):
-                return await queued_at(self._database.db, at, queued_after, max_age)
+                return await queued_at(db, at, queued_after, max_age)
 
     async def job_activity(self, since: float, until: float) -> JobActivity:
-        async with self._database.lock:
+        async with self._database.reading() as db:
             with translated("the store cannot be read"):
-                return await activity(self._database.db, since, until)
+                return await activity(db, since, until)
 
     async def running_jobs(self, at: float, lookback: float) -> dict[tuple[str, str], int]:
-        async with self._database.lock:
+        async with self._database.reading() as db:
             with translated("the store cannot be read"):
-                return await running_at(self._database.db, at, lookback)
+                return await running_at(db, at, lookback)
 
     async def first_job_created(self) -> float | None:
         rows = await self._fetch("SELECT MIN(created_at) FROM jobs")

@@ -1,10 +1,14 @@
 """One SQLite file, opened for the store: the connection, its settings, migrations, and what
 every statement shares (one lock, errors as StoreError, the file's identity).
 
-- One connection, one asyncio lock: SQLite allows one writer, and a transaction on a shared
-  connection must not interleave with another coroutine's statements. `BEGIN IMMEDIATE` takes
-  the database's write lock at the start, so a second process on the same file waits instead
-  of interleaving too.
+- One connection for writing, one asyncio lock: SQLite allows one writer, and a transaction on
+  a shared connection must not interleave with another coroutine's statements. `BEGIN
+  IMMEDIATE` takes the database's write lock at the start, so a second process on the same file
+  waits instead of interleaving too.
+- Reads go through a second, read-only connection with a lock of its own: in WAL mode a reader
+  sees every committed write and never waits for the writer, so diagnostics reading a week of
+  jobs hold no webhook up. A report's weeks of jobs are read on a connection of their own in a
+  worker thread (`read_apart`).
 - Every sqlite3 error leaves here as `StoreError` (a full disk, an I/O error, a locked file):
   callers handle one error, and the webhook answers 503 so that Grafana sends again.
 - A commit is durable against power loss, not only against a crash: WAL with
@@ -25,10 +29,10 @@ import logging
 import os
 import secrets
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -37,6 +41,7 @@ from bot.store.schema import MIGRATIONS
 
 log = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
 #: `PRAGMA auto_vacuum` values.
 _INCREMENTAL = 2
 
@@ -75,6 +80,9 @@ class SQLiteDatabase:
         self.db = db
         self.path = path
         self.lock = asyncio.Lock()
+        #: The read-only connection (None for an in-memory database: reads use `db`).
+        self.reader: aiosqlite.Connection | None = None
+        self.read_lock = asyncio.Lock()
         self._identity = None if path == ":memory:" else _identity(path)
 
     @classmethod
@@ -99,6 +107,15 @@ class SQLiteDatabase:
         except StoreError:
             await db.close()
             raise
+        if path != ":memory:":
+            try:
+                reader = await aiosqlite.connect(f"{Path(path).as_uri()}?mode=ro", uri=True)
+                reader.row_factory = sqlite3.Row
+                await reader.execute("PRAGMA busy_timeout = 5000")
+            except sqlite3.Error as exc:
+                await db.close()
+                raise StoreError(f"cannot open {path!r} for reading: {exc}") from exc
+            database.reader = reader
         return database
 
     async def _reclaim_space(self) -> None:
@@ -181,11 +198,46 @@ class SQLiteDatabase:
                 cursor = await self.db.execute(sql, params)
                 return cursor.rowcount
 
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The connection reads go through (the read-only one), held for one read."""
+        if self.reader is None:
+            async with self.lock:
+                yield self.db
+            return
+        # Reads, like the writer's, keep to the file opened (a replaced file is the writer's
+        # to refuse).
+        async with self.read_lock:
+            yield self.reader
+
     async def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        async with self.lock:
+        async with self.reading() as db:
             with translated("the store cannot be read"):
-                async with self.db.execute(sql, params) as cursor:
+                async with db.execute(sql, params) as cursor:
                     return list(await cursor.fetchall())
+
+    async def read_apart(
+        self, sql: str, params: tuple[Any, ...], convert: Callable[[sqlite3.Row], _T]
+    ) -> list[_T]:
+        """A long read (a report's weeks of jobs) on a read-only connection of its own, in a
+        worker thread, each row converted there: WAL gives it a snapshot while writes go on,
+        and it never holds the store's lock, so no webhook waits for it."""
+        if self.path == ":memory:":
+            return [convert(row) for row in await self.fetch(sql, params)]
+        uri = f"{Path(self.path).as_uri()}?mode=ro"
+
+        def read() -> list[_T]:
+            connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            try:
+                connection.row_factory = sqlite3.Row
+                connection.execute("PRAGMA busy_timeout = 5000")
+                return [convert(row) for row in connection.execute(sql, params)]
+            finally:
+                connection.close()
+
+        self.check_file()
+        with translated("the store cannot be read"):
+            return await asyncio.to_thread(read)
 
     async def probe(self, now: float) -> None:
         """Write to the store as a webhook would; StoreError says why it cannot."""
@@ -214,4 +266,6 @@ class SQLiteDatabase:
                     await cursor.fetchall()
 
     async def close(self) -> None:
+        if self.reader is not None:
+            await self.reader.close()
         await self.db.close()

@@ -138,4 +138,4 @@ async def test_commits_are_synced_to_disk(tmp_path: Path) -> None:
         async with database.db.execute("PRAGMA synchronous") as cursor:
             assert tuple(await cursor.fetchone() or ()) == (2,)  # FULL
     finally:
-        await database.db.close()
+        await database.close()
