@@ -7,14 +7,17 @@ answered with what.
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import aiohttp
 
-from bot.app import github_runners_client_for, slack_client_for
+from bot.app import github_runners_client_for, prometheus_client_for, slack_client_for
 from bot.config import Settings
 from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
 from bot.diagnostics.sources.github_runners import GitHubError, GitHubUnavailable
+from bot.diagnostics.sources.prometheus import PrometheusError
 from bot.silencing.grafana import API_PREFIX
 from bot.slack.errors import SlackError
 from bot.slack.gateway import SlackGateway
@@ -22,6 +25,7 @@ from bot.store import StoreError, open_store
 from bot.telemetry.redaction import Redactor, known_secrets, redact_url
 
 PROBE_TIMEOUT_SECONDS = 5.0
+_CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{2,}")
 
 
 async def _probe(url: str, token: str | None = None) -> str:
@@ -61,11 +65,32 @@ async def _slack(settings: Settings) -> str:
             "slack: FAILED: SLACK_API_URL carries credentials (user:password@), which cannot"
             " be sent next to the bot token; give the URL without them"
         )
+    gateway = SlackGateway(slack_client_for(settings))
     try:
-        identity = await SlackGateway(slack_client_for(settings)).auth_test()
+        identity = await gateway.auth_test()
     except SlackError as exc:
         return f"slack: FAILED: {exc}"
-    return f"slack: ok (bot {identity.get('user_id')} in team {identity.get('team')})"
+    line = f"slack: ok (bot {identity.get('user_id')} in team {identity.get('team')})"
+    return line + "; " + await _channel(gateway, settings.channel or "")
+
+
+async def _channel(gateway: SlackGateway, channel: str) -> str:
+    """Whether the bot can post to QUEUEBOT_CHANNEL: it must be a member."""
+    if not _CHANNEL_ID.fullmatch(channel):
+        return (
+            f"QUEUEBOT_CHANNEL {channel} is a name: its membership is checked when the first"
+            " alert is posted (give the channel's id to check it now)"
+        )
+    try:
+        found = await gateway.channel_info(channel)
+    except SlackError as exc:
+        return f"QUEUEBOT_CHANNEL {channel}: FAILED: {exc} (needs the channels:read scope)"
+    if not found.get("is_member"):
+        return (
+            f"QUEUEBOT_CHANNEL {channel}: FAILED: the bot is not a member of"
+            f" #{found.get('name', channel)}: invite it there (/invite @queuebot)"
+        )
+    return f"the bot is a member of #{found.get('name', channel)} ({channel})"
 
 
 async def _grafana(settings: Settings) -> str:
@@ -89,10 +114,62 @@ async def _grafana(settings: Settings) -> str:
 
 async def _prometheus(settings: Settings) -> str:
     if settings.prometheus_url is None:
-        return "prometheus: not configured (PROMETHEUS_URL)"
+        return await _prometheus_through_grafana(settings)
     # Credentials in PROMETHEUS_URL go out as Basic auth, as the bot's client sends them.
     ready = str(settings.prometheus_url).rstrip("/") + "/-/ready"
     return f"prometheus: {await _probe(ready)}"
+
+
+async def _prometheus_through_grafana(settings: Settings) -> str:
+    """Prometheus behind Grafana's datasource proxy (GRAFANA_PROMETHEUS_DATASOURCE_UID),
+    asked a query through the bot's own client."""
+    uid = settings.grafana_prometheus_datasource_uid
+    if not uid:
+        return (
+            "prometheus: not configured (PROMETHEUS_URL, or GRAFANA_PROMETHEUS_DATASOURCE_UID"
+            " with GRAFANA_URL and GRAFANA_TOKEN)"
+        )
+    if settings.grafana_url is None or settings.grafana_token is None:
+        return (
+            "prometheus: FAILED: GRAFANA_PROMETHEUS_DATASOURCE_UID needs GRAFANA_URL and"
+            " GRAFANA_TOKEN"
+        )
+    async with aiohttp.ClientSession() as session:
+        client = prometheus_client_for(settings, session)
+        assert client is not None
+        try:
+            await client.instant("1", datetime.now(UTC))
+        except PrometheusError as exc:
+            return f"prometheus: FAILED: {exc} (datasource {uid} through {client.where})"
+    return f"prometheus: ok (datasource {uid} through Grafana's proxy)"
+
+
+async def _job_events(settings: Settings) -> str:
+    """GitHub's workflow_job deliveries: whether they are taken, and what the store has."""
+    if settings.github_webhook_secret is None:
+        return "github job events: not configured (GITHUB_WEBHOOK_SECRET): no job history"
+    try:
+        store = await open_store(settings.database)
+    except StoreError as exc:
+        return f"github job events: FAILED: {exc}"
+    try:
+        now = datetime.now(UTC).timestamp()
+        first = await store.first_job_created()
+        day = await store.job_activity(now - 86400.0, now)
+    except StoreError as exc:
+        return f"github job events: FAILED: {exc}"
+    finally:
+        await store.close()
+    if first is None:
+        return (
+            "github job events: GITHUB_WEBHOOK_SECRET is set, no job seen yet: point an"
+            " organization webhook (workflow_job events) at /webhooks/github"
+        )
+    since = datetime.fromtimestamp(first, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        f"github job events: ok ({len(day.arrivals)} jobs queued in the last 24 hours;"
+        f" history since {since})"
+    )
 
 
 async def _github_runners(settings: Settings) -> str:
@@ -135,6 +212,7 @@ async def run_check(settings: Settings) -> int:
     lines.append(await _slack(settings))
     lines.append(await _grafana(settings))
     lines.append(await _prometheus(settings))
+    lines.append(await _job_events(settings))
     lines.append(await _github_runners(settings))
     shown = Redactor(known_secrets(settings))
     for line in lines:

@@ -201,6 +201,12 @@ class SlackGateway:
     async def auth_test(self) -> dict[str, Any]:
         return await self._call("auth.test")
 
+    async def channel_info(self, channel_id: str) -> dict[str, Any]:
+        """conversations.info's channel (`is_member` says whether the bot is in it)."""
+        data = await self._call("conversations.info", read=True, channel=channel_id)
+        channel = data.get("channel")
+        return channel if isinstance(channel, dict) else {}
+
     async def upload_file(
         self,
         channel_id: str | None,

@@ -35,14 +35,11 @@ from bot.store.interface import (
     StoreError,
     UnfinishedDiagnosis,
 )
+from bot.store.postgres_db import PostgresDatabase, changed
 from bot.store.postgres_pace import take_channel_pace, take_leader_lease
 from bot.store.postgres_reports import PostgresReports
 from bot.store.postgres_shown import PostgresShown
-from bot.store.postgres_tx import (
-    PostgresDatabase,
-    PostgresTransaction,
-    changed,
-)
+from bot.store.postgres_tx import PostgresTransaction
 from bot.store.records import JobActivity, QueuedJob
 from bot.store.rows import (
     DIGEST_COLUMNS,

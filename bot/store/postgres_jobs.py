@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from bot.domain.jobs import JobEvent
 from bot.store.interface import Pruned
+from bot.store.postgres_db import changed
 from bot.store.postgres_schema import Lock
-from bot.store.postgres_tx import changed
 from bot.store.records import JobActivity, JobRow, QueuedJob
 from bot.store.rows import PRUNE_HEADS_UPS_PG, PRUNE_SEEN_PG
 from bot.store.shared_sql import (

@@ -12,7 +12,7 @@ from typing import Any
 
 import asyncpg
 
-from bot.store.postgres_tx import JOBS_POOL_SIZE
+from bot.store.postgres_db import JOBS_POOL_SIZE
 from tests.support.github import HOOK_SECRET, deliver, job_delivery
 from tests.support.harness import running_stack
 from tests.support.payloads import reference
