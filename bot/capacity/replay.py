@@ -22,15 +22,16 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import NamedTuple
 
 #: The share of jobs whose queue time the target bounds.
 P95 = 0.95
 
 
-@dataclass(frozen=True)
-class MeasuredJob:
+class MeasuredJob(NamedTuple):
     """One job as GitHub told of it, Unix seconds: `started` and `completed` are None when
-    that had not happened by the end of the window."""
+    that had not happened by the end of the window. A tuple, for the garbage collector's sake
+    (see `bot.store.JobSpan`)."""
 
     created: float
     started: float | None
