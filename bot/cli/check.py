@@ -84,13 +84,25 @@ async def _channel(gateway: SlackGateway, channel: str) -> str:
     try:
         found = await gateway.channel_info(channel)
     except SlackError as exc:
-        return f"QUEUEBOT_CHANNEL {channel}: FAILED: {exc} (needs the channels:read scope)"
-    if not found.get("is_member"):
+        if "missing_scope" in str(exc):
+            return (
+                f"QUEUEBOT_CHANNEL {channel}: not checked: the app lacks channels:read and"
+                " groups:read (manifest.yml lists them; reinstall the app)"
+            )
+        return f"QUEUEBOT_CHANNEL {channel}: FAILED: {exc}"
+    name = f"#{found.get('name', channel)}"
+    if found.get("is_member"):
+        return f"the bot is a member of {name} ({channel})"
+    if found.get("is_private"):
         return (
-            f"QUEUEBOT_CHANNEL {channel}: FAILED: the bot is not a member of"
-            f" #{found.get('name', channel)}: invite it there (/invite @queuebot)"
+            f"QUEUEBOT_CHANNEL {channel}: FAILED: the bot is not a member of the private"
+            f" channel {name}: invite it there (/invite @queuebot)"
         )
-    return f"the bot is a member of #{found.get('name', channel)} ({channel})"
+    # chat:write.public lets it post; reading its own messages back needs membership.
+    return (
+        f"QUEUEBOT_CHANNEL {channel}: the bot is not a member of {name}: it can post there,"
+        " but invite it (/invite @queuebot) so it can find its own messages after a lost answer"
+    )
 
 
 async def _grafana(settings: Settings) -> str:

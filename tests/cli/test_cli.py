@@ -187,6 +187,7 @@ async def test_check_reaches_slack(tmp_path: Path) -> None:
         code, out = await _check(_check_env(sandbox, tmp_path))
         assert code == 0, out
         assert b"slack: ok" in out and b"store: ok" in out
+        # QUEUEBOT_CHANNEL is a name there: its membership is left to the first alert.
         assert [c.method for c in sandbox.calls()] == ["auth.test"]
 
 
@@ -411,3 +412,42 @@ def test_demo_at_a_moment_no_clock_shows_is_refused_in_one_line(moment: str) -> 
     assert done.returncode == 2
     assert done.stderr.startswith("queuebot: ") and len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr
+
+
+async def test_check_says_whether_the_bot_may_post_in_its_channel(tmp_path: Path) -> None:
+    """A channel id: conversations.info says whether the bot is a member; not one is FAILED
+    with how to invite it. A #name is said to be checked at the first alert."""
+    async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox:
+        sandbox.add_channel("queue-alerts", "C0MEMBER")
+        sandbox.add_channel("elsewhere", "C0NOTIN", members=[])
+        sandbox.workspace.channel("C0NOTIN").is_private = True
+        code, out = await _check(_check_env(sandbox, tmp_path, QUEUEBOT_CHANNEL="C0MEMBER"))
+        assert code == 0, out
+        assert b"the bot is a member of #queue-alerts (C0MEMBER)" in out
+        code, out = await _check(_check_env(sandbox, tmp_path, QUEUEBOT_CHANNEL="C0NOTIN"))
+        assert code == 1
+        assert b"FAILED: the bot is not a member of the private channel #elsewhere" in out
+        assert b"/invite" in out
+        code, out = await _check(_check_env(sandbox, tmp_path))
+        assert code == 0 and b"#queue-alerts is a name" in out
+
+
+async def test_check_tells_of_job_events_and_prometheus_through_grafana(tmp_path: Path) -> None:
+    """GITHUB_WEBHOOK_SECRET set with no job seen says how to send them; the datasource UID is
+    tried through Grafana's proxy (here a Grafana that is not there)."""
+    async with SlackSandbox(bot_token=BOT_TOKEN) as sandbox:
+        env = _check_env(
+            sandbox,
+            tmp_path,
+            GITHUB_WEBHOOK_SECRET="hook-secret",
+            GRAFANA_URL="http://127.0.0.1:9",
+            GRAFANA_TOKEN="glsa_not_printed",
+            GRAFANA_PROMETHEUS_DATASOURCE_UID="prom-uid",
+        )
+        code, out = await _check(env)
+        assert code == 1
+        assert b"github job events: GITHUB_WEBHOOK_SECRET is set, no job seen yet" in out
+        assert b"prometheus: FAILED" in out and b"prom-uid" in out
+        assert b"not configured (PROMETHEUS_URL)" not in out
+        code, out = await _check(_check_env(sandbox, tmp_path))
+        assert b"github job events: not configured (GITHUB_WEBHOOK_SECRET)" in out

@@ -55,6 +55,7 @@ DEFAULT_SCOPES = (
     "files:write",
     "users:read",
     "channels:history",
+    "channels:read",
     "usergroups:read",
 )
 #: The people every sandbox starts with: the on-call and a second engineer.
