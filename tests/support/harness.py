@@ -141,6 +141,8 @@ async def running_stack(
     clock: Clock = utcnow,
     **env: str,
 ) -> AsyncIterator[Stack]:
+    # The bot refuses a database in a folder that does not exist: the test's folder is made.
+    await asyncio.to_thread(tmp_path.mkdir, parents=True, exist_ok=True)
     sandbox = SlackSandbox(
         bot_token=BOT_TOKEN,
         signing_secret=SIGNING_SECRET,

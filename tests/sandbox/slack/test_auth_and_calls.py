@@ -69,6 +69,6 @@ async def test_every_call_is_recorded(sandbox: SlackSandbox, client: AsyncWebCli
 async def test_method_outside_the_granted_scopes_is_missing_scope(
     sandbox: SlackSandbox, client: AsyncWebClient
 ) -> None:
-    """Without channels:read, conversations.info is missing_scope naming what is needed."""
-    body = await refusal(client.conversations_info(channel=sandbox.channel_id))
-    assert (body["error"], body["needed"]) == ("missing_scope", "channels:read")
+    """Without channels:join, conversations.join is missing_scope naming what is needed."""
+    body = await refusal(client.conversations_join(channel=sandbox.channel_id))
+    assert (body["error"], body["needed"]) == ("missing_scope", "channels:join")
