@@ -25,6 +25,7 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import listeners
+from bot.capacity.composing import worker_process
 from bot.capacity.report import CapacityReporter
 from bot.capacity.schedule import WeeklyReports
 from bot.config import ConfigError, Settings, check_url_credentials, check_webhook_auth
@@ -251,7 +252,10 @@ def create_app(
             clock=clock,
         )
         reader = StatusReader(store, sources, clock=clock)
-        reporter = CapacityReporter(sources, settings.file.capacity_report, clock=clock)
+        composer = worker_process()  # reports are composed there, not beside the loop
+        reporter = CapacityReporter(
+            sources, settings.file.capacity_report, clock=clock, apart=(composer, settings.database)
+        )
         report_writer = ReportWriter(
             store,
             slack,
@@ -386,6 +390,7 @@ def create_app(
             finally:
                 if outbound is not None:
                     await outbound.close()
+                await asyncio.to_thread(composer.shutdown, wait=True, cancel_futures=True)
                 await store.close()
 
     app.cleanup_ctx.append(lifetime)

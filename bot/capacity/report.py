@@ -7,33 +7,29 @@ the runners offline now. A source that is not configured, or does not answer, is
 report's notes and its columns are left out, never guessed.
 
 The arithmetic (a week of a busy fleet is a few hundred thousand jobs, replayed many times over
-for the sizes) runs in a worker thread, so the bot keeps answering meanwhile.
+for the sizes) runs in a worker process that reads the jobs itself (`bot.capacity.composing`),
+so the bot keeps answering meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
-from bot.capacity.advice import advise
-from bot.capacity.chart import capacity_chart
+from bot.capacity.composing import Inputs, composed, composed_from
 from bot.capacity.fleet_metrics import TypeMetrics, fleet_metrics
-from bot.capacity.measures import TypeMeasures, measure
-from bot.capacity.replay import percentile
 from bot.capacity.settings import CapacitySettings
-from bot.diagnostics.chart import render_chart
 from bot.diagnostics.fleet import FleetSources
 from bot.diagnostics.sources.github_runners import GitHubError
 from bot.diagnostics.sources.prometheus import PrometheusError
 from bot.diagnostics.sources.runner_supply import supply_by_type
-from bot.domain.capacity import CHART_TYPES, CapacityReport, TypeCapacity
+from bot.domain.capacity import CapacityReport
 from bot.domain.clock import Clock, utcnow
 
 log = logging.getLogger(__name__)
 
-#: Runner types shown in one report, busiest first (Slack's 50 blocks a message, and people).
-MAX_TYPES = 10
 #: A report composed this recently is answered again (Share in channel, a second asker).
 REUSE_SECONDS = 300.0
 
@@ -47,9 +43,17 @@ class ComposedReport:
 
 class CapacityReporter:
     def __init__(
-        self, sources: FleetSources, settings: CapacitySettings, *, clock: Clock = utcnow
+        self,
+        sources: FleetSources,
+        settings: CapacitySettings,
+        *,
+        clock: Clock = utcnow,
+        apart: tuple[Executor, str] | None = None,
     ) -> None:
+        """`apart`: a worker process (its executor) and the store's QUEUEBOT_DATABASE, to
+        compose in (`bot.capacity.composing`); without it, reports are composed in a thread."""
         self._sources = sources
+        self._apart = apart
         self._settings = settings
         self._clock = clock
         self._recent: dict[int, ComposedReport] = {}
@@ -76,66 +80,47 @@ class CapacityReporter:
     async def _compose(self, days: int) -> ComposedReport:
         until = self._clock().timestamp()
         since = until - days * 86400.0
-        target = self._settings.target_p95_minutes * 60.0
         notes: list[str] = []
-        measures = await self._measures(since, until, notes)
-        metrics = await self._metrics(since, until, notes)
-        offline = await self._offline(notes)
-        names = sorted(
-            set(measures) | {n for n in metrics if self._counts(n)},
-            key=lambda n: (-(measures[n].busy_seconds if n in measures else 0.0), n),
-        )
-        shown = names[:MAX_TYPES]
-        types = await asyncio.to_thread(
-            self._types, shown, measures, metrics, offline, since, until, target
-        )
-        report = CapacityReport(
-            since=since,
-            until=until,
-            target_p95_seconds=target,
-            types=types,
-            more_types=len(names) - len(shown),
-            notes=tuple(notes),
-        )
-        busiest = [measures[n] for n in shown if n in measures][:CHART_TYPES]
-        chart = None
-        if busiest:
-            # Both walk every job of the busiest types: off the event loop.
-            data = await asyncio.to_thread(capacity_chart, busiest, since, until, target)
-            chart = await asyncio.to_thread(render_chart, data)
-        return ComposedReport(report, chart)
-
-    def _counts(self, runner_type: str) -> bool:
-        return not self._sources.jobs.leaves_out(runner_type) and self._settings.reports(
-            runner_type
-        )
-
-    async def _measures(
-        self, since: float, until: float, notes: list[str]
-    ) -> dict[str, TypeMeasures]:
-        store, jobs = self._sources.store, self._sources.jobs
+        store = self._sources.store
         if store is None:
             notes.append(
                 "No GitHub job events (GITHUB_WEBHOOK_SECRET is not set): no queue times,"
                 " usage or recommended sizes."
             )
-            return {}
-        read = await store.job_spans(since, until)
-        first = await store.first_job_created()
-        if first is not None and first > since + 3600.0:
-            days = (until - first) / 86400.0
-            notes.append(f"Job events reach back {days:.1f} days only: the rest is not counted.")
-
-        def counted() -> dict[str, TypeMeasures]:
-            # Weeks of jobs are sorted out in a worker thread, not on the event loop.
-            spans = [
-                span
-                for span in read
-                if jobs.counts(span.runner_type, span.repository) and self._counts(span.runner_type)
-            ]
-            return measure(spans, since, until)
-
-        return await asyncio.to_thread(counted)
+        else:
+            first = await store.first_job_created()
+            if first is not None and first > since + 3600.0:
+                reach = (until - first) / 86400.0
+                notes.append(
+                    f"Job events reach back {reach:.1f} days only: the rest is not counted."
+                )
+        inputs = Inputs(
+            since=since,
+            until=until,
+            target_seconds=self._settings.target_p95_minutes * 60.0,
+            settings=self._settings,
+            jobs=self._sources.jobs,
+            metrics=await self._metrics(since, until, notes),
+            offline=await self._offline(notes),
+        )
+        if store is None:
+            done = await asyncio.to_thread(composed, [], inputs)
+        elif self._apart is not None and self._apart[1] != ":memory:":
+            executor, database = self._apart
+            loop = asyncio.get_running_loop()
+            done = await loop.run_in_executor(executor, composed_from, database, inputs)
+        else:
+            spans = await store.job_spans(since, until)
+            done = await asyncio.to_thread(composed, spans, inputs)
+        report = CapacityReport(
+            since=since,
+            until=until,
+            target_p95_seconds=inputs.target_seconds,
+            types=done.types,
+            more_types=done.more_types,
+            notes=tuple(notes),
+        )
+        return ComposedReport(report, done.chart)
 
     async def _metrics(
         self, since: float, until: float, notes: list[str]
@@ -165,46 +150,3 @@ class CapacityReporter:
             notes.append(f"GitHub's runners list did not answer ({exc}): offline runners left out.")
             return {}
         return {key: supply.offline for key, supply in supply_by_type(fleet.runners).items()}
-
-    def _types(
-        self,
-        names: list[str],
-        measures: dict[str, TypeMeasures],
-        metrics: dict[str, TypeMetrics],
-        offline: dict[str, int],
-        since: float,
-        until: float,
-        target: float,
-    ) -> tuple[TypeCapacity, ...]:
-        types = []
-        for name in names:
-            m, fleet = measures.get(name), metrics.get(name, TypeMetrics())
-            recommended = current = None
-            if m is not None and m.jobs:
-                recommended, current = advise(m, since, until, target, fleet.max_runners)
-            hours = m.hours() if m is not None else []
-            waits = m.waits if m is not None else []
-            types.append(
-                TypeCapacity(
-                    runner_type=name,
-                    measured=m is not None,
-                    jobs=len(waits),
-                    p50_seconds=percentile(waits, 0.5),
-                    p95_seconds=percentile(waits, 0.95),
-                    p99_seconds=percentile(waits, 0.99),
-                    worst_hours=m.worst_hours() if m is not None else (),
-                    hours_over_target=sum(1 for h in hours if h.p95_seconds > target),
-                    busy_hours=m.busy_hours if m is not None else 0.0,
-                    peak_busy=m.peak_busy if m is not None else 0,
-                    failed_jobs=m.failed_jobs if m is not None else 0,
-                    max_runners=fleet.max_runners,
-                    hours_at_max=fleet.hours_at_max,
-                    utilisation=fleet.utilisation,
-                    offline_runners=offline.get(name.casefold()) if offline else None,
-                    failed_runners=fleet.failed_runners,
-                    workflows=m.workflows() if m is not None else (),
-                    recommended=recommended,
-                    current=current,
-                )
-            )
-        return tuple(types)
