@@ -169,8 +169,8 @@ RUNNING_JOBS = (
     " GROUP BY runner_type, repository"
 )
 
-#: Forget at most `batch` jobs created before `before`; parameters (before, batch).
-#: Jobs created before the first cut-off, or last recorded before the second.
+#: Jobs created before the first cut-off, or last recorded before the second, at most a batch
+#: of each; parameters (before, batch, recorded before, batch).
 PRUNE_JOBS = (
     "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE created_at < ? LIMIT ?)"
     " OR id IN (SELECT id FROM jobs WHERE updated_at < ? LIMIT ?)"
