@@ -10,7 +10,7 @@ import string
 from datetime import timedelta
 from pathlib import Path
 
-from bot.domain.jobs import JobAction, JobEvent
+from bot.domain.jobs import JobEvent
 from bot.web.routes import EDGES
 from tests.forecast.test_heads_up import (
     START,
@@ -23,6 +23,7 @@ from tests.forecast.test_heads_up import (
     _text,
 )
 from tests.support.harness import running_stack
+from tests.support.jobs import job_event
 from tests.support.postgres import fresh_database
 
 #: Letters and digits at random: PostgreSQL compresses an index entry, and a run of one letter
@@ -32,24 +33,7 @@ LONG = "linux-" + "".join(random.Random(4000).choices(string.ascii_letters + str
 
 def _old_row(n: int) -> JobEvent:
     created = START - timedelta(minutes=40 - 5 * n)
-    return JobEvent(
-        job_id=51_000_000_000 + n,
-        run_id=52_000_000_000 + n,
-        run_attempt=1,
-        repository="pytorch/pytorch",
-        workflow="pull",
-        job=f"test ({n})",
-        labels=("self-hosted", LONG),
-        runner_type=LONG,
-        html_url=None,
-        head_branch="main",
-        action=JobAction.QUEUED,
-        created_at=created,
-        started_at=None,
-        completed_at=None,
-        conclusion=None,
-        runner_name=None,
-    )
+    return job_event(1000 + n, LONG, created.timestamp(), None, None)
 
 
 async def test_a_refused_heads_up_stops_no_other_and_shows_on_healthz(tmp_path: Path) -> None:

@@ -8,32 +8,15 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.domain.jobs import JobAction, JobEvent
+from bot.domain.jobs import JobEvent
 from bot.store import SQLiteStore
+from tests.support.jobs import job_event
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
 def _job(n: int) -> JobEvent:
-    created = T + timedelta(minutes=n)
-    return JobEvent(
-        job_id=70_000_000_000 + n,
-        run_id=71_000_000_000 + n,
-        run_attempt=1,
-        repository="pytorch/pytorch",
-        workflow="pull",
-        job="build",
-        labels=("self-hosted", "linux.2xlarge"),
-        runner_type="linux.2xlarge",
-        html_url=None,
-        head_branch="main",
-        action=JobAction.QUEUED,
-        created_at=created,
-        started_at=None,
-        completed_at=None,
-        conclusion=None,
-        runner_name=None,
-    )
+    return job_event(n, "linux.2xlarge", (T + timedelta(minutes=n)).timestamp(), None, None)
 
 
 async def test_long_reads_go_on_while_a_write_transaction_is_open(tmp_path: Path) -> None:
