@@ -281,8 +281,7 @@ def create_app(
             record=PassRecord("early warning", metrics),
         )
         retention = PassRecord("retention", metrics)
-        records = [watch.record, report_writer.record, heads_ups.record, forecaster.record]
-        records.append(retention)
+        records = [w.record for w in (watch, report_writer, heads_ups, forecaster)] + [retention]
         listeners.register(
             bolt,
             ActionHandlers(slack, renderer, diagnoser),

@@ -7,7 +7,6 @@ answered with what.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
@@ -18,6 +17,7 @@ from bot.config import Settings
 from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
 from bot.diagnostics.sources.github_runners import GitHubError, GitHubUnavailable
 from bot.diagnostics.sources.prometheus import PrometheusError
+from bot.domain.incidents import is_channel_id
 from bot.silencing.grafana import API_PREFIX
 from bot.slack.errors import SlackError
 from bot.slack.gateway import SlackGateway
@@ -25,7 +25,6 @@ from bot.store import StoreError, open_store
 from bot.telemetry.redaction import Redactor, known_secrets, redact_url
 
 PROBE_TIMEOUT_SECONDS = 5.0
-_CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{2,}")
 
 
 async def _probe(url: str, token: str | None = None) -> str:
@@ -76,7 +75,7 @@ async def _slack(settings: Settings) -> str:
 
 async def _channel(gateway: SlackGateway, channel: str) -> str:
     """Whether the bot can post to QUEUEBOT_CHANNEL: it must be a member."""
-    if not _CHANNEL_ID.fullmatch(channel):
+    if not is_channel_id(channel):
         return (
             f"QUEUEBOT_CHANNEL {channel} is a name: its membership is checked when the first"
             " alert is posted (give the channel's id to check it now)"

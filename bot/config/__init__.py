@@ -29,6 +29,7 @@ from bot.capacity.settings import CapacitySettings
 from bot.config.words import problems as _problems
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.diagnostics.sources.querypack import QueryPack
+from bot.domain.incidents import is_channel_id
 from bot.forecast.settings import EarlyWarning
 from bot.incidents.routing import Route
 from bot.silencing.permissions import FleetWideViewers, SilencePolicy
@@ -37,9 +38,9 @@ from bot.silencing.permissions import FleetWideViewers, SilencePolicy
 GitHubScopeKind = Literal["org", "repo", "enterprise"]
 #: GitHub's account names (organizations, enterprise slugs): letters, digits and hyphens.
 _GITHUB_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
-#: A Slack channel as an id (C…, G… for older private ones) or as #name (Slack's names are
-#: lower case letters, digits, hyphens and underscores, at most 80).
-_CHANNEL = re.compile(r"[CG][A-Z0-9]{2,}|#[\w.-]{1,80}")
+#: A Slack channel's #name (Slack's names are lower case letters, digits, hyphens and
+#: underscores, at most 80); or its id (`is_channel_id`).
+_CHANNEL_NAME = re.compile(r"#[\w.-]{1,80}")
 _GITHUB_REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?/[A-Za-z0-9._-]+")
 
 
@@ -200,7 +201,9 @@ class Settings(BaseSettings):
     @field_validator("channel")
     @classmethod
     def _channel(cls, value: str | None) -> str | None:
-        if value is not None and not _CHANNEL.fullmatch(value.strip()):
+        if value is not None and not (
+            is_channel_id(value.strip()) or _CHANNEL_NAME.fullmatch(value.strip())
+        ):
             raise ValueError(
                 "must be a channel's id (like C0123ABCD) or its name with # (like #ci-alerts)"
             )

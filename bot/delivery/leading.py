@@ -26,7 +26,7 @@ async def lead_and_pass(
     wakeup: asyncio.Event,
     poll: float,
     one_pass: Callable[[], Awaitable[None]],
-    record: PassRecord | None = None,
+    record: PassRecord,
 ) -> None:
     """Run `one_pass` while holding `role` for `owner`, until cancelled; each pass's outcome
     goes to `record`."""
@@ -35,11 +35,9 @@ async def lead_and_pass(
         try:
             if await store.lead(role, owner, time.time() + LEASE_POLLS * poll):
                 await one_pass()
-                if record is not None:
-                    record.succeeded()
-        except Exception as exc:
-            if record is not None:
-                record.failed(f"{type(exc).__name__}: {exc}")
+                record.succeeded()
+        except Exception:
+            record.failed()
             log.exception("%s: the pass failed; trying again", role)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(poll):

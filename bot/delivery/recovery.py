@@ -11,9 +11,8 @@ named by `#name`), or the bot may not read history, does a retry send again.
 from __future__ import annotations
 
 import logging
-import re
 
-from bot.domain.incidents import Incident
+from bot.domain.incidents import Incident, is_channel_id
 from bot.slack.errors import SlackAuthError, SlackChannelError
 from bot.slack.gateway import Posted, SlackGateway
 from bot.store import Digest, OutboxItem, Store
@@ -26,13 +25,12 @@ REPLY_EVENT = "queuebot_reply"
 DIGEST_EVENT = "queuebot_digest"
 #: Slack's clock and ours may differ a little; look this much before the attempt.
 CLOCK_SLACK_SECONDS = 5.0
-_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{6,}")
 
 
 async def known_channel_id(store: Store, channel: str) -> str | None:
     """The Slack id of `channel` (an id already, or a `#name` queuebot has posted to), or None
     when it is not known yet."""
-    if _CHANNEL_ID.fullmatch(channel):
+    if is_channel_id(channel):
         return channel
     return await store.channel_id_for(channel)
 

@@ -196,18 +196,19 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
     if _idle_while_waiting(state):
         return f"{amount(state.idle, '')} runners idle while jobs wait: no limit holds them"
     then = busy.before[-1]
-    if busy.now > 1.07 * min(busy.before) + 1.0:
+    if busy.falling:
+        why = f"falling ({amount(then, '')} half an hour before), not held at a ceiling"
+    elif not busy.flat:
         why = (
             f"not held at a ceiling, still rising ({amount(then, '')} half an hour before):"
             " the autoscaler is adding runners"
         )
-    elif busy.falling:
-        why = f"falling ({amount(then, '')} half an hour before), not held at a ceiling"
     else:
         why = "too few runners to tell a ceiling"
     asked = demand(fleet, state.name)
-    if asked is not None and asked.now >= RATIO_LIKELY * max(asked.usual, 0.1):
-        why += f"; demand is {asked.now / max(asked.usual, 0.1):.1f}x usual"
+    ratio = _ratio(asked.now, asked.usual, 0.1) if asked is not None else None
+    if ratio is not None and ratio >= RATIO_LIKELY:
+        why += f"; demand is {ratio:.1f}x usual"
     return why + "; the autoscaler's maximum is not measured"
 
 

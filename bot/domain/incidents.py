@@ -6,6 +6,7 @@ incident's thread (a change, a resolution, a silence).
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -13,6 +14,14 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.domain.alerts import Alert, AlertGroup
 from bot.domain.silences import Person, Silence
+
+#: A Slack channel's id (C… public, G… older private, D… a direct message), as Slack gives it.
+_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{6,}")
+
+
+def is_channel_id(channel: str) -> bool:
+    """Whether `channel` is a Slack channel id rather than a `#name`."""
+    return _CHANNEL_ID.fullmatch(channel) is not None
 
 
 class IncidentStatus(StrEnum):

@@ -76,8 +76,8 @@ class EarlyWarningWatcher:
                     self._summed.clear()
                     continue
                 await self.check()
-            except Exception as exc:
-                self.record.failed(f"{type(exc).__name__}: {exc}")
+            except Exception:
+                self.record.failed()
                 log.exception("early warning check failed; trying again in %.0fs", interval)
 
     async def check(self) -> None:
@@ -85,15 +85,15 @@ class EarlyWarningWatcher:
         counted and the others are saved all the same."""
         at = self._clock().timestamp()
         states = await queue_states(self._store, self._jobs, at)
-        unsaved: list[str] = []
+        unsaved = 0
         for config in self._configs:
             board = await self._board(config, at)
             watched = {name: state for name, state in states.items() if config.watches(name)}
-            for heads_up, others in await self._capped(config, board.step(watched)):
+            for heads_up, saved, others in await self._capped(config, board.step(watched)):
                 try:
-                    await self._save(config, board, heads_up, others)
+                    await self._save(config, board, heads_up, saved, others)
                 except StoreError as exc:
-                    unsaved.append(f"{shown(heads_up.runner_type)}: {exc}")
+                    unsaved += 1
                     log.error(
                         "the heads-up of %s in %s was not saved: %s",
                         shown(heads_up.runner_type),
@@ -102,7 +102,7 @@ class EarlyWarningWatcher:
                     )
             await self._link_late_alerts(config.channel, at)
         if unsaved:
-            self.record.failed(f"{len(unsaved)} heads-ups not saved ({unsaved[0]})")
+            self.record.failed()
         else:
             self.record.succeeded()
 
@@ -123,13 +123,14 @@ class EarlyWarningWatcher:
 
     async def _capped(
         self, config: EarlyWarning, stepped: list[HeadsUp]
-    ) -> list[tuple[HeadsUp, tuple[str, ...]]]:
+    ) -> list[tuple[HeadsUp, HeadsUpRecord | None, tuple[str, ...]]]:
         """The heads-ups to save at this check: every change to one already out, and at most
         `max_new_heads_ups` new ones (the soonest to cross first), the last of them naming the
-        new ones beyond, which are not posted for as long as they last."""
+        new ones beyond, which are not posted for as long as they last; each with the version
+        of it the store holds."""
         summed = self._summed.setdefault(config.channel, set())
         new: list[HeadsUp] = []
-        kept: list[tuple[HeadsUp, tuple[str, ...]]] = []
+        kept: list[tuple[HeadsUp, HeadsUpRecord | None, tuple[str, ...]]] = []
         for heads_up in stepped:
             key = (heads_up.runner_type, heads_up.started_at)
             if key in summed:
@@ -137,10 +138,11 @@ class EarlyWarningWatcher:
                 if heads_up.phase is not Phase.WARNING:
                     summed.discard(key)
                 continue
-            if heads_up.phase is Phase.WARNING and not await self._saved(config, heads_up):
+            saved = await self._saved(config, heads_up)
+            if heads_up.phase is Phase.WARNING and saved is None:
                 new.append(heads_up)
             else:
-                kept.append((heads_up, ()))
+                kept.append((heads_up, saved, ()))
         new.sort(key=lambda h: h.crossing_in if h.crossing_in is not None else 0.0)
         cap = config.max_new_heads_ups
         posted, beyond = new[:cap], tuple(h.runner_type for h in new[cap:])
@@ -152,31 +154,36 @@ class EarlyWarningWatcher:
                 config.channel,
                 len(posted),
             )
-        kept += [(h, beyond if i == len(posted) - 1 else ()) for i, h in enumerate(posted)]
+        last = len(posted) - 1
+        kept += [(h, None, beyond if i == last else ()) for i, h in enumerate(posted)]
         return kept
 
-    async def _saved(self, config: EarlyWarning, heads_up: HeadsUp) -> bool:
-        return any(
-            r.runner_type == heads_up.runner_type and r.started_at == heads_up.started_at
-            for r in await self._store.heads_ups(config.channel, heads_up.started_at)
-        )
+    async def _saved(self, config: EarlyWarning, heads_up: HeadsUp) -> HeadsUpRecord | None:
+        """The version of `heads_up` the store holds, if any."""
+        for record in await self._store.heads_ups(config.channel, heads_up.started_at):
+            if (record.runner_type, record.started_at) == (
+                heads_up.runner_type,
+                heads_up.started_at,
+            ):
+                return record
+        return None
 
     async def _save(
         self,
         config: EarlyWarning,
         board: WarningBoard,
         heads_up: HeadsUp,
+        saved: HeadsUpRecord | None,
         others: tuple[str, ...] = (),
     ) -> None:
-        saved = [
-            r
-            for r in await self._store.heads_ups(config.channel, heads_up.started_at)
-            if r.runner_type == heads_up.runner_type and r.started_at == heads_up.started_at
-        ]
-        same = bool(saved) and saved[0].phase == heads_up.phase.value
-        if same and heads_up.at - saved[0].updated_at < EDIT_SECONDS:
-            return
-        if not saved and heads_up.phase is not Phase.WARNING:
+        """Save `heads_up` as it should read now (`saved`: the version the store holds)."""
+        if (
+            saved is not None
+            and saved.phase == heads_up.phase.value
+            and heads_up.at - saved.updated_at < EDIT_SECONDS
+        ):
+            return  # reads the same, and was saved lately
+        if saved is None and heads_up.phase is not Phase.WARNING:
             return  # never saved (a board resumed without it): nothing to end
         view = await view_of(
             self._store,

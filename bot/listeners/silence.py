@@ -79,8 +79,7 @@ class SilenceHandlers:
                     " can show, and queuebot only makes a silence it has shown. Nothing was"
                     " silenced."
                 )
-                if incident.group.lead.usable_silence_url:
-                    url = incident.group.lead.usable_silence_url
+                if url := incident.group.lead.usable_silence_url:
                     text += " Use " + link(url, "Grafana's silence page") + " instead."
                 raise SilenceRefused(text) from None
             if not payload.trigger_id:

@@ -6,10 +6,8 @@ escaped before they reach mrkdwn; people are named as plain text, never mentione
 
 from __future__ import annotations
 
-import re
-
 from bot.domain.diagnosis import RunnerTypeState
-from bot.domain.incidents import Incident
+from bot.domain.incidents import Incident, is_channel_id
 from bot.domain.queue_status import Compared, FleetView, OpenIncident, QueueStatus, TypeDetail
 from bot.render.diagnosis_text import amount, since_text
 from bot.render.mrkdwn import clip_plain, date_token, escape_mrkdwn, inert, link, oneline, who
@@ -18,8 +16,6 @@ from bot.slack.contract import QUEUE_STATUS_COMMAND
 
 #: Runner types with jobs waiting listed in the summary; the rest are counted.
 MAX_WAITING_LISTED = 15
-#: A Slack channel id, the only thing put into a channel link.
-_CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{2,}")
 #: Runner types named when a prefix matches none.
 MAX_NAMES_SUGGESTED = 20
 
@@ -124,7 +120,8 @@ def incident_line(entry: OpenIncident, every_channel: bool = False) -> str:
 def _where(incident: Incident) -> str:
     """The channel an incident went to, for the fleet-wide view (a link, never a ping)."""
     channel = incident.channel_id
-    return f" · in <#{channel}>" if channel and _CHANNEL_ID.fullmatch(channel) else ""
+    # A Slack channel id is the only thing put into a channel link.
+    return f" · in <#{channel}>" if channel and is_channel_id(channel) else ""
 
 
 def incident_lines(status: QueueStatus, most: int | None = None) -> list[str]:

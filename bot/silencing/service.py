@@ -82,8 +82,9 @@ def explain(
         text = f"Grafana refused to {doing} it (HTTP {exc.status}): {detail}. {nothing}"
     else:
         text = f"Grafana could not be reached to {doing} it: {detail}. {nothing} Try again."
-    if incident is not None and doing == "silence" and incident.group.lead.usable_silence_url:
-        text += " Or " + link(incident.group.lead.usable_silence_url, "silence it in Grafana") + "."
+    url = incident.group.lead.usable_silence_url if incident is not None else ""
+    if doing == "silence" and url:
+        text += " Or " + link(url, "silence it in Grafana") + "."
     return ":warning: " + text
 
 
@@ -110,8 +111,7 @@ class Silencer:
     def _require_grafana(self, incident: Incident) -> GrafanaClient:
         if self._grafana is None:
             text = SILENCING_OFF
-            if incident.group.lead.usable_silence_url:
-                url = incident.group.lead.usable_silence_url
+            if url := incident.group.lead.usable_silence_url:
                 text += " Meanwhile you can " + link(url, "silence it in Grafana") + "."
             raise SilenceRefused(text)
         return self._grafana

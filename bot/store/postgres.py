@@ -43,10 +43,11 @@ from bot.store.postgres_tx import PostgresTransaction
 from bot.store.records import JobActivity, QueuedJob
 from bot.store.rows import (
     DIGEST_COLUMNS,
+    FIRING_INCIDENTS_PG,
     FIRST_SEEN_PG,
-    IN_CHANNEL_PG,
     INCIDENT_COLUMNS,
     OUTBOX_COLUMNS,
+    SILENCED_INCIDENTS_PG,
     ParsedGroups,
     digest_from,
     incident_from,
@@ -151,24 +152,13 @@ class PostgresStore(PostgresShown, PostgresReports):
         return incident_from(rows[0], self._groups) if rows else None
 
     async def silenced_incidents(self, channel: str | None = None) -> list[Incident]:
-        rows = await self._fetch(
-            f"SELECT {INCIDENT_COLUMNS} FROM incidents"  # noqa: S608
-            f" WHERE silence_json IS NOT NULL AND status = 'firing' AND {IN_CHANNEL_PG}"
-            " ORDER BY id",
-            channel,
-        )
+        rows = await self._fetch(SILENCED_INCIDENTS_PG, *(channel,) * 4)
         return [incident_from(row, self._groups) for row in rows]
 
     async def firing_incidents(
         self, limit: int, channel: str | None = None
     ) -> tuple[list[Incident], int]:
-        rows = await self._fetch(
-            f"SELECT {INCIDENT_COLUMNS}, COUNT(*) OVER () AS total FROM incidents"  # noqa: S608
-            f" WHERE status = 'firing' AND {IN_CHANNEL_PG}"
-            " ORDER BY started_at DESC, id DESC LIMIT $2",
-            channel,
-            limit,
-        )
+        rows = await self._fetch(FIRING_INCIDENTS_PG, *(channel,) * 4, limit)
         return [incident_from(row, self._groups) for row in rows], (
             int(rows[0]["total"]) if rows else 0
         )

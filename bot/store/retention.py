@@ -29,7 +29,7 @@ async def keep_pruning(
     *,
     jobs_retention_seconds: float | None = None,
     on_pruned: Callable[[Pruned], None] = lambda pruned: None,
-    on_failed: Callable[[str], None] = lambda reason: None,
+    on_failed: Callable[[], None] = lambda: None,
     clock: Callable[[], float] = time.time,
 ) -> None:
     """Prune now and then on schedule until cancelled; a failure never stops it."""
@@ -47,8 +47,8 @@ async def keep_pruning(
                     log.info("retention removed %d GitHub jobs", jobs)
             if reports := await store.prune_reports(clock() - retention_seconds):
                 log.info("retention removed %d capacity reports", reports)
-        except Exception as exc:
-            on_failed(f"{type(exc).__name__}: {exc}")
+        except Exception:
+            on_failed()
             log.exception("retention failed; trying again in %.0fs", interval)
         else:
             on_pruned(pruned)

@@ -36,16 +36,24 @@ INCIDENT_COLUMNS = (
 )
 
 #: An incident routed to one channel: posted there, or (not posted yet) addressed by its id or
-#: by a name under which an incident was posted there; any when the channel is NULL. One
-#: parameter, four times (`?`); PostgreSQL's spelling names it once.
-IN_CHANNEL = (
-    "(? IS NULL OR channel_id = ? OR (channel_id IS NULL AND (channel = ?"
+#: by a name under which an incident was posted there; any when the channel is NULL. The one
+#: parameter four times (the cast lets PostgreSQL type a NULL).
+_IN_CHANNEL = (
+    "(CAST(? AS TEXT) IS NULL OR channel_id = ? OR (channel_id IS NULL AND (channel = ?"
     " OR channel IN (SELECT i.channel FROM incidents i WHERE i.channel_id = ?))))"
 )
-IN_CHANNEL_PG = (
-    "($1::text IS NULL OR channel_id = $1 OR (channel_id IS NULL AND (channel = $1"
-    " OR channel IN (SELECT i.channel FROM incidents i WHERE i.channel_id = $1))))"
+#: Firing incidents with a silence queuebot made, of a channel (four times), oldest first.
+SILENCED_INCIDENTS = (
+    f"SELECT {INCIDENT_COLUMNS} FROM incidents"  # noqa: S608 - no value is formatted in
+    f" WHERE silence_json IS NOT NULL AND status = 'firing' AND {_IN_CHANNEL} ORDER BY id"
 )
+#: The latest firing incidents of a channel (four times), with how many in all; then a limit.
+FIRING_INCIDENTS = (
+    f"SELECT {INCIDENT_COLUMNS}, COUNT(*) OVER () AS total FROM incidents"  # noqa: S608
+    f" WHERE status = 'firing' AND {_IN_CHANNEL} ORDER BY started_at DESC, id DESC LIMIT ?"
+)
+SILENCED_INCIDENTS_PG = numbered(SILENCED_INCIDENTS)
+FIRING_INCIDENTS_PG = numbered(FIRING_INCIDENTS)
 
 #: A request or delivery seen for the first time: inserted, or an expired memory of it renewed
 #: (one row changed); one still remembered changes none. Key, expiry, now.

@@ -29,10 +29,11 @@ from bot.store.interface import (
 from bot.store.records import JobActivity, QueuedJob
 from bot.store.rows import (
     DIGEST_COLUMNS,
+    FIRING_INCIDENTS,
     FIRST_SEEN,
-    IN_CHANNEL,
     INCIDENT_COLUMNS,
     OUTBOX_COLUMNS,
+    SILENCED_INCIDENTS,
     ParsedGroups,
     digest_from,
     incident_from,
@@ -169,22 +170,13 @@ class SQLiteStore(SQLiteShown, SQLiteReports):
         return incident_from(rows[0], self._groups) if rows else None
 
     async def silenced_incidents(self, channel: str | None = None) -> list[Incident]:
-        rows = await self._fetch(
-            f"SELECT {INCIDENT_COLUMNS} FROM incidents"  # noqa: S608
-            f" WHERE silence_json IS NOT NULL AND status = 'firing' AND {IN_CHANNEL} ORDER BY id",
-            (channel,) * 4,
-        )
+        rows = await self._fetch(SILENCED_INCIDENTS, (channel,) * 4)
         return [incident_from(row, self._groups) for row in rows]
 
     async def firing_incidents(
         self, limit: int, channel: str | None = None
     ) -> tuple[list[Incident], int]:
-        rows = await self._fetch(
-            f"SELECT {INCIDENT_COLUMNS}, COUNT(*) OVER () AS total FROM incidents"  # noqa: S608
-            f" WHERE status = 'firing' AND {IN_CHANNEL}"
-            " ORDER BY started_at DESC, id DESC LIMIT ?",
-            (*(channel,) * 4, limit),
-        )
+        rows = await self._fetch(FIRING_INCIDENTS, (*(channel,) * 4, limit))
         return [incident_from(row, self._groups) for row in rows], (
             int(rows[0]["total"]) if rows else 0
         )

@@ -7,8 +7,8 @@ every statement shares (one lock, errors as StoreError, the file's identity).
   waits instead of interleaving too.
 - Reads go through a second, read-only connection with a lock of its own: in WAL mode a reader
   sees every committed write and never waits for the writer, so diagnostics reading a week of
-  jobs hold no webhook up. A report's weeks of jobs are read on a connection of their own in a
-  worker thread (`read_apart`).
+  jobs hold no webhook up. (A capacity report reads its weeks of jobs in a worker process of
+  its own, `bot.capacity.composing`.)
 - Every sqlite3 error leaves here as `StoreError` (a full disk, an I/O error, a locked file):
   callers handle one error, and the webhook answers 503 so that Grafana sends again.
 - A commit is durable against power loss, not only against a crash: WAL with
@@ -29,10 +29,10 @@ import logging
 import os
 import secrets
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiosqlite
 
@@ -41,7 +41,6 @@ from bot.store.schema import MIGRATIONS
 
 log = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
 #: `PRAGMA auto_vacuum` values.
 _INCREMENTAL = 2
 
@@ -215,29 +214,6 @@ class SQLiteDatabase:
             with translated("the store cannot be read"):
                 async with db.execute(sql, params) as cursor:
                     return list(await cursor.fetchall())
-
-    async def read_apart(
-        self, sql: str, params: tuple[Any, ...], convert: Callable[[sqlite3.Row], _T]
-    ) -> list[_T]:
-        """A long read (a report's weeks of jobs) on a read-only connection of its own, in a
-        worker thread, each row converted there: WAL gives it a snapshot while writes go on,
-        and it never holds the store's lock, so no webhook waits for it."""
-        if self.path == ":memory:":
-            return [convert(row) for row in await self.fetch(sql, params)]
-        uri = f"{Path(self.path).as_uri()}?mode=ro"
-
-        def read() -> list[_T]:
-            connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
-            try:
-                connection.row_factory = sqlite3.Row
-                connection.execute("PRAGMA busy_timeout = 5000")
-                return [convert(row) for row in connection.execute(sql, params)]
-            finally:
-                connection.close()
-
-        self.check_file()
-        with translated("the store cannot be read"):
-            return await asyncio.to_thread(read)
 
     async def probe(self, now: float) -> None:
         """Write to the store as a webhook would; StoreError says why it cannot."""

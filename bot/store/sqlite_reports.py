@@ -7,7 +7,6 @@ from typing import Any
 
 from bot.store import reports_sql as sql
 from bot.store.records import JobSpan, ReportRecord
-from bot.store.sqlite_db import SQLiteDatabase
 
 
 class SQLiteReports:
@@ -19,11 +18,8 @@ class SQLiteReports:
     async def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         raise NotImplementedError
 
-    _database: SQLiteDatabase
-
     async def job_spans(self, since: float, until: float) -> list[JobSpan]:
-        # Weeks of jobs: read apart from the store's lock (see SQLiteDatabase.read_apart).
-        return await self._database.read_apart(sql.JOB_SPANS, (since, until), sql.job_span)
+        return [sql.job_span(row) for row in await self._fetch(sql.JOB_SPANS, (since, until))]
 
     async def save_report(self, record: ReportRecord) -> bool:
         return await self._write(sql.SAVE_REPORT, sql.report_values(record)) > 0

@@ -10,8 +10,6 @@ from bot.telemetry.metrics import Metrics
 
 #: Failed passes in a row that make a task unhealthy.
 FAILING_IN_A_ROW = 3
-#: How much of the last error is kept.
-REASON_CHARS = 200
 
 
 class PassRecord:
@@ -21,17 +19,13 @@ class PassRecord:
         self.task = task
         self._metrics = metrics
         self.failed_in_a_row = 0
-        self.passes = 0
-        self.last_error = ""
 
     def succeeded(self) -> None:
-        self.passes += 1
         self.failed_in_a_row = 0
 
-    def failed(self, reason: str) -> None:
-        self.passes += 1
+    def failed(self) -> None:
+        """A pass failed (its caller logs why)."""
         self.failed_in_a_row += 1
-        self.last_error = " ".join(reason.split())[:REASON_CHARS]
         if self._metrics is not None:
             self._metrics.inc("queuebot_background_failures_total", task=self.task)
 

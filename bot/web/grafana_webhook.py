@@ -123,8 +123,8 @@ def is_json(content_type: str) -> bool:
     return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
-def _error(status: int, reason: str, **extra: Any) -> web.Response:
-    return web.json_response({"error": reason, **extra}, status=status)
+def _error(status: int, error: str, **extra: Any) -> web.Response:
+    return web.json_response({"error": error, **extra}, status=status)
 
 
 class WebhookHandler:
@@ -186,12 +186,8 @@ class WebhookHandler:
             decision, incident_id = await self._service.accept(group, body.decode("utf-8"))
         except StoreError as exc:
             log.error("webhook not stored: %s (group_key=%r)", exc, group.group_key)
-            return web.json_response(
-                {
-                    "error": "the incident store is unavailable; send again later",
-                    "reason": exc.public,
-                },
-                status=503,
+            return _error(
+                503, "the incident store is unavailable; send again later", reason=exc.public
             )
         return web.json_response(
             {"status": "accepted", "incident": incident_id, "outcome": decision.reason},
