@@ -1,0 +1,376 @@
+"""A run as Prometheus holds actions-runner-controller's metrics, in OpenMetrics for promtool.
+
+Written from ARC's source (cmd/ghalistener/metrics/metrics.go, cmd/ghalistener/scaler,
+controllers/actions.github.com/metrics) and its chart's values:
+
+- the listener's gauges (`gha_assigned_jobs`, `gha_running_jobs`, `gha_registered_runners`,
+  `gha_busy_runners`, `gha_idle_runners`, `gha_min_runners`, `gha_max_runners`,
+  `gha_desired_runners`) carry `name` (the scale set), `namespace`, `organization`; the maximum
+  of a scale set without one is 2147483647; desired is `min(min + assigned, max)`;
+- the job counters and histograms carry no scale set: `organization`, `repository` (the
+  repository's name alone), `job_name`, `event_name`, `job_result` (`succeeded`, `failed`,
+  `canceled`) on completions; the chart's suggested labels add `job_workflow_ref`,
+  `job_workflow_name`, `job_workflow_target`; the startup duration is the runner's assignment
+  minus the scale set's, in whole seconds; buckets stop at 3600 s;
+- releases up to 0.14 also count a job cancelled before any runner took it as completed, with an
+  execution time from year 1 (about 6.4e10 s) — `arc_version="latest"` leaves them out;
+- the scrape: a PodMonitor on the listener pods in `arc-systems`, whose label
+  `actions.github.com/scale-set-name` is relabelled into `actions_github_com_scale_set_name` on
+  every series; the target's `namespace` wins and the gauges' own becomes `exported_namespace`;
+  the controller's ephemeral-runner gauges; cAdvisor for the runner pods (`<set>-runner-<x>`).
+
+`full`: every series the chart's suggested `listenerMetrics` give, with buckets, the controller's
+gauges and cAdvisor. `lean`: ARC's default labels, only the assigned and running gauges, the
+job counters and the histograms' `_sum`/`_count`, with the cluster's external label.
+
+Samples are written for the stretches diagnostics read: the 75 minutes before each day's end,
+the last 20 of them for the histograms and cAdvisor.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TextIO
+
+from fleetmodel.engine import FleetRun, Job, Runner
+
+BUCKETS = (
+    0.01, 0.05, 0.1, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 20, 25, 30, 40, 50, 60, 70,
+    80, 90, 100, 110, 120, 150, 180, 210, 240, 300, 360, 420, 480, 540, 600, 900, 1200, 1800,
+    2400, 3000, 3600,
+)  # fmt: skip
+NO_MAXIMUM = 2147483647
+#: Seconds from Go's zero time (year 1) to the Unix epoch.
+GO_ZERO = 62135596800
+WINDOW_SECONDS = 75 * 60
+#: Job times and the pods' counters are read over the rate window only: the last 20 minutes.
+SHORT_SECONDS = 20 * 60
+RESULTS = {"success": "succeeded", "failure": "failed", "cancelled": "canceled"}
+
+
+class Shape(StrEnum):
+    FULL = "full"
+    LEAN = "lean"
+
+
+@dataclass(frozen=True)
+class Written:
+    series: int
+    samples: int
+
+
+def sample_times(fleet: FleetRun, step: int, span: int = WINDOW_SECONDS) -> list[float]:
+    times: list[float] = []
+    for end in fleet.episode_ends:
+        first = math.ceil((end - span) / step) * step
+        times.extend(float(t) for t in range(int(first), int(end) + 1, step))
+    return times
+
+
+class _Level:
+    """How many intervals [start, end) hold at a time."""
+
+    def __init__(self, spans: Iterable[tuple[float, float | None]]) -> None:
+        pairs = list(spans)
+        self.starts = sorted(s for s, _ in pairs)
+        self.ends = sorted(e for _, e in pairs if e is not None)
+
+    def at(self, t: float) -> int:
+        return bisect.bisect_right(self.starts, t) - bisect.bisect_right(self.ends, t)
+
+
+def _first(*values: float | None) -> float | None:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+class _Out:
+    def __init__(self, out: TextIO, times: list[float], extra: dict[str, str]) -> None:
+        self.out, self.times, self.extra = out, times, extra
+        self.stamps = [f" {t:.0f}\n" for t in times]
+        self.series = self.samples = 0
+
+    def family(self, name: str, kind: str, text: str) -> None:
+        self.out.write(f"# HELP {name} {text}\n# TYPE {name} {kind}\n")
+
+    def write(self, metric: str, labels: dict[str, str], values: list[float], since: int = 0) -> None:
+        merged = {**labels, **self.extra}
+        text = ",".join(f'{k}="{v}"' for k, v in sorted(merged.items()) if v != "")
+        prefix = f"{metric}{{{text}}} "
+        lines = [
+            prefix + _number(v) + s
+            for v, s in zip(values[since:], self.stamps[since:], strict=True)
+        ]
+        self.out.write("".join(lines))
+        self.series += 1
+        self.samples += len(lines)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _listener_target(name: str, cluster_index: int) -> dict[str, str]:
+    return {
+        "namespace": "arc-systems",
+        "pod": f"{name}-{cluster_index}c9f7-listener",
+        "container": "listener",
+        "instance": f"10.{cluster_index}.{len(name) % 250}.{sum(map(ord, name)) % 250}:8080",
+        "job": "arc-systems/gha-rs-listeners",
+        "actions_github_com_scale_set_name": name,
+        "actions_github_com_scale_set_namespace": "arc-runners",
+    }
+
+
+def _job_labels(job: Job, org: str, full: bool) -> tuple[tuple[str, str], ...]:
+    labels = [
+        ("organization", org),
+        ("repository", job.workflow.repository),
+        ("job_name", job.name),
+        ("event_name", job.workflow.event),
+    ]
+    if full:
+        ref = f"{org}/{job.workflow.repository}/{job.workflow.path}@refs/heads/main"
+        labels += [
+            ("job_workflow_ref", ref),
+            ("job_workflow_name", job.workflow.name),
+            ("job_workflow_target", "heads/main"),
+        ]
+    return tuple(labels)
+
+
+def _gauges(w: _Out, fleet: FleetRun, shape: Shape) -> None:
+    plan = fleet.plan
+    jobs_by: dict[str, list[Job]] = defaultdict(list)
+    runners_by: dict[str, list[Runner]] = defaultdict(list)
+    for job in fleet.jobs:
+        jobs_by[job.runner_type].append(job)
+    for runner in fleet.runners:
+        runners_by[runner.runner_type].append(runner)
+    levels: dict[str, dict[str, list[float]]] = {}
+    for kind in plan.types:
+        jobs, runners = jobs_by[kind.name], runners_by[kind.name]
+        assigned = _Level((j.assigned, j.completed) for j in jobs)
+        running = _Level((j.started, j.completed) for j in jobs if j.started and j.runner)
+        registered = _Level(
+            (r.online, _first(r.lost, r.gone)) for r in runners if r.online is not None
+        )
+        busy = _Level(
+            (r.busy_from, _first(r.busy_until, r.lost)) for r in runners if r.busy_from is not None
+        )
+        values: dict[str, list[float]] = defaultdict(list)
+        for t in w.times:
+            a, b, reg = assigned.at(t), busy.at(t), registered.at(t)
+            ceiling = fleet.max_runners(kind, t)
+            values["gha_assigned_jobs"].append(a)
+            values["gha_running_jobs"].append(running.at(t))
+            values["gha_registered_runners"].append(reg)
+            values["gha_busy_runners"].append(b)
+            values["gha_idle_runners"].append(max(reg - b, 0))
+            values["gha_min_runners"].append(kind.min_runners)
+            values["gha_max_runners"].append(NO_MAXIMUM if ceiling is None else ceiling)
+            wanted = kind.min_runners + a
+            values["gha_desired_runners"].append(wanted if ceiling is None else min(wanted, ceiling))
+        if shape is Shape.FULL:
+            pending = _Level((r.created, _first(r.online, r.failed, r.gone)) for r in runners)
+            alive = _Level(
+                (r.online, _first(r.lost, r.gone)) for r in runners if r.online is not None
+            )
+            failed = _Level((r.failed, r.gone) for r in runners if r.failed is not None)
+            for t in w.times:
+                values["gha_controller_pending_ephemeral_runners"].append(pending.at(t))
+                values["gha_controller_running_ephemeral_runners"].append(alive.at(t))
+                values["gha_controller_failed_ephemeral_runners"].append(failed.at(t))
+        levels[kind.name] = values
+    listener = (
+        ("gha_assigned_jobs", "Number of jobs assigned to this scale set."),
+        ("gha_running_jobs", "Number of jobs running (or about to be run)."),
+        ("gha_registered_runners", "Number of runners registered by the scale set."),
+        ("gha_busy_runners", "Number of registered runners running a job."),
+        ("gha_min_runners", "Minimum number of runners."),
+        ("gha_max_runners", "Maximum number of runners."),
+        ("gha_desired_runners", "Number of runners desired by the scale set."),
+        ("gha_idle_runners", "Number of registered runners not running a job."),
+    )
+    kept = listener[:2] if shape is Shape.LEAN else listener
+    for metric, text in kept:
+        w.family(metric, "gauge", text)
+        for index, kind in enumerate(plan.types):
+            labels = {
+                **_listener_target(kind.name, 1),
+                "name": kind.name,
+                "exported_namespace": "arc-runners",
+                "organization": plan.org,
+            }
+            w.write(metric, labels, levels[kind.name][metric])
+    if shape is Shape.LEAN:
+        return
+    controller = {
+        "namespace": "arc-systems",
+        "pod": "arc-gha-rs-controller-6d9c7b5f4-x2x7q",
+        "container": "manager",
+        "instance": "10.1.0.12:8080",
+        "job": "arc-systems/gha-rs-controller",
+    }
+    for metric, text in (
+        ("gha_controller_pending_ephemeral_runners", "Number of ephemeral runners in a pending state."),
+        ("gha_controller_running_ephemeral_runners", "Number of ephemeral runners in a running state."),
+        ("gha_controller_failed_ephemeral_runners", "Number of ephemeral runners in a failed state."),
+    ):
+        w.family(metric, "gauge", text)
+        for kind in plan.types:
+            labels = {
+                **controller,
+                "name": kind.name,
+                "exported_namespace": "arc-runners",
+                "organization": plan.org,
+            }
+            w.write(metric, labels, levels[kind.name][metric])
+
+
+def _observations(
+    fleet: FleetRun, full: bool, arc_version: str
+) -> tuple[dict[tuple[str, tuple], list[float]], dict[tuple[str, tuple], list[tuple[float, float]]], dict[tuple[str, tuple], list[tuple[float, float]]]]:
+    """Per (scale set, labels): start times; startup observations; completions (time, seconds)."""
+    started: dict[tuple[str, tuple], list[float]] = defaultdict(list)
+    startup: dict[tuple[str, tuple], list[tuple[float, float]]] = defaultdict(list)
+    completed: dict[tuple[str, tuple], list[tuple[float, float]]] = defaultdict(list)
+    org = fleet.plan.org
+    for job in fleet.jobs:
+        labels = _job_labels(job, org, full)
+        key = (job.runner_type, labels)
+        if job.started is not None and job.runner is not None:
+            started[key].append(job.started)
+            startup[key].append((job.started, float(int(job.started) - int(job.assigned))))
+        if job.completed is None or job.conclusion is None:
+            continue
+        result = RESULTS[job.conclusion]
+        done_key = (job.runner_type, (*labels, ("job_result", result)))
+        if job.started is not None and job.runner is not None:
+            completed[done_key].append((job.completed, float(job.completed - job.started)))
+        elif arc_version != "latest":
+            completed[done_key].append((job.completed, float(job.completed + GO_ZERO)))
+    return started, startup, completed
+
+
+def _counter(w: _Out, metric: str, events: dict[tuple[str, tuple], list[float]]) -> None:
+    for (name, labels), times in sorted(events.items()):
+        times.sort()
+        first = bisect.bisect_left(w.times, times[0])
+        if first >= len(w.times):
+            continue
+        values = [float(bisect.bisect_right(times, t)) for t in w.times]
+        w.write(metric, {**dict(labels), **_listener_target(name, 1)}, values, first)
+
+
+def _histogram(
+    w: _Out, metric: str, events: dict[tuple[str, tuple], list[tuple[float, float]]], buckets: bool
+) -> None:
+    for (name, labels), observed in sorted(events.items()):
+        observed.sort()
+        first = bisect.bisect_left(w.times, observed[0][0])
+        if first >= len(w.times):
+            continue
+        target = {**dict(labels), **_listener_target(name, 1)}
+        at = [o[0] for o in observed]
+        upto = [bisect.bisect_right(at, t) for t in w.times]
+        sums, running = [], 0.0
+        cumulative = [0.0]
+        for _, value in observed:
+            running += value
+            cumulative.append(running)
+        sums = [cumulative[n] for n in upto]
+        if buckets:
+            for bound in (*BUCKETS, math.inf):
+                within = [0]
+                for _, value in observed:
+                    within.append(within[-1] + (value <= bound))
+                counts = [float(within[n]) for n in upto]
+                w.write(f"{metric}_bucket", {**target, "le": "+Inf" if bound == math.inf else f"{bound:g}"}, counts, first)
+        w.write(f"{metric}_sum", target, sums, first)
+        w.write(f"{metric}_count", target, [float(n) for n in upto], first)
+
+
+def _cadvisor(w: _Out, fleet: FleetRun) -> None:
+    """The runner containers' CPU periods, throttled periods and OOM events, while they live."""
+    pods = []
+    for runner in fleet.runners:
+        if runner.online is None:
+            continue
+        end = _first(runner.lost, runner.gone) or math.inf
+        first = bisect.bisect_left(w.times, runner.online)
+        last = bisect.bisect_left(w.times, end)
+        if first < last:
+            pods.append((runner, first, last))
+    families = (
+        ("container_cpu_cfs_periods_total", "container_cpu_cfs_periods", "Number of elapsed enforcement period intervals."),
+        ("container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_periods", "Number of throttled period intervals."),
+        ("container_oom_events_total", "container_oom_events", "Count of out of memory events observed for the container"),
+    )
+    for metric, family, text in families:
+        w.family(family, "counter", text)
+        for runner, first, last in pods:
+            labels = {
+                "namespace": "arc-runners",
+                "pod": runner.name,
+                "container": "runner",
+                "image": "ghcr.io/actions/actions-runner:2.328.0",
+                "instance": f"ip-10-1-{runner.id % 200}-{runner.id % 97}.ec2.internal",
+                "job": "kubelet",
+                "metrics_path": "/metrics/cadvisor",
+            }
+            values = []
+            for t in w.times[first:last]:
+                busy = max(0.0, min(t, runner.busy_until or t) - (runner.busy_from or t))
+                periods = 10.0 * busy + (t - runner.online) * 0.5
+                if metric.endswith("throttled_periods_total"):
+                    share = runner.throttled or 0.03
+                    values.append(math.floor(periods * share))
+                elif metric.endswith("periods_total"):
+                    values.append(math.floor(periods))
+                else:
+                    values.append(1.0 if runner.oom_at is not None and runner.oom_at <= t else 0.0)
+            _write_slice(w, metric, labels, values, first)
+
+
+def _write_slice(w: _Out, metric: str, labels: dict[str, str], values: list[float], first: int) -> None:
+    merged = {**labels, **w.extra}
+    text = ",".join(f'{k}="{v}"' for k, v in sorted(merged.items()) if v != "")
+    prefix = f"{metric}{{{text}}} "
+    w.out.write(
+        "".join(prefix + _number(v) + s for v, s in zip(values, w.stamps[first:], strict=False))
+    )
+    w.series += 1
+    w.samples += len(values)
+
+
+def write_openmetrics(
+    fleet: FleetRun, path: Path, shape: Shape, *, step: int = 60, arc_version: str = "0.14"
+) -> Written:
+    """Write `fleet`'s metrics in `shape` to `path` for `promtool tsdb create-blocks-from`."""
+    times = sample_times(fleet, step)
+    extra = {"cluster": "ci-east-1"} if shape is Shape.LEAN else {}
+    full = shape is Shape.FULL
+    with path.open("w", encoding="utf-8") as out:
+        w = _Out(out, times, extra)
+        short = _Out(out, sample_times(fleet, step, SHORT_SECONDS), extra)
+        _gauges(w, fleet, shape)
+        started, startup, completed = _observations(fleet, full, arc_version)
+        w.family("gha_started_jobs", "counter", "Total number of jobs started.")
+        _counter(w, "gha_started_jobs_total", started)
+        w.family("gha_completed_jobs", "counter", "Total number of jobs completed.")
+        _counter(w, "gha_completed_jobs_total", {k: [t for t, _ in v] for k, v in completed.items()})
+        w.family("gha_job_startup_duration_seconds", "histogram", "Time spent waiting for workflow job to get started on the runner owned by the scale set (in seconds).")
+        _histogram(short, "gha_job_startup_duration_seconds", startup, full)
+        w.family("gha_job_execution_duration_seconds", "histogram", "Time spent executing workflow jobs by the scale set (in seconds).")
+        _histogram(short, "gha_job_execution_duration_seconds", completed, full)
+        if full:
+            _cadvisor(short, fleet)
+        out.write("# EOF\n")
+    return Written(w.series + short.series, w.samples + short.samples)

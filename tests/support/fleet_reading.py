@@ -1,0 +1,162 @@
+"""A run of the second fleet model (`fleetmodel`) read as the bot reads a real fleet, through any
+combination of its sources, and the diagnosis held against what an on-call would find.
+
+The sources are real: the run's `workflow_job` deliveries loaded into a store with the webhook's
+own parsing; its runners list served over HTTP by the GitHub REST stand-in; its ARC metrics,
+full or lean, backfilled with promtool into a real Prometheus each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiohttp
+
+from bot.diagnostics.checks import diagnose
+from bot.diagnostics.fleet import FleetSources, read_fleet
+from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
+from bot.diagnostics.sources.github_runners import GitHubRunnersClient
+from bot.diagnostics.sources.job_history import load_history
+from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.domain.diagnosis import Report, Verdict
+from bot.sandbox.github import GitHubSandbox
+from bot.store import open_store
+from fleetmodel import FleetRun, Truth, truth_of
+from fleetmodel.arc import Shape, write_openmetrics
+from fleetmodel.github import deliveries, runners_list
+from tests.support.prometheus import Prometheus
+
+TOKEN = "ghs_" + "second" * 7
+#: A fleet of its own: every runner type counts (not the reference alert's exclusions).
+JOBS = JobsConfig(exclude=())
+#: The source combinations diagnostics are judged on.
+COMBINATIONS = ("jobs", "jobs+runners", "arc", "arc-lean", "all")
+
+
+@dataclass(frozen=True)
+class Judged:
+    combination: str
+    staged: str
+    named: str
+    confidence: str
+    #: Every type queueing beyond the usual named under its cause.
+    located: bool
+    #: The alert's numbers (jobs waiting, the longest wait) exact for every type (job events).
+    exact: bool | None
+    report: Report
+
+    @property
+    def right(self) -> bool:
+        return self.staged == self.named
+
+
+def judge(combination: str, report: Report, truth: Truth, with_jobs: bool) -> Judged:
+    named = report.primary_cause.value if report.primary_cause else "none"
+    likely = {
+        f.cause.value: list(f.runner_types) for f in report.findings if f.verdict is Verdict.LIKELY
+    }
+    located = all(name in likely.get(cause, []) for name, cause in truth.affected.items())
+    exact: bool | None = None
+    if with_jobs:
+        shown = {s.name: s for s in report.runner_types}
+        exact = True
+        for name, queue in truth.queues.items():
+            state = shown.get(name)
+            if state is None or int(state.queued or 0) != queue.queued:
+                exact = False
+            elif abs((state.max_wait_seconds or 0.0) - queue.longest) > 1.0:
+                exact = False
+        for name, state in shown.items():
+            if name not in truth.queues and (state.queued or 0) > 0:
+                exact = False
+    return Judged(
+        combination=combination,
+        staged=truth.primary_cause,
+        named=named,
+        confidence=report.confidence.value if report.confidence else "",
+        located=located,
+        exact=exact,
+        report=report,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _prometheus(
+    fleet: FleetRun, shape: Shape, workdir: Path, binaries: tuple[str, str], arc_version: str
+) -> AsyncIterator[Prometheus]:
+    history = workdir / f"arc-{shape.value}.om"
+    await asyncio.to_thread(write_openmetrics, fleet, history, shape, arc_version=arc_version)
+    server = Prometheus(binaries[0], binaries[1], workdir / f"prometheus-{shape.value}")
+    try:
+        await server.backfill(history)
+        history.unlink()
+        await server.start()
+        yield server
+    finally:
+        await server.stop()
+
+
+async def diagnose_run(
+    fleet: FleetRun,
+    workdir: Path,
+    combinations: Iterable[str] = COMBINATIONS,
+    *,
+    binaries: tuple[str, str] | None = None,
+    arc_version: str = "0.14",
+) -> list[Judged]:
+    """Diagnose `fleet` at its end through each of `combinations`."""
+    wanted = tuple(combinations)
+    truth = truth_of(fleet)
+    end = fleet.plan.end
+    at = datetime.fromtimestamp(end, UTC)
+    needs_jobs = any(c in ("jobs", "jobs+runners", "all") for c in wanted)
+    needs_full = any(c in ("arc", "all") for c in wanted)
+    needs_lean = "arc-lean" in wanted
+    if (needs_full or needs_lean) and binaries is None:
+        raise ValueError("ARC's metrics need prometheus and promtool")
+    async with contextlib.AsyncExitStack() as stack:
+        store = None
+        if needs_jobs:
+            store = await open_store(str(workdir / "queuebot.db"))
+            stack.push_async_callback(store.close)
+            await load_history(store, deliveries(fleet), JOBS, remember_until=0.0)
+        github = await stack.enter_async_context(GitHubSandbox(TOKEN))
+        github.runners = runners_list(fleet)  # type: ignore[assignment]
+        http = await stack.enter_async_context(aiohttp.ClientSession())
+        full = lean = None
+        if needs_full:
+            assert binaries is not None
+            full = await stack.enter_async_context(
+                _prometheus(fleet, Shape.FULL, workdir, binaries, arc_version)
+            )
+        if needs_lean:
+            assert binaries is not None
+            lean = await stack.enter_async_context(
+                _prometheus(fleet, Shape.LEAN, workdir, binaries, arc_version)
+            )
+        judged = []
+        for combination in wanted:
+            runners = None
+            if combination in ("jobs+runners", "all"):
+                runners = GitHubRunnersClient(
+                    http, github.url, TOKEN, RunnerScope(ScopeKind.ORG, github.org)
+                )
+                stack.push_async_callback(runners.close)
+            server = {"arc": full, "all": full, "arc-lean": lean}.get(combination)
+            sources = FleetSources(
+                store=store if combination in ("jobs", "jobs+runners", "all") else None,
+                jobs=JOBS,
+                runners=runners,
+                prometheus=PrometheusClient(http, server.url) if server is not None else None,
+            )
+            report = diagnose(await read_fleet(sources, at))
+            judged.append(
+                judge(combination, report, truth, combination in ("jobs", "jobs+runners", "all"))
+            )
+        return judged
