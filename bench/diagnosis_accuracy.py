@@ -9,6 +9,13 @@ Each run simulates a fleet and reads it as the bot does, through one of two sour
   (actions-runner-controller's series with every bucket; or a lean scrape of `_sum`/`_count`
   only, without runner gauges) backfilled into a real Prometheus with promtool.
 
+`--model second` judges the checks on the second fleet model (`fleetmodel`, written apart from
+the simulator the checks were tuned on): each fleet is read through every source combination
+(`--sources`: job events alone; with the runners list; ARC full; ARC lean; all together) and
+the cause compared with what an on-call would find there (`fleetmodel.truth`). It prints a
+confusion matrix per combination, how often each confidence level is right, how often the
+queueing runner types are all named with their cause, and whether the alert's numbers are exact.
+
 It runs the same diagnostics the Slack button runs and compares the primary cause with what the
 simulation staged, at several hours of the day (`--at-hours`). Prints a confusion matrix (rows:
 staged, columns: named), the share of right primary causes, how often the staged runner types
@@ -17,6 +24,8 @@ right, and no cause named for a healthy fleet.
 
     python bench/diagnosis_accuracy.py [--source github|arc|arc-lean] [--seeds 1-5]
         [--sizes 6,12] [--hours 27] [--at-hours 0,6,12,18]
+    python bench/diagnosis_accuracy.py --model second [--seeds 1-3] [--sizes 3,12,40]
+        [--at-hours 3,10,15,21] [--sources jobs,jobs+runners,arc,arc-lean,all]
 
 `--source arc` and `arc-lean` need the Debian package prometheus (with promtool).
 """
@@ -43,6 +52,8 @@ from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.domain.diagnosis import Verdict
 from bot.simulator import MetricsShape, Scenario, SimulationSpec, write_file
+from fleetmodel import Case, plan, run
+from tests.support.fleet_reading import COMBINATIONS, Judged, diagnose_run
 from tests.support.github_fleet import diagnose_from_github
 from tests.support.prometheus import Prometheus
 
@@ -55,6 +66,7 @@ CAUSES = [
     "infrastructure",
 ]
 SHORT = {
+    "unexplained": "unexplained",
     "none": "none",
     "increased_workload": "workload",
     "resource_constraints": "resources",
@@ -96,6 +108,88 @@ async def one_run(
     return truth.primary_cause, named, located
 
 
+def _matrix(judged: list[Judged], title: str) -> None:
+    matrix = Counter((j.staged, j.named) for j in judged)
+    staged_causes = ["unexplained", *CAUSES]
+    print(f"\n{title}: confusion matrix ({len(judged)} fleets)")
+    corner = "staged / named"
+    print(f"{corner:<16}" + "".join(f"{SHORT[c]:>11}" for c in CAUSES))
+    for staged in staged_causes:
+        row = [matrix[(staged, named)] for named in CAUSES]
+        if sum(row):
+            print(f"{SHORT.get(staged, staged):<16}" + "".join(f"{n:>11}" for n in row))
+    judgeable = [j for j in judged if j.staged != "unexplained"]
+    right = sum(j.right for j in judgeable)
+    located = sum(j.located for j in judgeable)
+    share = 100 * right / max(len(judgeable), 1)
+    print(
+        f"right primary cause: {right}/{len(judgeable)} = {share:.1f} %"
+        f"; queueing types all named with their cause: {located}/{len(judgeable)}"
+        f" = {100 * located / max(len(judgeable), 1):.1f} % (targets 95 %)"
+    )
+    for level in ("high", "medium", "low"):
+        given = [j for j in judgeable if j.confidence == level]
+        if given:
+            ok = sum(j.right for j in given)
+            print(
+                f"  confidence {level:<6}: right {ok}/{len(given)} = {100 * ok / len(given):.1f} %"
+            )
+    confident_healthy = sum(
+        1 for j in judgeable if j.staged == "none" and j.named != "none" and j.confidence == "high"
+    )
+    print(f"  high confidence on a healthy fleet: {confident_healthy} (target 0)")
+    exact = [j.exact for j in judged if j.exact is not None]
+    if exact:
+        print(f"  alert's numbers exact for every type: {sum(exact)}/{len(exact)}")
+
+
+async def second_model(args: argparse.Namespace) -> int:
+    """The checks judged on the second fleet model, through every source combination."""
+    combinations = tuple(args.sources.split(","))
+    unknown = set(combinations) - set(COMBINATIONS)
+    if unknown:
+        print(f"unknown source combinations: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    binary, promtool = shutil.which("prometheus"), shutil.which("promtool")
+    if any(c in ("arc", "arc-lean", "all") for c in combinations) and not (binary and promtool):
+        print("needs prometheus and promtool: apt-get install -y prometheus", file=sys.stderr)
+        return 2
+    binaries = (binary, promtool) if binary and promtool else None
+    judged: dict[str, list[Judged]] = {c: [] for c in combinations}
+    started = time.monotonic()
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    cases = [Case(c) for c in args.cases.split(",")] if args.cases else list(Case)
+    with tempfile.TemporaryDirectory(prefix="queuebot-accuracy-") as scratch:
+        for size in _range(args.sizes):
+            for seed in _range(args.seeds):
+                for hour in _range(args.at_hours):
+                    end = today - timedelta(days=1) + timedelta(hours=hour, minutes=7 * seed)
+                    for case in cases:
+                        fleet = await asyncio.to_thread(
+                            run, plan(case, seed=seed, types=size, end=end)
+                        )
+                        workdir = Path(scratch) / f"{case.value}-{size}-{seed}-{hour}"
+                        workdir.mkdir()
+                        version = "0.14" if seed % 2 else "latest"
+                        for one in await diagnose_run(
+                            fleet, workdir, combinations, binaries=binaries, arc_version=version
+                        ):
+                            judged[one.combination].append(one)
+                            mark = "ok " if one.right else "MISS"
+                            print(
+                                f"{mark} {case.value:<15} types={size:<3} seed={seed:<2}"
+                                f" at={hour:02d}:{7 * seed:02d} {one.combination:<13}"
+                                f" staged={one.staged:<21} named={one.named:<21}"
+                                f" {one.confidence or '-':<6} located={one.located}",
+                                flush=True,
+                            )
+                        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\nsecond model: {time.monotonic() - started:.0f} s")
+    for combination in combinations:
+        _matrix(judged[combination], f"second model, {combination}")
+    return 0
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="1-5", help="e.g. 1-5 or 1,4,9")
@@ -106,7 +200,12 @@ async def main() -> int:
     parser.add_argument(
         "--at-hours", default="0,6,12,18", help="UTC hours the runs end at, e.g. 3,18"
     )
+    parser.add_argument("--model", choices=("first", "second"), default="first")
+    parser.add_argument("--sources", default=",".join(COMBINATIONS), help="second model")
+    parser.add_argument("--cases", default="", help="second model: e.g. surge,lowered_max")
     args = parser.parse_args()
+    if args.model == "second":
+        return await second_model(args)
     binary, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if args.source != "github" and (not binary or not promtool):
         print("needs prometheus and promtool: apt-get install -y prometheus", file=sys.stderr)

@@ -99,7 +99,9 @@ class _Out:
     def family(self, name: str, kind: str, text: str) -> None:
         self.out.write(f"# HELP {name} {text}\n# TYPE {name} {kind}\n")
 
-    def write(self, metric: str, labels: dict[str, str], values: list[float], since: int = 0) -> None:
+    def write(
+        self, metric: str, labels: dict[str, str], values: list[float], since: int = 0
+    ) -> None:
         merged = {**labels, **self.extra}
         text = ",".join(f'{k}="{v}"' for k, v in sorted(merged.items()) if v != "")
         prefix = f"{metric}{{{text}}} "
@@ -176,7 +178,9 @@ def _gauges(w: _Out, fleet: FleetRun, shape: Shape) -> None:
             values["gha_min_runners"].append(kind.min_runners)
             values["gha_max_runners"].append(NO_MAXIMUM if ceiling is None else ceiling)
             wanted = kind.min_runners + a
-            values["gha_desired_runners"].append(wanted if ceiling is None else min(wanted, ceiling))
+            values["gha_desired_runners"].append(
+                wanted if ceiling is None else min(wanted, ceiling)
+            )
         if shape is Shape.FULL:
             pending = _Level((r.created, _first(r.online, r.failed, r.gone)) for r in runners)
             alive = _Level(
@@ -201,7 +205,7 @@ def _gauges(w: _Out, fleet: FleetRun, shape: Shape) -> None:
     kept = listener[:2] if shape is Shape.LEAN else listener
     for metric, text in kept:
         w.family(metric, "gauge", text)
-        for index, kind in enumerate(plan.types):
+        for kind in plan.types:
             labels = {
                 **_listener_target(kind.name, 1),
                 "name": kind.name,
@@ -219,9 +223,18 @@ def _gauges(w: _Out, fleet: FleetRun, shape: Shape) -> None:
         "job": "arc-systems/gha-rs-controller",
     }
     for metric, text in (
-        ("gha_controller_pending_ephemeral_runners", "Number of ephemeral runners in a pending state."),
-        ("gha_controller_running_ephemeral_runners", "Number of ephemeral runners in a running state."),
-        ("gha_controller_failed_ephemeral_runners", "Number of ephemeral runners in a failed state."),
+        (
+            "gha_controller_pending_ephemeral_runners",
+            "Number of ephemeral runners in a pending state.",
+        ),
+        (
+            "gha_controller_running_ephemeral_runners",
+            "Number of ephemeral runners in a running state.",
+        ),
+        (
+            "gha_controller_failed_ephemeral_runners",
+            "Number of ephemeral runners in a failed state.",
+        ),
     ):
         w.family(metric, "gauge", text)
         for kind in plan.types:
@@ -236,7 +249,11 @@ def _gauges(w: _Out, fleet: FleetRun, shape: Shape) -> None:
 
 def _observations(
     fleet: FleetRun, full: bool, arc_version: str
-) -> tuple[dict[tuple[str, tuple], list[float]], dict[tuple[str, tuple], list[tuple[float, float]]], dict[tuple[str, tuple], list[tuple[float, float]]]]:
+) -> tuple[
+    dict[tuple[str, tuple], list[float]],
+    dict[tuple[str, tuple], list[tuple[float, float]]],
+    dict[tuple[str, tuple], list[tuple[float, float]]],
+]:
     """Per (scale set, labels): start times; startup observations; completions (time, seconds)."""
     started: dict[tuple[str, tuple], list[float]] = defaultdict(list)
     startup: dict[tuple[str, tuple], list[tuple[float, float]]] = defaultdict(list)
@@ -292,7 +309,12 @@ def _histogram(
                 for _, value in observed:
                     within.append(within[-1] + (value <= bound))
                 counts = [float(within[n]) for n in upto]
-                w.write(f"{metric}_bucket", {**target, "le": "+Inf" if bound == math.inf else f"{bound:g}"}, counts, first)
+                w.write(
+                    f"{metric}_bucket",
+                    {**target, "le": "+Inf" if bound == math.inf else f"{bound:g}"},
+                    counts,
+                    first,
+                )
         w.write(f"{metric}_sum", target, sums, first)
         w.write(f"{metric}_count", target, [float(n) for n in upto], first)
 
@@ -309,9 +331,21 @@ def _cadvisor(w: _Out, fleet: FleetRun) -> None:
         if first < last:
             pods.append((runner, first, last))
     families = (
-        ("container_cpu_cfs_periods_total", "container_cpu_cfs_periods", "Number of elapsed enforcement period intervals."),
-        ("container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_periods", "Number of throttled period intervals."),
-        ("container_oom_events_total", "container_oom_events", "Count of out of memory events observed for the container"),
+        (
+            "container_cpu_cfs_periods_total",
+            "container_cpu_cfs_periods",
+            "Number of elapsed enforcement period intervals.",
+        ),
+        (
+            "container_cpu_cfs_throttled_periods_total",
+            "container_cpu_cfs_throttled_periods",
+            "Number of throttled period intervals.",
+        ),
+        (
+            "container_oom_events_total",
+            "container_oom_events",
+            "Count of out of memory events observed for the container",
+        ),
     )
     for metric, family, text in families:
         w.family(family, "counter", text)
@@ -339,7 +373,9 @@ def _cadvisor(w: _Out, fleet: FleetRun) -> None:
             _write_slice(w, metric, labels, values, first)
 
 
-def _write_slice(w: _Out, metric: str, labels: dict[str, str], values: list[float], first: int) -> None:
+def _write_slice(
+    w: _Out, metric: str, labels: dict[str, str], values: list[float], first: int
+) -> None:
     merged = {**labels, **w.extra}
     text = ",".join(f'{k}="{v}"' for k, v in sorted(merged.items()) if v != "")
     prefix = f"{metric}{{{text}}} "
@@ -365,10 +401,21 @@ def write_openmetrics(
         w.family("gha_started_jobs", "counter", "Total number of jobs started.")
         _counter(w, "gha_started_jobs_total", started)
         w.family("gha_completed_jobs", "counter", "Total number of jobs completed.")
-        _counter(w, "gha_completed_jobs_total", {k: [t for t, _ in v] for k, v in completed.items()})
-        w.family("gha_job_startup_duration_seconds", "histogram", "Time spent waiting for workflow job to get started on the runner owned by the scale set (in seconds).")
+        _counter(
+            w, "gha_completed_jobs_total", {k: [t for t, _ in v] for k, v in completed.items()}
+        )
+        w.family(
+            "gha_job_startup_duration_seconds",
+            "histogram",
+            "Time spent waiting for workflow job to get started on the runner owned by the scale"
+            " set (in seconds).",
+        )
         _histogram(short, "gha_job_startup_duration_seconds", startup, full)
-        w.family("gha_job_execution_duration_seconds", "histogram", "Time spent executing workflow jobs by the scale set (in seconds).")
+        w.family(
+            "gha_job_execution_duration_seconds",
+            "histogram",
+            "Time spent executing workflow jobs by the scale set (in seconds).",
+        )
         _histogram(short, "gha_job_execution_duration_seconds", completed, full)
         if full:
             _cadvisor(short, fleet)

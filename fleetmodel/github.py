@@ -55,7 +55,9 @@ def workflow_job(job: Job, action: str, org: str) -> dict[str, Any]:
         "id": job.id,
         "run_id": job.run_id,
         "workflow_name": job.workflow.name.replace("-", " ").title(),
-        "head_branch": "main" if job.workflow.event != "pull_request" else f"feature/{job.run_id % 997}",
+        "head_branch": "main"
+        if job.workflow.event != "pull_request"
+        else f"feature/{job.run_id % 997}",
         "run_url": f"https://api.github.com/repos/{repo}/actions/runs/{job.run_id}",
         "run_attempt": job.attempt,
         "node_id": f"CR_kwDO{job.id:x}",

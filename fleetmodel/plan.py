@@ -296,7 +296,9 @@ def _trouble(case: Case, rng: random.Random, kind: RunnerType, end: float, offse
                 never_start=rng.uniform(0.7, 1.0),
             )
         return Trouble(
-            since=rng.uniform(0.75, 3.0) * 3600, cause=INFRASTRUCTURE, start_delay=rng.uniform(12, 30)
+            since=rng.uniform(0.75, 3.0) * 3600,
+            cause=INFRASTRUCTURE,
+            start_delay=rng.uniform(12, 30),
         )
     if case is Case.BROKEN_RUNNERS:
         if rng.random() < 0.5:
@@ -312,11 +314,15 @@ def _trouble(case: Case, rng: random.Random, kind: RunnerType, end: float, offse
     raise ValueError(f"no trouble for {case}")
 
 
-def _surge(rng: random.Random, kind: RunnerType, trouble: Trouble, end: float, offset: int) -> Trouble:
+def _surge(
+    rng: random.Random, kind: RunnerType, trouble: Trouble, end: float, offset: int
+) -> Trouble:
     """A surge: enough extra arrivals to outrun the maximum within the hour."""
     now_rate = sum(w.peak for w in kind.workflows) * day_factor(end, offset)
     capacity = (kind.max_runners or 50) / (
-        sum(w.seconds * w.peak for w in kind.workflows) / max(sum(w.peak for w in kind.workflows), 1e-9) / 60.0
+        sum(w.seconds * w.peak for w in kind.workflows)
+        / max(sum(w.peak for w in kind.workflows), 1e-9)
+        / 60.0
     )
     wanted = max(now_rate * rng.uniform(2.5, 4.5), capacity * rng.uniform(1.3, 1.8), 1.0)
     return replace(trouble, demand=wanted / max(now_rate, 1e-9))
@@ -358,9 +364,11 @@ def plan(case: Case, *, seed: int, types: int, end: datetime, days: int = 7) -> 
     if case is Case.MOVED_WORKFLOW and len(kinds) >= 2:
         source = ranked[0]
         flow = max(source.workflows, key=lambda w: w.peak)
-        target = next(t for t in ranked[1:] if t.os == source.os) if any(
-            t.os == source.os for t in ranked[1:]
-        ) else ranked[1]
+        target = (
+            next(t for t in ranked[1:] if t.os == source.os)
+            if any(t.os == source.os for t in ranked[1:])
+            else ranked[1]
+        )
         target = _tight(target, rng, stamp, offset)
         replace_type(target)
         since = rng.uniform(1.0, 5.0) * 3600

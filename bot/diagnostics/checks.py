@@ -183,12 +183,24 @@ def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
             fleet, signal, name, "busy runners 30 min before", now=busy.before[-1], baseline=False
         ),
     )
-    # Without the maximum measured: runners all busy, held at one level while jobs wait.
-    ceiling = busy.flat and busy.now >= 3.0 and not _idle_while_waiting(state)
+    # Without the maximum measured: runners all busy, held at one level while jobs wait (at
+    # its peaks, where measured: ephemeral runners come and go beneath a ceiling).
+    ceiling = (
+        busy.flat
+        and busy.top >= (2.0 if busy.peaks else 3.0)
+        and not _idle_while_waiting(state)
+        and _waited_through(fleet, name)
+    )
     if ceiling:
         return Verdict.LIKELY, found
     first = found[0].model_copy(update={"why": _no_ceiling(fleet, state, busy)})
     return Verdict.RULED_OUT, (first, *found[1:])
+
+
+def _waited_through(fleet: FleetSignals, name: str) -> bool:
+    """Jobs were waiting at each earlier reading too (where one was made): a queue the level
+    held against, not one that just formed."""
+    return all(then.get(name, 0.0) > 0 for then in fleet.earlier.get(Signal.QUEUED, []))
 
 
 def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> str:

@@ -44,10 +44,14 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     waited = wait if wait is not None else get(Signal.QUEUE_TIME_P90)
     if waited is None:
         waited = get(Signal.QUEUE_TIME_MEAN)
-    affected = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= max(
-        QUEUED_AFFECTED, 0.25 * (registered or 0.0)
-    )
     busy = get(Signal.BUSY)
+    # A queue is measured against the runners there are: registered, or, where only jobs are
+    # counted (a lean scrape), the jobs running (7 waiting behind 98 running are runners
+    # starting, not a queue).
+    runners = registered if registered is not None else (busy or get(Signal.RUNNING) or 0.0)
+    affected = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= max(
+        QUEUED_AFFECTED, 0.25 * runners
+    )
     (queued_then, queued_week), (wait_then, wait_week) = (
         fleet.days_before(Signal.QUEUED, name),
         fleet.days_before(Signal.MAX_WAIT, name),
@@ -152,36 +156,56 @@ def significant_rise(now: float, usual: float, minutes: float, z: float) -> bool
 
 @dataclass(frozen=True)
 class Supply:
-    """Jobs running (busy runners) now and 15, 30 minutes before, and usually."""
+    """Jobs running (busy runners) now and 15, 30 minutes before, and usually; and, where
+    measured, the most running at once in the window ending at each of those moments (the
+    peaks: ephemeral runners come and go beneath a ceiling, the peaks stay at it)."""
 
     now: float
     before: tuple[float, ...]
     usual: float | None
+    peaks: tuple[float, ...] = ()
+
+    def _levels(self) -> tuple[float, tuple[float, ...]]:
+        if len(self.peaks) > 1:
+            return self.peaks[0], self.peaks[1:]
+        return self.now, self.before
 
     @property
     def flat(self) -> bool:
         """Held at one level the last half hour: a ceiling."""
-        levels = (self.now, *self.before)
+        now, before = self._levels()
+        levels = (now, *before)
         return len(levels) > 1 and max(levels) <= 1.07 * min(levels) + 1.0
 
     @property
     def catching_up(self) -> bool:
         """Clearly more than half an hour ago, and not far below usual: new runners are coming
         online (a trickle of them, far below usual, is not a scale-up that works)."""
-        rising = bool(self.before) and self.now >= 1.15 * min(self.before) + 2.0
+        now, before = self._levels()
+        rising = bool(before) and now >= 1.15 * min(before) + 2.0
         return rising and (self.usual is None or self.now >= 0.5 * self.usual)
 
     @property
     def falling(self) -> bool:
         """Clearly fewer than half an hour ago: runners going and not coming back."""
-        return bool(self.before) and self.now <= 0.85 * max(self.before) - 2.0
+        now, before = self._levels()
+        return bool(before) and now <= 0.85 * max(before) - 2.0
+
+    @property
+    def top(self) -> float:
+        """The level runners are held at: the peak where measured."""
+        return self.peaks[0] if self.peaks else self.now
 
 
 def supply(fleet: FleetSignals, name: str) -> Supply | None:
-    """Busy runners over the last half hour: jobs running (job events) or busy (a gauge)."""
+    """Busy runners over the last half hour: jobs running (job events) or busy (a gauge), with
+    the peaks of jobs running where measured."""
+    peak = fleet.value(Signal.RUNNING_PEAK, name)
+    peaks_before = earlier(fleet, Signal.RUNNING_PEAK, name)
+    peaks = (peak, *peaks_before) if peak is not None and peaks_before else ()
     for signal in (Signal.RUNNING, Signal.BUSY):
         now = fleet.value(signal, name)
         before = earlier(fleet, signal, name)
         if now is not None and before:
-            return Supply(now, tuple(before), fleet.base(signal, name))
+            return Supply(now, tuple(before), fleet.base(signal, name), peaks)
     return None

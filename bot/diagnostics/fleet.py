@@ -76,6 +76,7 @@ def from_jobs(reading: JobReading, window: str) -> FleetSignals:
     fleet.week_ago = {s: dict(v) for s, v in reading.week_ago.items()}
     fleet.earlier[Signal.QUEUED] = list(reading.earlier_queued)
     fleet.earlier[Signal.RUNNING] = list(reading.earlier_running)
+    fleet.earlier[Signal.RUNNING_PEAK] = list(reading.earlier_peaks)
     fleet.longest = dict(reading.longest)
     fleet.since = dict(reading.since)
     return fleet

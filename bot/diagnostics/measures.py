@@ -17,6 +17,9 @@ class Signal(StrEnum):
     QUEUED = "queued"  # jobs waiting for a runner
     MAX_WAIT = "max_wait"  # seconds the longest-waiting job has waited
     RUNNING = "running"  # jobs a runner is working on
+    #: The most jobs running at once within the window: where an autoscaler's maximum holds,
+    #: the ceiling itself, however ephemeral runners come and go beneath it.
+    RUNNING_PEAK = "running_peak"
     ARRIVALS_PER_MINUTE = "arrivals_per_minute"  # jobs created (demand)
     ARRIVALS_BY_WORKFLOW = "arrivals_by_workflow"
     STARTED_PER_MINUTE = "started_per_minute"  # jobs a runner took

@@ -41,11 +41,19 @@ WITH_BASELINE = (
     Signal.FAILED_SHARE,
     Signal.JOBS_JUDGED,
     Signal.RUNNING,
+    Signal.RUNNING_PEAK,
     Signal.BUSY,
 )
 #: Read also this long ago, so that "for long" can be told from "just now".
 EARLIER = (timedelta(minutes=15), timedelta(minutes=30))
-WITH_EARLIER = (Signal.DESIRED, Signal.REGISTERED, Signal.BUSY, Signal.QUEUED, Signal.RUNNING)
+WITH_EARLIER = (
+    Signal.DESIRED,
+    Signal.REGISTERED,
+    Signal.BUSY,
+    Signal.QUEUED,
+    Signal.RUNNING,
+    Signal.RUNNING_PEAK,
+)
 
 Values = dict[str, float]  # runner type → value
 WorkflowValues = dict[str, dict[str, float]]  # runner type → workflow → value

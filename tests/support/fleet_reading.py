@@ -68,9 +68,11 @@ def judge(combination: str, report: Report, truth: Truth, with_jobs: bool) -> Ju
         exact = True
         for name, queue in truth.queues.items():
             state = shown.get(name)
-            if state is None or int(state.queued or 0) != queue.queued:
-                exact = False
-            elif abs((state.max_wait_seconds or 0.0) - queue.longest) > 1.0:
+            if (
+                state is None
+                or int(state.queued or 0) != queue.queued
+                or abs((state.max_wait_seconds or 0.0) - queue.longest) > 1.0
+            ):
                 exact = False
         for name, state in shown.items():
             if name not in truth.queues and (state.queued or 0) > 0:
@@ -87,7 +89,7 @@ def judge(combination: str, report: Report, truth: Truth, with_jobs: bool) -> Ju
 
 
 @contextlib.asynccontextmanager
-async def _prometheus(
+async def arc_prometheus(
     fleet: FleetRun, shape: Shape, workdir: Path, binaries: tuple[str, str], arc_version: str
 ) -> AsyncIterator[Prometheus]:
     history = workdir / f"arc-{shape.value}.om"
@@ -133,12 +135,12 @@ async def diagnose_run(
         if needs_full:
             assert binaries is not None
             full = await stack.enter_async_context(
-                _prometheus(fleet, Shape.FULL, workdir, binaries, arc_version)
+                arc_prometheus(fleet, Shape.FULL, workdir, binaries, arc_version)
             )
         if needs_lean:
             assert binaries is not None
             lean = await stack.enter_async_context(
-                _prometheus(fleet, Shape.LEAN, workdir, binaries, arc_version)
+                arc_prometheus(fleet, Shape.LEAN, workdir, binaries, arc_version)
             )
         judged = []
         for combination in wanted:

@@ -37,7 +37,7 @@ from bot.diagnostics.sources.job_window import (
     window_values,
 )
 from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.store import QueuedJob, Store
+from bot.store import JobSpan, QueuedJob, Store
 
 #: The longest-waiting jobs kept per runner type, to name and link.
 LONGEST = 5
@@ -80,6 +80,8 @@ class JobReading:
     #: and a supply that does not grow.
     earlier_queued: list[Values] = field(default_factory=list)
     earlier_running: list[Values] = field(default_factory=list)
+    #: The most jobs running at once in the window ending 15 and 30 minutes before.
+    earlier_peaks: list[Values] = field(default_factory=list)
     #: The longest-waiting jobs now, longest first, per runner type.
     longest: dict[str, list[QueuedJob]] = field(default_factory=dict)
     #: When the oldest job queued now was created (Unix seconds), per runner type.
@@ -109,6 +111,33 @@ async def running(store: Store, config: JobsConfig, at: float) -> Values:
         if config.counts(runner_type, repository):
             values[runner_type] += count
     return dict(values)
+
+
+def running_peaks(
+    spans: Iterable[JobSpan], config: JobsConfig, ends: list[float], span: float
+) -> list[Values]:
+    """Per window ending at each of `ends` (`span` seconds long), the most jobs running at once
+    per runner type."""
+    changes: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for job in spans:
+        if job.started_at is None or not config.counts(job.runner_type, job.repository):
+            continue
+        changes[job.runner_type].append((job.started_at, 1))
+        if job.completed_at is not None:
+            changes[job.runner_type].append((job.completed_at, -1))
+    peaks: list[Values] = [{} for _ in ends]
+    for name, steps in changes.items():
+        steps.sort()
+        for index, end in enumerate(ends):
+            start, level, most = end - span, 0, 0
+            for at, step in steps:
+                if at > end:
+                    break
+                level += step
+                # Before the window: the level it opens at; within it: the highest.
+                most = level if at < start else max(most, level)
+            peaks[index][name] = float(max(most, 0))
+    return peaks
 
 
 def days_before(stamp: float, days: int) -> float:
@@ -179,6 +208,9 @@ async def read_jobs(
         )
     judged_now, *judged_past = [counted(activity, config) for activity in outcomes]
     busy = await asyncio.gather(*(running(store, config, t) for t in [stamp, *earlier_at, *days]))
+    ends = [stamp, *earlier_at]
+    lookback = RUNNING_LOOKBACK_SECONDS + stamp - min(ends) + span
+    peaks = running_peaks(await store.job_spans(stamp - lookback, stamp), config, ends, span)
     now, *past = [window_values(counted(activity, config)) for activity in activities]
     queued, busy_days = queues[0], busy[1 + len(earlier_at) :]
 
@@ -193,6 +225,8 @@ async def read_jobs(
         for then in queues[1 : 1 + len(earlier_at)]
     ]
     reading.earlier_running = list(busy[1 : 1 + len(earlier_at)])
+    reading.now[Signal.RUNNING_PEAK] = peaks[0]
+    reading.earlier_peaks = peaks[1:]
     base = usual(past)
     reading.baseline = {**base.values, Signal.RUNNING: median_values(busy_days, rate=True)}
     share, jobs = failed_shares([judged_now])

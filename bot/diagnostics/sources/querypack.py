@@ -81,11 +81,16 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
         expr = f"rate({metric}[{window}])"
         return by_type(expr) if by == "name" else by_workflow(expr)
 
+    def series(histogram: str, suffix: str) -> str:
+        # `name{selector}` → `name_suffix{selector}`
+        metric, brace, selector = histogram.partition("{")
+        return f"{metric}_{suffix}{brace}{selector}"
+
     def mean(histogram: str, by: str = "name") -> str:
-        return f"{rate(histogram + '_sum', by)} / {rate(histogram + '_count', by)}"
+        return f"{rate(series(histogram, 'sum'), by)} / {rate(series(histogram, 'count'), by)}"
 
     def quantile(q: float, histogram: str, by: str = "name") -> str:
-        expr = f"rate({histogram}_bucket[{{window}}])"
+        expr = f"rate({series(histogram, 'bucket')}[{{window}}])"
         inner = (
             f"sum by (name, le) ({typed(expr)})"
             if by == "name"
@@ -94,7 +99,10 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
         return f"histogram_quantile({q}, {inner}) < {HISTOGRAM_TOP_SECONDS}"
 
     started, completed = "gha_started_jobs_total", "gha_completed_jobs_total"
-    startup, execution = "gha_job_startup_duration_seconds", "gha_job_execution_duration_seconds"
+    startup = "gha_job_startup_duration_seconds"
+    # Releases up to 0.14 count a job cancelled before a runner took it with a run time from
+    # year 1 (about 6.4e10 s): a cancelled job's time is no job time.
+    execution = 'gha_job_execution_duration_seconds{job_result!="canceled"}'
     failed = 'gha_completed_jobs_total{job_result="failed"}'
     hourly, hourly_failed = (
         rate(completed, window=OUTCOME_WINDOW),
@@ -111,6 +119,7 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
     return {
         Signal.QUEUED: by_type("clamp_min(gha_assigned_jobs - gha_running_jobs, 0)"),
         Signal.RUNNING: by_type("gha_running_jobs"),
+        Signal.RUNNING_PEAK: by_type("max_over_time(gha_running_jobs[{window}])"),
         Signal.REGISTERED: by_type("gha_registered_runners"),
         Signal.BUSY: by_type("gha_busy_runners"),
         Signal.IDLE: by_type("gha_idle_runners"),
@@ -161,6 +170,7 @@ class QueryPack(BaseModel):
     runner_type_label: str = Field(SCALE_SET_LABEL, pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
     queued: str = ""
     running: str = ""
+    running_peak: str = ""
     max_wait: str = ""
     registered: str = ""
     busy: str = ""

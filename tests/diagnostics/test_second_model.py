@@ -1,0 +1,135 @@
+"""The checks on fleets of the second model (`fleetmodel`), read through real sources: the cases
+the first simulator never produced, each asserted against what an on-call would find there."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bot.diagnostics.fleet import FleetSources, read_fleet
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.sources.job_events import running_peaks
+from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.store import JobSpan
+from fleetmodel import Case, plan, run, truth_of
+from fleetmodel.arc import Shape
+from tests.support.fleet_reading import arc_prometheus, diagnose_run
+from tests.support.integration import require_binary
+
+END = datetime(2026, 11, 24, 15, 10, tzinfo=UTC)
+
+
+def _fleet(case: Case, seed: int):  # type: ignore[no-untyped-def]
+    return run(plan(case, seed=seed, types=6, end=END))
+
+
+async def test_a_lowered_maximum_is_the_autoscalers_limit_not_failing_runners(
+    tmp_path: Path,
+) -> None:
+    # Busy runners held at the lowered maximum, far fewer than usual, jobs waiting for hours:
+    # ephemeral runners come and go beneath the ceiling, so the instantaneous count wavers.
+    fleet = _fleet(Case.LOWERED_MAX, 2)
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "autoscaling_limits"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "autoscaling_limits", judged.combination
+        assert judged.located, judged.combination
+        infrastructure = next(
+            f for f in judged.report.findings if f.cause.value == "infrastructure"
+        )
+        assert infrastructure.verdict.value != "likely", judged.combination
+
+
+async def test_a_scale_up_under_way_is_no_incident(tmp_path: Path) -> None:
+    fleet = _fleet(Case.SCALE_UP, 1)
+    assert truth_of(fleet).primary_cause == "none"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "none", judged.combination
+        assert judged.exact, judged.combination
+
+
+async def test_cancelled_jobs_counted_with_a_run_time_from_year_one_are_no_job_time(
+    tmp_path: Path,
+) -> None:
+    # ARC up to 0.14 records a job cancelled before a runner took it with an execution time of
+    # about 6.4e10 s; a lean scrape has only `_sum`/`_count`, so a mean would take it in.
+    binaries = (
+        require_binary("prometheus", "apt-get install -y prometheus"),
+        require_binary("promtool", "apt-get install -y prometheus"),
+    )
+    fleet, end, kind = _with_a_cancellation_counted_late()
+    ran = [
+        j.completed - j.started
+        for j in fleet.jobs
+        if j.runner_type == kind
+        and j.runner is not None
+        and j.started is not None
+        and j.completed is not None
+        and end - 900 < j.completed <= end
+    ]
+    async with (
+        arc_prometheus(fleet, Shape.LEAN, tmp_path, binaries, "0.14") as server,
+        aiohttp.ClientSession() as http,
+    ):
+        signals = await read_fleet(
+            FleetSources(prometheus=PrometheusClient(http, server.url)),
+            datetime.fromtimestamp(end, UTC),
+        )
+    mean = signals.value(Signal.DURATION_MEAN, kind)
+    # A mean of the jobs that ran (rate() weighs each series on its own): between the shortest
+    # and the longest of them, nowhere near 6.4e10 s.
+    assert ran and mean is not None
+    assert min(ran) <= mean <= max(ran)
+
+
+def _with_a_cancellation_counted_late():  # type: ignore[no-untyped-def]
+    """A fleet, a day's end and a runner type where a job cancelled before any runner took it
+    completed in the last 9 minutes, on a series of ARC's that already counted one (a series'
+    first sample holds no increase for rate() to see)."""
+    for seed in range(1, 30):
+        fleet = _fleet(Case.HEALTHY, seed)
+        for end in fleet.episode_ends:
+            seen: dict[tuple[str, str, str], float] = {}
+            for job in sorted(
+                (j for j in fleet.jobs if j.runner is None and j.conclusion == "cancelled"),
+                key=lambda j: j.completed or 0,
+            ):
+                key = (job.runner_type, job.name, job.workflow.repository)
+                if key in seen and end - 540 < (job.completed or 0) <= end - 60:
+                    return fleet, end, job.runner_type
+                seen.setdefault(key, job.completed or 0)
+    raise AssertionError("no fleet cancels a job late enough")
+
+
+def test_the_peak_of_jobs_running_holds_what_ran_at_once_within_the_window() -> None:
+    def span(started: float, completed: float | None) -> JobSpan:
+        return JobSpan("t", "o/r", "ci", started - 5, started, completed, started)
+
+    spans = [
+        span(0, 500),  # running when the window [400, 1000] opens, gone within it
+        span(100, 300),  # over before the window
+        span(420, 480),
+        span(450, 900),
+        span(600, None),  # still running
+        span(950, 990),
+        span(1200, 1300),  # after the window
+    ]
+    (peak,) = running_peaks(spans, JobsConfig(exclude=()), [1000.0], 600.0)
+    # At 450: the first, the one from 420 and the one from 450; later never more than two.
+    assert peak == {"t": 3.0}
+    (early,) = running_peaks(spans, JobsConfig(exclude=()), [350.0], 600.0)
+    assert early == {"t": 2.0}  # the first and, from 100 to 300, the second
+    (late,) = running_peaks(spans, JobsConfig(exclude=()), [1400.0], 300.0)
+    assert late == {"t": 2.0}  # the one still running and the one from 1200
+
+
+@pytest.mark.parametrize("case", [Case.LOWERED_MAX, Case.SCALE_UP])
+def test_the_model_runs_the_same_fleet_from_the_same_seed(case: Case) -> None:
+    first, second = _fleet(case, 3), _fleet(case, 3)
+    assert [(j.id, j.created, j.started, j.completed) for j in first.jobs] == [
+        (j.id, j.created, j.started, j.completed) for j in second.jobs
+    ]
