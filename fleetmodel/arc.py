@@ -38,6 +38,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TextIO
 
+from fleetmodel import pods
 from fleetmodel.engine import FleetRun, Job, Runner
 
 BUCKETS = (
@@ -319,73 +320,6 @@ def _histogram(
         w.write(f"{metric}_count", target, [float(n) for n in upto], first)
 
 
-def _cadvisor(w: _Out, fleet: FleetRun) -> None:
-    """The runner containers' CPU periods, throttled periods and OOM events, while they live."""
-    pods = []
-    for runner in fleet.runners:
-        if runner.online is None:
-            continue
-        end = _first(runner.lost, runner.gone) or math.inf
-        first = bisect.bisect_left(w.times, runner.online)
-        last = bisect.bisect_left(w.times, end)
-        if first < last:
-            pods.append((runner, first, last))
-    families = (
-        (
-            "container_cpu_cfs_periods_total",
-            "container_cpu_cfs_periods",
-            "Number of elapsed enforcement period intervals.",
-        ),
-        (
-            "container_cpu_cfs_throttled_periods_total",
-            "container_cpu_cfs_throttled_periods",
-            "Number of throttled period intervals.",
-        ),
-        (
-            "container_oom_events_total",
-            "container_oom_events",
-            "Count of out of memory events observed for the container",
-        ),
-    )
-    for metric, family, text in families:
-        w.family(family, "counter", text)
-        for runner, first, last in pods:
-            labels = {
-                "namespace": "arc-runners",
-                "pod": runner.name,
-                "container": "runner",
-                "image": "ghcr.io/actions/actions-runner:2.328.0",
-                "instance": f"ip-10-1-{runner.id % 200}-{runner.id % 97}.ec2.internal",
-                "job": "kubelet",
-                "metrics_path": "/metrics/cadvisor",
-            }
-            values = []
-            for t in w.times[first:last]:
-                busy = max(0.0, min(t, runner.busy_until or t) - (runner.busy_from or t))
-                periods = 10.0 * busy + (t - runner.online) * 0.5
-                if metric.endswith("throttled_periods_total"):
-                    share = runner.throttled or 0.03
-                    values.append(math.floor(periods * share))
-                elif metric.endswith("periods_total"):
-                    values.append(math.floor(periods))
-                else:
-                    values.append(1.0 if runner.oom_at is not None and runner.oom_at <= t else 0.0)
-            _write_slice(w, metric, labels, values, first)
-
-
-def _write_slice(
-    w: _Out, metric: str, labels: dict[str, str], values: list[float], first: int
-) -> None:
-    merged = {**labels, **w.extra}
-    text = ",".join(f'{k}="{v}"' for k, v in sorted(merged.items()) if v != "")
-    prefix = f"{metric}{{{text}}} "
-    w.out.write(
-        "".join(prefix + _number(v) + s for v, s in zip(values, w.stamps[first:], strict=False))
-    )
-    w.series += 1
-    w.samples += len(values)
-
-
 def write_openmetrics(
     fleet: FleetRun, path: Path, shape: Shape, *, step: int = 60, arc_version: str = "0.14"
 ) -> Written:
@@ -418,6 +352,6 @@ def write_openmetrics(
         )
         _histogram(short, "gha_job_execution_duration_seconds", completed, full)
         if full:
-            _cadvisor(short, fleet)
+            pods.write_pods(short, fleet)
         out.write("# EOF\n")
     return Written(w.series + short.series, w.samples + short.samples)
