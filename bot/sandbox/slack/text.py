@@ -13,16 +13,20 @@ from types import MappingProxyType
 from typing import Any
 
 TOKEN = re.compile(r"<([^<>]+)>")
-#: Slack date formats (https://docs.slack.dev/messaging/formatting-message-text#date-formatting).
+#: Slack date formats (https://docs.slack.dev/messaging/formatting-message-text#date-formatting):
+#: `{date_num}` 2014-02-18, `{date}` February 18th, 2014, `{date_short}` Feb 18, 2014,
+#: `{date_long}` Tuesday, February 18th, 2014 (the day of the month never zero-padded); the
+#: `_pretty` forms, which say today or yesterday where they apply, are shown here as the plain
+#: ones. `{day}` and `{nth}` are filled in by `format_date`.
 DATE_FORMATS: Mapping[str, str] = MappingProxyType(
     {
         "date_num": "%Y-%m-%d",
-        "date": "%B %d, %Y",
-        "date_short": "%b %d, %Y",
-        "date_long": "%A, %B %d, %Y",
-        "date_pretty": "%B %d, %Y",
-        "date_short_pretty": "%b %d, %Y",
-        "date_long_pretty": "%A, %B %d, %Y",
+        "date": "%B {nth}, %Y",
+        "date_short": "%b {day}, %Y",
+        "date_long": "%A, %B {nth}, %Y",
+        "date_pretty": "%B {nth}, %Y",
+        "date_short_pretty": "%b {day}, %Y",
+        "date_long_pretty": "%A, %B {nth}, %Y",
         "time": "%H:%M",
         "time_secs": "%H:%M:%S",
     }
@@ -71,9 +75,18 @@ def format_date(epoch: int, pattern: str, now: datetime | None = None) -> str:
         name = match.group(1)
         if name == "ago":
             return ago((now or datetime.now().astimezone()) - when)
-        return when.strftime(DATE_FORMATS[name]) if name in DATE_FORMATS else match.group(0)
+        if name not in DATE_FORMATS:
+            return match.group(0)
+        shown = when.strftime(DATE_FORMATS[name])
+        return shown.replace("{day}", str(when.day)).replace("{nth}", ordinal(when.day))
 
     return re.sub(r"\{(\w+)\}", field, pattern)
+
+
+def ordinal(day: int) -> str:
+    """1st, 2nd, 3rd, 4th, …, 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return f"{day}{suffix}"
 
 
 def ago(delta: timedelta) -> str:

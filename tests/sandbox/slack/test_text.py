@@ -97,3 +97,12 @@ def test_edited_message_says_so() -> None:
 def test_common_emoji_shortcodes_render_as_emoji() -> None:
     """Shortcodes alert messages use become emoji; unknown ones stay readable."""
     assert mrkdwn(":red_circle: firing :unknown_thing:") == "🔴 firing :unknown_thing:"
+
+
+def test_date_tokens_read_as_slack_shows_them() -> None:
+    """Slack's forms: `{date_short}` Feb 18, 2014, `{date}` February 18th, 2014 (the day of
+    the month never zero-padded), `{date_num}` 2014-02-18."""
+    for day, nth in ((1, "1st"), (2, "2nd"), (3, "3rd"), (11, "11th"), (22, "22nd")):
+        when = datetime(2027, 1, day, 12, 0).astimezone()
+        token = f"<!date^{int(when.timestamp())}^{{date_short}} / {{date}} / {{date_num}}|x>"
+        assert mrkdwn(token) == f"Jan {day}, 2027 / January {nth}, 2027 / 2027-01-{day:02d}"

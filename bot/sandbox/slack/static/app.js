@@ -52,11 +52,16 @@ const LONG_MONTHS = ["January", "February", "March", "April", "May", "June", "Ju
   "September", "October", "November", "December"];
 const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 const pad = (n) => String(n).padStart(2, "0");
+const ordinal = (day) => {
+  const teen = day % 100 >= 10 && day % 100 <= 20;
+  return `${day}${teen ? "th" : { 1: "st", 2: "nd", 3: "rd" }[day % 10] || "th"}`;
+};
 
 function formatDate(epoch, pattern) {
   const when = new Date(epoch * 1000);
-  const short = `${MONTHS[when.getMonth()]} ${pad(when.getDate())}, ${when.getFullYear()}`;
-  const long = `${LONG_MONTHS[when.getMonth()]} ${pad(when.getDate())}, ${when.getFullYear()}`;
+  // As Slack shows them: "Feb 18, 2014", "February 18th, 2014" (the day never zero-padded).
+  const short = `${MONTHS[when.getMonth()]} ${when.getDate()}, ${when.getFullYear()}`;
+  const long = `${LONG_MONTHS[when.getMonth()]} ${ordinal(when.getDate())}, ${when.getFullYear()}`;
   const fields = {
     date_num: `${when.getFullYear()}-${pad(when.getMonth() + 1)}-${pad(when.getDate())}`,
     date: long,
