@@ -50,11 +50,10 @@ from bot.diagnostics.checks import diagnose
 from bot.diagnostics.signals import collect
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
-from bot.domain.diagnosis import Verdict
 from bot.simulator import MetricsShape, Scenario, SimulationSpec, write_file
 from fleetmodel import Case, plan, run
 from tests.support.fleet_reading import COMBINATIONS, Judged, diagnose_run
-from tests.support.github_fleet import diagnose_from_github
+from tests.support.github_fleet import diagnose_from_github, named_with_their_cause
 from tests.support.prometheus import Prometheus
 
 CAUSES = [
@@ -101,23 +100,22 @@ async def one_run(
     finally:
         await prometheus.stop()
     named = report.primary_cause.value if report.primary_cause else "none"
-    likely = {
-        f.cause.value: set(f.runner_types) for f in report.findings if f.verdict is Verdict.LIKELY
-    }
-    located = all(name in likely.get(cause, set()) for name, cause in truth.affected.items())
-    return truth.primary_cause, named, located
+    return truth.primary_cause, named, named_with_their_cause(report, truth.affected)
 
 
-def _matrix(judged: list[Judged], title: str) -> None:
-    matrix = Counter((j.staged, j.named) for j in judged)
-    staged_causes = ["unexplained", *CAUSES]
-    print(f"\n{title}: confusion matrix ({len(judged)} fleets)")
+def print_matrix(matrix: Counter[tuple[str, str]], staged_causes: list[str]) -> None:
+    """Rows: the causes staged (those that occur); columns: the causes named."""
     corner = "staged / named"
     print(f"{corner:<16}" + "".join(f"{SHORT[c]:>11}" for c in CAUSES))
     for staged in staged_causes:
         row = [matrix[(staged, named)] for named in CAUSES]
         if sum(row):
-            print(f"{SHORT.get(staged, staged):<16}" + "".join(f"{n:>11}" for n in row))
+            print(f"{SHORT[staged]:<16}" + "".join(f"{n:>11}" for n in row))
+
+
+def _matrix(judged: list[Judged], title: str) -> None:
+    print(f"\n{title}: confusion matrix ({len(judged)} fleets)")
+    print_matrix(Counter((j.staged, j.named) for j in judged), ["unexplained", *CAUSES])
     judgeable = [j for j in judged if j.staged != "unexplained"]
     right = sum(j.right for j in judgeable)
     located = sum(j.located for j in judgeable)
@@ -258,12 +256,7 @@ async def main() -> int:
         n for (staged, named), n in matrix.items() if staged == "none" and named != "none"
     )
     print(f"\nconfusion matrix ({total} runs, {time.monotonic() - started:.0f} s)")
-    corner = "staged / named"
-    print(f"{corner:<16}" + "".join(f"{SHORT[c]:>11}" for c in CAUSES))
-    for staged in CAUSES:
-        row = [matrix[(staged, named)] for named in CAUSES]
-        if sum(row):
-            print(f"{SHORT[staged]:<16}" + "".join(f"{n:>11}" for n in row))
+    print_matrix(matrix, CAUSES)
     print(f"\nright primary cause: {right}/{total} = {100 * right / total:.1f} % (target 95 %)")
     print(f"staged runner types named with their cause: {located}/{total}")
     print(f"confident wrong answers on healthy data: {wrong_on_healthy} (target 0)")

@@ -36,10 +36,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TextIO
 
 from fleetmodel import pods
 from fleetmodel.engine import FleetRun, Job, Runner
+from fleetmodel.openmetrics import Out, first_of
 
 BUCKETS = (
     0.01, 0.05, 0.1, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 20, 25, 30, 40, 50, 60, 70,
@@ -86,39 +86,6 @@ class _Level:
         return bisect.bisect_right(self.starts, t) - bisect.bisect_right(self.ends, t)
 
 
-def _first(*values: float | None) -> float | None:
-    present = [v for v in values if v is not None]
-    return min(present) if present else None
-
-
-class _Out:
-    def __init__(self, out: TextIO, times: list[float], extra: dict[str, str]) -> None:
-        self.out, self.times, self.extra = out, times, extra
-        self.stamps = [f" {t:.0f}\n" for t in times]
-        self.series = self.samples = 0
-
-    def family(self, name: str, kind: str, text: str) -> None:
-        self.out.write(f"# HELP {name} {text}\n# TYPE {name} {kind}\n")
-
-    def write(
-        self, metric: str, labels: dict[str, str], values: list[float], since: int = 0
-    ) -> None:
-        merged = {**labels, **self.extra}
-        text = ",".join(f'{k}="{v}"' for k, v in sorted(merged.items()) if v != "")
-        prefix = f"{metric}{{{text}}} "
-        lines = [
-            prefix + _number(v) + s
-            for v, s in zip(values[since:], self.stamps[since:], strict=True)
-        ]
-        self.out.write("".join(lines))
-        self.series += 1
-        self.samples += len(lines)
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
 def _listener_target(name: str, cluster_index: int) -> dict[str, str]:
     return {
         "namespace": "arc-systems",
@@ -129,6 +96,11 @@ def _listener_target(name: str, cluster_index: int) -> dict[str, str]:
         "actions_github_com_scale_set_name": name,
         "actions_github_com_scale_set_namespace": "arc-runners",
     }
+
+
+def _scale_set(name: str, org: str) -> dict[str, str]:
+    """A scale-set gauge's own labels; the target's `namespace` took the place of its own."""
+    return {"name": name, "exported_namespace": "arc-runners", "organization": org}
 
 
 def _job_labels(job: Job, org: str, full: bool) -> tuple[tuple[str, str], ...]:
@@ -148,7 +120,7 @@ def _job_labels(job: Job, org: str, full: bool) -> tuple[tuple[str, str], ...]:
     return tuple(labels)
 
 
-def _gauges(w: _Out, fleet: FleetRun, shape: Shape) -> None:
+def _gauges(w: Out, fleet: FleetRun, shape: Shape) -> None:
     plan = fleet.plan
     jobs_by: dict[str, list[Job]] = defaultdict(list)
     runners_by: dict[str, list[Runner]] = defaultdict(list)
@@ -162,10 +134,12 @@ def _gauges(w: _Out, fleet: FleetRun, shape: Shape) -> None:
         assigned = _Level((j.assigned, j.completed) for j in jobs)
         running = _Level((j.started, j.completed) for j in jobs if j.started and j.runner)
         registered = _Level(
-            (r.online, _first(r.lost, r.gone)) for r in runners if r.online is not None
+            (r.online, first_of(r.lost, r.gone)) for r in runners if r.online is not None
         )
         busy = _Level(
-            (r.busy_from, _first(r.busy_until, r.lost)) for r in runners if r.busy_from is not None
+            (r.busy_from, first_of(r.busy_until, r.lost))
+            for r in runners
+            if r.busy_from is not None
         )
         values: dict[str, list[float]] = defaultdict(list)
         for t in w.times:
@@ -183,9 +157,9 @@ def _gauges(w: _Out, fleet: FleetRun, shape: Shape) -> None:
                 wanted if ceiling is None else min(wanted, ceiling)
             )
         if shape is Shape.FULL:
-            pending = _Level((r.created, _first(r.online, r.failed, r.gone)) for r in runners)
+            pending = _Level((r.created, first_of(r.online, r.failed, r.gone)) for r in runners)
             alive = _Level(
-                (r.online, _first(r.lost, r.gone)) for r in runners if r.online is not None
+                (r.online, first_of(r.lost, r.gone)) for r in runners if r.online is not None
             )
             failed = _Level((r.failed, r.gone) for r in runners if r.failed is not None)
             for t in w.times:
@@ -207,12 +181,7 @@ def _gauges(w: _Out, fleet: FleetRun, shape: Shape) -> None:
     for metric, text in kept:
         w.family(metric, "gauge", text)
         for kind in plan.types:
-            labels = {
-                **_listener_target(kind.name, 1),
-                "name": kind.name,
-                "exported_namespace": "arc-runners",
-                "organization": plan.org,
-            }
+            labels = {**_listener_target(kind.name, 1), **_scale_set(kind.name, plan.org)}
             w.write(metric, labels, levels[kind.name][metric])
     if shape is Shape.LEAN:
         return
@@ -239,26 +208,25 @@ def _gauges(w: _Out, fleet: FleetRun, shape: Shape) -> None:
     ):
         w.family(metric, "gauge", text)
         for kind in plan.types:
-            labels = {
-                **controller,
-                "name": kind.name,
-                "exported_namespace": "arc-runners",
-                "organization": plan.org,
-            }
+            labels = {**controller, **_scale_set(kind.name, plan.org)}
             w.write(metric, labels, levels[kind.name][metric])
+
+
+#: A job series: its scale set and its labels.
+Key = tuple[str, tuple[tuple[str, str], ...]]
 
 
 def _observations(
     fleet: FleetRun, full: bool, arc_version: str
 ) -> tuple[
-    dict[tuple[str, tuple], list[float]],
-    dict[tuple[str, tuple], list[tuple[float, float]]],
-    dict[tuple[str, tuple], list[tuple[float, float]]],
+    dict[Key, list[float]],
+    dict[Key, list[tuple[float, float]]],
+    dict[Key, list[tuple[float, float]]],
 ]:
     """Per (scale set, labels): start times; startup observations; completions (time, seconds)."""
-    started: dict[tuple[str, tuple], list[float]] = defaultdict(list)
-    startup: dict[tuple[str, tuple], list[tuple[float, float]]] = defaultdict(list)
-    completed: dict[tuple[str, tuple], list[tuple[float, float]]] = defaultdict(list)
+    started: dict[Key, list[float]] = defaultdict(list)
+    startup: dict[Key, list[tuple[float, float]]] = defaultdict(list)
+    completed: dict[Key, list[tuple[float, float]]] = defaultdict(list)
     org = fleet.plan.org
     for job in fleet.jobs:
         labels = _job_labels(job, org, full)
@@ -277,18 +245,18 @@ def _observations(
     return started, startup, completed
 
 
-def _counter(w: _Out, metric: str, events: dict[tuple[str, tuple], list[float]]) -> None:
+def _counter(w: Out, metric: str, events: dict[Key, list[float]]) -> None:
     for (name, labels), times in sorted(events.items()):
         times.sort()
         first = bisect.bisect_left(w.times, times[0])
         if first >= len(w.times):
             continue
-        values = [float(bisect.bisect_right(times, t)) for t in w.times]
+        values = [float(bisect.bisect_right(times, t)) for t in w.times[first:]]
         w.write(metric, {**dict(labels), **_listener_target(name, 1)}, values, first)
 
 
 def _histogram(
-    w: _Out, metric: str, events: dict[tuple[str, tuple], list[tuple[float, float]]], buckets: bool
+    w: Out, metric: str, events: dict[Key, list[tuple[float, float]]], buckets: bool
 ) -> None:
     for (name, labels), observed in sorted(events.items()):
         observed.sort()
@@ -297,12 +265,10 @@ def _histogram(
             continue
         target = {**dict(labels), **_listener_target(name, 1)}
         at = [o[0] for o in observed]
-        upto = [bisect.bisect_right(at, t) for t in w.times]
-        sums, running = [], 0.0
+        upto = [bisect.bisect_right(at, t) for t in w.times[first:]]
         cumulative = [0.0]
         for _, value in observed:
-            running += value
-            cumulative.append(running)
+            cumulative.append(cumulative[-1] + value)
         sums = [cumulative[n] for n in upto]
         if buckets:
             for bound in (*BUCKETS, math.inf):
@@ -328,8 +294,8 @@ def write_openmetrics(
     extra = {"cluster": "ci-east-1"} if shape is Shape.LEAN else {}
     full = shape is Shape.FULL
     with path.open("w", encoding="utf-8") as out:
-        w = _Out(out, times, extra)
-        short = _Out(out, sample_times(fleet, step, SHORT_SECONDS), extra)
+        w = Out(out, times, extra)
+        short = Out(out, sample_times(fleet, step, SHORT_SECONDS), extra)
         _gauges(w, fleet, shape)
         started, startup, completed = _observations(fleet, full, arc_version)
         w.family("gha_started_jobs", "counter", "Total number of jobs started.")

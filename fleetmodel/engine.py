@@ -136,13 +136,18 @@ class _TypeEpisode:
     # arrivals -------------------------------------------------------------------------------
 
     def _rate(self, flow: Workflow, at: float) -> float:
+        """Jobs a minute of `flow` at `at`: its cycle, then the trouble staged (a workflow moved
+        in arrives only from then on, one moved out no more)."""
+        trouble = self.troubled(at)
+        moved_in = self.trouble is not None and flow in self.trouble.moved_in
+        if moved_in and trouble is None:
+            return 0.0
         offset = self.run.plan.utc_offset
         if flow.nightly_hour is not None:
             base = flow.peak * nightly_factor(at, offset, flow.nightly_hour)
         else:
             base = flow.peak * day_factor(at, offset)
-        trouble = self.troubled(at)
-        if trouble is None:
+        if trouble is None or moved_in:
             return base
         if flow.name in trouble.moved_out:
             return 0.0
@@ -153,7 +158,6 @@ class _TypeEpisode:
         if self.trouble is not None:
             flows.extend(self.trouble.moved_in)
         for flow in flows:
-            moved_in = self.trouble is not None and flow in self.trouble.moved_in
             bound = flow.peak * max(6.0, (self.trouble.demand if self.trouble else 1.0) * 1.05)
             if bound <= 0:
                 continue
@@ -162,12 +166,7 @@ class _TypeEpisode:
                 at += self.rng.expovariate(bound / 60.0)
                 if at >= self.end:
                     break
-                if moved_in:
-                    rate = flow.peak * day_factor(at, self.run.plan.utc_offset)
-                    rate = rate if at >= self.trouble_from else 0.0
-                else:
-                    rate = self._rate(flow, at)
-                if self.rng.random() * bound < rate:
+                if self.rng.random() * bound < self._rate(flow, at):
                     self._arrive(flow, at)
 
     def _arrive(self, flow: Workflow, at: float, rerun: Job | None = None) -> None:

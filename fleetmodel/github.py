@@ -26,8 +26,6 @@ from typing import Any
 
 from fleetmodel.engine import FleetRun, Job, Runner
 
-_OS_LABEL = {"Linux": "Linux", "Windows": "Windows"}
-
 
 def _stamp(seconds: float | None) -> str | None:
     if seconds is None:
@@ -182,7 +180,7 @@ def runners_list(fleet: FleetRun, at: float | None = None) -> list[dict[str, Any
                 "runner_group_id": 1,
                 "labels": [
                     {"id": 1, "name": "self-hosted", "type": "read-only"},
-                    {"id": 2, "name": _OS_LABEL[os], "type": "read-only"},
+                    {"id": 2, "name": os, "type": "read-only"},
                     {"id": 3, "name": _arch(runner.runner_type), "type": "read-only"},
                     {
                         "id": 100 + zlib.crc32(runner.runner_type.encode()) % 1000,

@@ -130,9 +130,6 @@ class FleetPlan:
     episode_hours: float = 4.0
     last_hours: float = 7.0
 
-    def type(self, name: str) -> RunnerType:
-        return next(t for t in self.types if t.name == name)
-
 
 _FAMILIES = (
     ("linux-x64", "Linux", (2, 4, 8, 16, 32, 64)),
@@ -273,10 +270,11 @@ def _tight(kind: RunnerType, rng: random.Random, end: float, offset: int) -> Run
 
 def _trouble(case: Case, rng: random.Random, kind: RunnerType, end: float, offset: int) -> Trouble:
     since = rng.uniform(1.0, 4.0) * 3600
-    now_need = concurrency_needed(kind, day_factor(end, offset))
     if case is Case.SURGE:
-        return Trouble(since=rng.uniform(0.75, 3.0) * 3600, cause=WORKLOAD, demand=0)
+        surge_since = rng.uniform(0.75, 3.0) * 3600
+        return Trouble(since=surge_since, cause=WORKLOAD, demand=_surge(rng, kind, end, offset))
     if case is Case.LOWERED_MAX:
+        now_need = concurrency_needed(kind, day_factor(end, offset))
         ceiling = max(2, math.floor(max(now_need, 3.0) * rng.uniform(0.3, 0.6)))
         return Trouble(since=since, cause=LIMITS, max_runners=kind.min_runners + ceiling)
     if case is Case.SLOW_JOBS:
@@ -314,10 +312,9 @@ def _trouble(case: Case, rng: random.Random, kind: RunnerType, end: float, offse
     raise ValueError(f"no trouble for {case}")
 
 
-def _surge(
-    rng: random.Random, kind: RunnerType, trouble: Trouble, end: float, offset: int
-) -> Trouble:
-    """A surge: enough extra arrivals to outrun the maximum within the hour."""
+def _surge(rng: random.Random, kind: RunnerType, end: float, offset: int) -> float:
+    """A surge's factor on demand: enough extra arrivals to outrun the maximum within the
+    hour."""
     now_rate = sum(w.peak for w in kind.workflows) * day_factor(end, offset)
     capacity = (kind.max_runners or 50) / (
         sum(w.seconds * w.peak for w in kind.workflows)
@@ -325,7 +322,7 @@ def _surge(
         / 60.0
     )
     wanted = max(now_rate * rng.uniform(2.5, 4.5), capacity * rng.uniform(1.3, 1.8), 1.0)
-    return replace(trouble, demand=wanted / max(now_rate, 1e-9))
+    return wanted / max(now_rate, 1e-9)
 
 
 def plan(case: Case, *, seed: int, types: int, end: datetime, days: int = 7) -> FleetPlan:
@@ -352,10 +349,7 @@ def plan(case: Case, *, seed: int, types: int, end: datetime, days: int = 7) -> 
         if one in (Case.SURGE, Case.SLOW_JOBS, Case.TOO_SMALL, Case.LOWERED_MAX):
             kind = _tight(kind, rng, stamp, offset)
             replace_type(kind)
-        trouble = _trouble(one, rng, kind, stamp, offset)
-        if one is Case.SURGE:
-            trouble = _surge(rng, kind, trouble, stamp, offset)
-        troubles[kind.name] = trouble
+        troubles[kind.name] = _trouble(one, rng, kind, stamp, offset)
     if case is Case.OUTAGE:
         since = rng.uniform(0.75, 2.5) * 3600
         share = rng.uniform(0.8, 1.0)

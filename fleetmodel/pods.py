@@ -5,21 +5,9 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import TYPE_CHECKING
 
 from fleetmodel.engine import FleetRun
-
-if TYPE_CHECKING:
-    from fleetmodel.arc import _Out as Out
-
-
-def _first(*values: float | None) -> float | None:
-    present = [v for v in values if v is not None]
-    return min(present) if present else None
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+from fleetmodel.openmetrics import Out, first_of
 
 
 def write_pods(w: Out, fleet: FleetRun) -> None:
@@ -28,7 +16,7 @@ def write_pods(w: Out, fleet: FleetRun) -> None:
     for runner in fleet.runners:
         if runner.online is None:
             continue
-        end = _first(runner.lost, runner.gone) or math.inf
+        end = first_of(runner.lost, runner.gone) or math.inf
         first = bisect.bisect_left(w.times, runner.online)
         last = bisect.bisect_left(w.times, end)
         if first < last:
@@ -73,17 +61,4 @@ def write_pods(w: Out, fleet: FleetRun) -> None:
                     values.append(math.floor(periods))
                 else:
                     values.append(1.0 if runner.oom_at is not None and runner.oom_at <= t else 0.0)
-            _write_slice(w, metric, labels, values, first)
-
-
-def _write_slice(
-    w: Out, metric: str, labels: dict[str, str], values: list[float], first: int
-) -> None:
-    merged = {**labels, **w.extra}
-    text = ",".join(f'{k}="{v}"' for k, v in sorted(merged.items()) if v != "")
-    prefix = f"{metric}{{{text}}} "
-    w.out.write(
-        "".join(prefix + _number(v) + s for v, s in zip(values, w.stamps[first:], strict=False))
-    )
-    w.series += 1
-    w.samples += len(values)
+            w.write(metric, labels, values, first)

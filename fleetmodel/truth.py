@@ -2,7 +2,7 @@
 
 Decided from what happened, not from what was staged: a staged surge the autoscaler absorbed
 queues nothing, and a type queueing as it does every day at this hour is no incident. A type
-queues when a job has waited 10 minutes or more, or 5 jobs have waited 5 minutes or more, and
+queues when a job has waited 10 minutes or more, or 5 jobs have waited more than 5 minutes, and
 its queue is beyond the usual one (the same time on the previous days). Its cause is the one
 staged on it; the primary cause is that of the worst-queueing type (the longest wait in
 minutes plus the jobs waiting, as the alert ranks them). A run whose worst-queueing type had
@@ -24,7 +24,7 @@ QUEUED_WAIT_SECONDS = 300.0
 
 @dataclass(frozen=True)
 class Queue:
-    queued: int  # jobs waiting 5 minutes or more (the alert's count)
+    queued: int  # jobs waiting more than 5 minutes (the alert's count)
     longest: float  # seconds the longest-waiting of them has waited
 
     @property
@@ -43,14 +43,15 @@ class Truth:
 
 
 def queues_at(jobs: list[Job], at: float) -> dict[str, Queue]:
-    """Per runner type, the jobs waiting at `at` for 5 minutes or more and the longest wait."""
+    """Per runner type, the jobs waiting at `at` for more than 5 minutes (as the alert's rule
+    counts them) and the longest wait."""
     waits: dict[str, list[float]] = defaultdict(list)
     for job in jobs:
         if job.created > at:
             continue
         taken = job.started is not None and job.started <= at
         ended = job.completed is not None and job.completed <= at
-        if not taken and not ended and at - job.created >= QUEUED_WAIT_SECONDS:
+        if not taken and not ended and at - job.created > QUEUED_WAIT_SECONDS:
             waits[job.runner_type].append(at - job.created)
     return {name: Queue(len(found), max(found)) for name, found in waits.items()}
 

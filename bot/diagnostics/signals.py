@@ -41,7 +41,6 @@ WITH_BASELINE = (
     Signal.FAILED_SHARE,
     Signal.JOBS_JUDGED,
     Signal.RUNNING,
-    Signal.RUNNING_PEAK,
     Signal.BUSY,
 )
 #: Read also this long ago, so that "for long" can be told from "just now".

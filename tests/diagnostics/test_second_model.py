@@ -15,7 +15,7 @@ from bot.diagnostics.sources.job_events import running_peaks
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.store import JobSpan
-from fleetmodel import Case, plan, run, truth_of
+from fleetmodel import Case, FleetRun, plan, run, truth_of
 from fleetmodel.arc import Shape
 from tests.support.fleet_reading import arc_prometheus, diagnose_run
 from tests.support.integration import require_binary
@@ -23,7 +23,7 @@ from tests.support.integration import require_binary
 END = datetime(2026, 11, 24, 15, 10, tzinfo=UTC)
 
 
-def _fleet(case: Case, seed: int):  # type: ignore[no-untyped-def]
+def _fleet(case: Case, seed: int) -> FleetRun:
     return run(plan(case, seed=seed, types=6, end=END))
 
 
@@ -86,7 +86,7 @@ async def test_cancelled_jobs_counted_with_a_run_time_from_year_one_are_no_job_t
     assert min(ran) <= mean <= max(ran)
 
 
-def _with_a_cancellation_counted_late():  # type: ignore[no-untyped-def]
+def _with_a_cancellation_counted_late() -> tuple[FleetRun, float, str]:
     """A fleet, a day's end and a runner type where a job cancelled before any runner took it
     completed in the last 9 minutes, on a series of ARC's that already counted one (a series'
     first sample holds no increase for rate() to see)."""

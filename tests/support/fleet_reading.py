@@ -24,12 +24,13 @@ from bot.diagnostics.sources.github_runners import GitHubRunnersClient
 from bot.diagnostics.sources.job_history import load_history
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.diagnostics.sources.prometheus import PrometheusClient
-from bot.domain.diagnosis import Report, Verdict
+from bot.domain.diagnosis import Report
 from bot.sandbox.github import GitHubSandbox
 from bot.store import open_store
 from fleetmodel import FleetRun, Truth, truth_of
 from fleetmodel.arc import Shape, write_openmetrics
 from fleetmodel.github import deliveries, runners_list
+from tests.support.github_fleet import named_with_their_cause
 from tests.support.prometheus import Prometheus
 
 TOKEN = "ghs_" + "second" * 7
@@ -58,10 +59,7 @@ class Judged:
 
 def judge(combination: str, report: Report, truth: Truth, with_jobs: bool) -> Judged:
     named = report.primary_cause.value if report.primary_cause else "none"
-    likely = {
-        f.cause.value: list(f.runner_types) for f in report.findings if f.verdict is Verdict.LIKELY
-    }
-    located = all(name in likely.get(cause, []) for name, cause in truth.affected.items())
+    located = named_with_their_cause(report, truth.affected)
     exact: bool | None = None
     if with_jobs:
         shown = {s.name: s for s in report.runner_types}
@@ -128,9 +126,11 @@ async def diagnose_run(
             store = await open_store(str(workdir / "queuebot.db"))
             stack.push_async_callback(store.close)
             await load_history(store, deliveries(fleet), JOBS, remember_until=0.0)
-        github = await stack.enter_async_context(GitHubSandbox(TOKEN))
-        github.runners = runners_list(fleet)  # type: ignore[assignment]
         http = await stack.enter_async_context(aiohttp.ClientSession())
+        github = None
+        if any(c in ("jobs+runners", "all") for c in wanted):
+            github = await stack.enter_async_context(GitHubSandbox(TOKEN))
+            github.runners = runners_list(fleet)  # type: ignore[assignment]
         full = lean = None
         if needs_full:
             assert binaries is not None
@@ -145,7 +145,7 @@ async def diagnose_run(
         judged = []
         for combination in wanted:
             runners = None
-            if combination in ("jobs+runners", "all"):
+            if github is not None and combination in ("jobs+runners", "all"):
                 runners = GitHubRunnersClient(
                     http, github.url, TOKEN, RunnerScope(ScopeKind.ORG, github.org)
                 )

@@ -17,7 +17,7 @@ from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
 from bot.diagnostics.sources.github_runners import GitHubRunnersClient
 from bot.diagnostics.sources.job_history import load_history
 from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.domain.diagnosis import Verdict
+from bot.domain.diagnosis import Report, Verdict
 from bot.sandbox.github import GitHubSandbox, SandboxRunner
 from bot.simulator import FleetJobs, SimulatedRunner, SimulationSpec, simulate_jobs
 from bot.simulator.deliveries import history_bodies
@@ -54,6 +54,14 @@ def sandbox_runners(
     ]
 
 
+def named_with_their_cause(report: Report, affected: dict[str, str]) -> bool:
+    """Whether every runner type in `affected` is named by the likely finding of its cause."""
+    likely = {
+        f.cause.value: set(f.runner_types) for f in report.findings if f.verdict is Verdict.LIKELY
+    }
+    return all(name in likely.get(cause, set()) for name, cause in affected.items())
+
+
 @dataclass(frozen=True)
 class GitHubRun:
     staged: str
@@ -87,10 +95,7 @@ async def diagnose_from_github(spec: SimulationSpec, workdir: Path) -> GitHubRun
         await store.close()
     truth = fleet.truth
     named = report.primary_cause.value if report.primary_cause else "none"
-    likely = {
-        f.cause.value: set(f.runner_types) for f in report.findings if f.verdict is Verdict.LIKELY
-    }
-    located = all(name in likely.get(cause, set()) for name, cause in truth.affected.items())
+    located = named_with_their_cause(report, truth.affected)
     expected = alert_numbers(fleet, spec.end.timestamp())
     shown = {state.name: state for state in report.runner_types}
     exact, error = True, 0.0

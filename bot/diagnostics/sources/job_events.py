@@ -2,9 +2,10 @@
 whatever autoscaler runs it.
 
 At a moment T, per runner type:
-- `queued` and `max_wait`: the jobs queued at T that have waited `queued_after_seconds` (5 min)
-  or more, and the longest wait among them — the reference alert's own two numbers, computed as
-  its rule computes them from the same events; with the longest-waiting jobs themselves;
+- `queued` and `max_wait`: the jobs queued at T that have waited more than
+  `queued_after_seconds` (5 min), and the longest wait among them — the reference alert's own
+  two numbers, computed as its rule computes them from the same events; with the
+  longest-waiting jobs themselves;
 - over the window before T (bot.diagnostics.sources.job_window): arrivals, starts and
   completions per minute, queue time mean/p50/p90/max, job time mean/p50/p90, by workflow, job
   and repository;
@@ -207,10 +208,14 @@ async def read_jobs(
             *(store.job_activity(t - OUTCOME_SECONDS, t) for t in [stamp, *days])
         )
     judged_now, *judged_past = [counted(activity, config) for activity in outcomes]
-    busy = await asyncio.gather(*(running(store, config, t) for t in [stamp, *earlier_at, *days]))
     ends = [stamp, *earlier_at]
+    # The jobs that may have run in the earliest window: started at most the lookback before.
     lookback = RUNNING_LOOKBACK_SECONDS + stamp - min(ends) + span
-    peaks = running_peaks(await store.job_spans(stamp - lookback, stamp), config, ends, span)
+    busy, spans = await asyncio.gather(
+        asyncio.gather(*(running(store, config, t) for t in [stamp, *earlier_at, *days])),
+        store.job_spans(stamp - lookback, stamp),
+    )
+    peaks = running_peaks(spans, config, ends, span)
     now, *past = [window_values(counted(activity, config)) for activity in activities]
     queued, busy_days = queues[0], busy[1 + len(earlier_at) :]
 
