@@ -20,7 +20,7 @@ from bot.store import Store
 #: A little under Slack's one a second: a token is counted when a post is asked for, and Slack
 #: counts it when the post arrives, a few milliseconds later or earlier.
 PER_SECOND = 0.95
-BURST = 3
+BURST = 2
 
 
 class Pacer:
