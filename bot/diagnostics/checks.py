@@ -34,20 +34,22 @@ from bot.diagnostics.evidence import (
     supply,
     window_minutes,
 )
-from bot.diagnostics.measures import Signal
+from bot.diagnostics.measures import Origin, Signal
 from bot.diagnostics.runner_checks import Check, infrastructure, resources
 from bot.diagnostics.signals import FleetSignals
 from bot.diagnostics.workload import moved_from, top_workflows
 from bot.domain.diagnosis import (
     Cause,
     Confidence,
+    Evidence,
     Finding,
+    PastQueue,
     Report,
     RunnerTypeState,
     Scope,
     Verdict,
 )
-from bot.render.diagnosis_text import amount
+from bot.render.diagnosis_text import amount, past_text
 
 #: "Well above the baseline".
 RATIO_LIKELY = 1.5
@@ -58,6 +60,8 @@ SURGE_Z = 3.0
 ENOUGH_JOBS = 50.0
 SLOWDOWN_FEW_JOBS = 2.0
 IDLE_WHILE_WAITING = 2.0
+#: Busy runners at least this many above usual before their number per job arriving counts.
+HELD_MIN_EXTRA = 3.0
 
 PRECEDENCE = (
     Cause.RESOURCE_CONSTRAINTS,
@@ -83,6 +87,10 @@ def _idle_while_waiting(state: RunnerTypeState) -> bool:
     return idle > IDLE_WHILE_WAITING and idle >= 0.1 * registered
 
 
+def _queue_now(state: RunnerTypeState) -> PastQueue:
+    return PastQueue(queued=state.queued, max_wait_seconds=state.max_wait_seconds)
+
+
 def _at_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     busy = supply(fleet, state.name)
     return state.at_max or (busy is not None and busy.flat)
@@ -93,12 +101,16 @@ def _workload(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     asked = demand(fleet, name)
     if asked is None:
         return Verdict.NO_DATA, ()
-    minutes = window_minutes(fleet.window)
-    likely = (
-        (_ratio(asked.now, asked.usual, 0.1) or 0.0) >= RATIO_LIKELY
-        and asked.now - asked.usual >= MIN_EXTRA_PER_MINUTE
-        and significant_rise(asked.now, asked.usual, minutes, SURGE_Z)
+    likely = _rose(asked.now, asked.usual, window_minutes(fleet.window))
+    hour = fleet.value(Signal.ARRIVALS_HOUR, name)
+    usual_hour = fleet.base(Signal.ARRIVALS_HOUR, name)
+    over_hour = (
+        asked.measured == "arrivals"
+        and hour is not None
+        and usual_hour is not None
+        and _rose(hour, usual_hour, 60.0)
     )
+    likely = likely or over_hour
     by_workflow = (
         Signal.ARRIVALS_BY_WORKFLOW if asked.measured == "arrivals" else Signal.STARTED_BY_WORKFLOW
     )
@@ -123,9 +135,22 @@ def _workload(fleet: FleetSignals, state: RunnerTypeState) -> Check:
             workflows=workflows,
         ).model_copy(update={"baseline": asked.usual})
     ]
+    if hour is not None and usual_hour is not None:
+        found.append(
+            evidence(fleet, Signal.ARRIVALS_HOUR, name, "jobs arriving per minute, last hour")
+        )
     for other in moved_from(fleet, name, workflows) if likely else ():
         found.append(other)
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
+
+
+def _rose(now: float, usual: float, minutes: float) -> bool:
+    """Jobs a minute well above usual, by more than chance explains over `minutes`."""
+    return (
+        (_ratio(now, usual, 0.1) or 0.0) >= RATIO_LIKELY
+        and now - usual >= MIN_EXTRA_PER_MINUTE
+        and significant_rise(now, usual, minutes, SURGE_Z)
+    )
 
 
 def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
@@ -156,12 +181,44 @@ def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         if fleet.workflows.get(Signal.DURATION_P90_BY_WORKFLOW, {}).get(name)
         else Signal.DURATION_MEAN_BY_WORKFLOW
     )
+    held = _held_longer(fleet, name)
+    likely = likely or held is not None
     workflows = top_workflows(fleet, by_workflow, name, 1.0) if likely else ()
     found = [evidence(fleet, signal, name, measure, unit="s", workflows=workflows)]
+    if held is not None:
+        found.append(held)
     if fleet.value(center, name) is not None:
         label = "p50 job time" if center is Signal.DURATION_P50 else "p90 job time"
         found.append(evidence(fleet, center, name, label, unit="s"))
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
+
+
+def _held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
+    """Runners busy per job arriving (the last hour's demand) well above usual: the same demand
+    keeps more runners busy, for longer (jobs running = arrivals x job time). Where jobs are
+    slow, the few completing in the window may be the quick ones; the busy runners are not."""
+    busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
+    hour, usual_hour = (
+        fleet.value(Signal.ARRIVALS_HOUR, name),
+        fleet.base(Signal.ARRIVALS_HOUR, name),
+    )
+    if busy is None or usual_busy is None or hour is None or usual_hour is None:
+        return None
+    if busy < usual_busy + HELD_MIN_EXTRA or usual_hour <= 0 or hour <= 0:
+        return None
+    if hour >= RATIO_LIKELY * usual_hour:
+        return None  # more jobs, perhaps other jobs: no telling their time from the count
+    per_job = (busy / hour) / (max(usual_busy, 1.0) / usual_hour)
+    if per_job < RATIO_LIKELY:
+        return None
+    return Evidence(
+        runner_type=name,
+        measure="runners busy per job arriving a minute",
+        now=busy / hour,
+        baseline=max(usual_busy, 1.0) / usual_hour,
+        source=(fleet.origin(Signal.RUNNING, name) or Origin.JOB_EVENTS).value,
+        why=f"{per_job:.1f}x usual: the same demand keeps runners busy longer",
+    )
 
 
 def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
@@ -289,6 +346,11 @@ def diagnose(fleet: FleetSignals) -> Report:
         " a label or scheduling problem, not capacity."
         for state in affected
         if _idle_while_waiting(state)
+    ] + [
+        f"{state.name}: {past_text(_queue_now(state))} now, as usual at this time"
+        f" ({past_text(state.usual)}): not an incident."
+        for state in states
+        if state.queueing and not state.affected and state.usual is not None
     ]
     missing = tuple(f"{signal.value}: {reason}" for signal, reason in sorted(fleet.missing.items()))
     return Report(

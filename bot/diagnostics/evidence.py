@@ -20,6 +20,10 @@ from bot.domain.diagnosis import Evidence, PastQueue, RunnerTypeState
 #: A runner type is queueing when a job waited this long, or this many jobs wait.
 WAIT_AFFECTED_SECONDS = 600.0
 QUEUED_AFFECTED = 5.0
+#: ...and beyond its usual queue at this time: a queue it has every day at this hour is no
+#: incident (the usual's size, as the alert ranks queues, times this, plus this much).
+USUAL_RATIO = 1.5
+USUAL_MARGIN = 5.0
 
 
 def window_minutes(window: str) -> float:
@@ -49,9 +53,18 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     # counted (a lean scrape), the jobs running (7 waiting behind 98 running are runners
     # starting, not a queue).
     runners = registered if registered is not None else (busy or get(Signal.RUNNING) or 0.0)
-    affected = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= max(
+    queueing = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= max(
         QUEUED_AFFECTED, 0.25 * runners
     )
+    usual = usual_queue(fleet, name)
+    beyond = True
+    if usual is not None:
+        # Like with like: where the usual wait is not known, the jobs waiting alone.
+        now_wait = waited if usual.max_wait_seconds is not None else None
+        beyond = (
+            _severity(queued, now_wait)
+            > USUAL_RATIO * _severity(usual.queued, usual.max_wait_seconds) + USUAL_MARGIN
+        )
     (queued_then, queued_week), (wait_then, wait_week) = (
         fleet.days_before(Signal.QUEUED, name),
         fleet.days_before(Signal.MAX_WAIT, name),
@@ -65,7 +78,9 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
         idle=get(Signal.IDLE),
         desired=get(Signal.DESIRED),
         max=get(Signal.MAX_RUNNERS),
-        affected=affected and (queued or 0.0) > 0,
+        affected=queueing and beyond and (queued or 0.0) > 0,
+        queueing=queueing and (queued or 0.0) > 0,
+        usual=usual,
         since=fleet.since.get(name),
         yesterday=(
             PastQueue(queued=queued_then, max_wait_seconds=wait_then)
@@ -78,6 +93,24 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
             else None
         ),
     )
+
+
+def _severity(queued: float | None, waited: float | None) -> float:
+    """A queue's size as the alert ranks queues: the longest wait in minutes plus the jobs."""
+    return (waited or 0.0) / 60.0 + (queued or 0.0)
+
+
+def usual_queue(fleet: FleetSignals, name: str) -> PastQueue | None:
+    """The queue `name` usually has at this time (the median of the previous days), where
+    measured; the wait is the longest, or where that is not measured the p90 (or mean) of the
+    jobs started in the window, as for the queue now."""
+    queued = fleet.base(Signal.QUEUED, name)
+    if queued is None:
+        return None
+    for signal in (Signal.MAX_WAIT, Signal.QUEUE_TIME_P90, Signal.QUEUE_TIME_MEAN):
+        if fleet.value(signal, name) is not None:
+            return PastQueue(queued=queued, max_wait_seconds=fleet.base(signal, name))
+    return PastQueue(queued=queued, max_wait_seconds=None)
 
 
 def evidence(

@@ -22,6 +22,9 @@ class Signal(StrEnum):
     RUNNING_PEAK = "running_peak"
     ARRIVALS_PER_MINUTE = "arrivals_per_minute"  # jobs created (demand)
     ARRIVALS_BY_WORKFLOW = "arrivals_by_workflow"
+    #: Jobs created per minute over the last hour: a doubling of a few jobs a minute is chance
+    #: in ten minutes and plain in an hour.
+    ARRIVALS_HOUR = "arrivals_hour"
     STARTED_PER_MINUTE = "started_per_minute"  # jobs a runner took
     STARTED_BY_WORKFLOW = "started_by_workflow"
     COMPLETED_PER_MINUTE = "completed_per_minute"

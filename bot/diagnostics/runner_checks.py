@@ -11,6 +11,7 @@ from bot.domain.diagnosis import Evidence, RunnerTypeState, Verdict
 from bot.render.diagnosis_text import amount
 
 FAILED_RUNNERS_LIKELY = 3.0
+FAILED_RUNNERS_SHARE = 0.05
 REGISTERED_STALL = 1.1
 THROTTLED_LIKELY = 0.25
 OFFLINE_SHARE = 0.3
@@ -21,8 +22,9 @@ FAILING_MIN_JOBS = 10.0
 FAILING_Z = 2.5
 GAP_SHARE = 0.3
 GAP_MIN = 3.0
-#: Busy runners below this share of usual while jobs wait: the runners are not there.
-SHORT_OF_USUAL = 0.5
+#: Busy runners below this share of usual while jobs have waited through the last half hour,
+#: not held at one level: the runners are not there.
+SHORT_OF_USUAL = 0.8
 
 Check = tuple[Verdict, tuple[Evidence, ...]]
 
@@ -58,7 +60,9 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     failed = fleet.value(Signal.FAILED_RUNNERS, name)
     if failed is not None:
         measured = True
-        likely = likely or failed >= FAILED_RUNNERS_LIKELY
+        # A few runners of a large scale set fail on any day: a share of it counts.
+        size = max(desired or 0.0, registered or 0.0)
+        likely = likely or failed >= max(FAILED_RUNNERS_LIKELY, FAILED_RUNNERS_SHARE * size)
         found.append(evidence(fleet, Signal.FAILED_RUNNERS, name, "failed runners", baseline=False))
     pending = fleet.value(Signal.PENDING_RUNNERS, name)
     if pending is not None:
@@ -88,6 +92,7 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
             and busy.now < SHORT_OF_USUAL * busy.usual
             and not busy.flat
             and not busy.catching_up
+            and all(then.get(name, 0.0) > 0 for then in fleet.earlier.get(Signal.QUEUED, []))
         )
         if (busy.falling or short) and not state.at_max:
             likely = True

@@ -14,7 +14,7 @@ WORKFLOW_RATIO = 1.5
 MAX_WORKFLOWS = 3
 #: A workflow counts as moved away from a type when its arrivals there fell this much.
 MOVED_SHARE = 0.5
-MOVED_MIN_PER_MINUTE = 0.5
+MOVED_MIN_PER_MINUTE = 0.2
 #: A job or a repository is named when it alone holds this share of the growth: most of it.
 DOMINANT_SHARE = 2 / 3
 _PER_MINUTE = frozenset({Signal.ARRIVALS_PER_MINUTE, Signal.STARTED_PER_MINUTE})

@@ -149,7 +149,12 @@ class RunnerTypeState(BaseModel):
     idle: float | None = None
     desired: float | None = None
     max: float | None = None
+    #: Queueing beyond its usual at this time: the runner types a diagnosis explains.
     affected: bool = False
+    #: Jobs waiting long (a job 10 minutes, or 5 jobs), usual or not.
+    queueing: bool = False
+    #: The queue usual at this time (the median of the previous days), where measured.
+    usual: PastQueue | None = None
     #: When the longest-waiting job was created (job events only).
     since: float | None = None
     #: The queue the same time yesterday and a week before (job events only).

@@ -168,6 +168,8 @@ def past_text(past: PastQueue) -> str:
 def report_headline(report: Report) -> str:
     affected = report.affected
     if not affected:
+        if any(t.queueing for t in report.runner_types):
+            return "Jobs are waiting, but no more than usual at this time of day."
         return "No runner type has jobs waiting long right now."
     if report.primary_cause is None:
         return "Jobs are waiting, but no clear cause stands out from the data."
@@ -178,6 +180,8 @@ def report_headline(report: Report) -> str:
 def scope_text(report: Report, *, markup: bool = True) -> str:
     affected, total = report.affected, len(report.runner_types)
     if report.scope is Scope.NONE:
+        if any(t.queueing for t in report.runner_types):
+            return f"Scope: none of {total} runner types is queueing beyond its usual."
         return f"Scope: none of {total} runner types is queueing."
     names = ", ".join(_plain(t.name) if markup else t.name for t in affected[:MAX_TYPES_LISTED])
     more = (

@@ -133,3 +133,56 @@ def test_the_model_runs_the_same_fleet_from_the_same_seed(case: Case) -> None:
     assert [(j.id, j.created, j.started, j.completed) for j in first.jobs] == [
         (j.id, j.created, j.started, j.completed) for j in second.jobs
     ]
+
+
+def _at(case: Case, seed: int, hour: int, day: int = 24) -> FleetRun:
+    """A fleet of six types whose run ends at `hour`:(7 * seed) on `day` November 2026."""
+    end = datetime(2026, 11, day, hour, 7 * seed, tzinfo=UTC)
+    return run(plan(case, seed=seed, types=6, end=end))
+
+
+async def test_a_workflow_moved_in_is_more_work_even_at_a_ceiling(tmp_path: Path) -> None:
+    # The receiving type runs at its ceiling with twice its usual arrivals: 12 jobs in ten
+    # minutes where 6 are usual is chance, 66 in an hour where 30 are usual is not.
+    fleet = _at(Case.MOVED_WORKFLOW, 1, 10)
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "increased_workload"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "increased_workload" and judged.located
+    workload = next(f for f in judged.report.findings if f.cause.value == "increased_workload")
+    measures = {e.measure for e in workload.evidence}
+    assert "jobs arriving per minute, last hour" in measures
+    # Where the jobs came from: the type the workflow left.
+    (moved,) = [e for e in workload.evidence if "moved away" in e.measure]
+    assert moved.runner_type in fleet.plan.troubles and moved.now == 0
+
+
+async def test_slow_jobs_at_a_ceiling_are_long_running_jobs_not_the_limit(
+    tmp_path: Path,
+) -> None:
+    # Jobs 2.6x slower for three hours: the few completing in ten minutes tell little, but
+    # the same demand keeps twice the runners busy.
+    fleet = _at(Case.SLOW_JOBS, 1, 16, day=25)
+    assert truth_of(fleet).primary_cause == "long_running_jobs"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "long_running_jobs" and judged.located
+    found = next(f for f in judged.report.findings if f.cause.value == "long_running_jobs")
+    (held,) = [e for e in found.evidence if e.measure.startswith("runners busy per job")]
+    assert held.now is not None and held.baseline is not None
+    assert held.now >= 1.5 * held.baseline
+
+
+async def test_a_queue_as_long_as_every_day_at_this_hour_is_no_incident(tmp_path: Path) -> None:
+    # The type has queued hundreds of jobs at this hour every day: on ARC's metrics too, the
+    # queue now against the usual one says there is nothing new to diagnose.
+    binaries = (
+        require_binary("prometheus", "apt-get install -y prometheus"),
+        require_binary("promtool", "apt-get install -y prometheus"),
+    )
+    fleet = _at(Case.LOWERED_MAX, 1, 10, day=25)
+    assert truth_of(fleet).primary_cause == "none"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc"), binaries=binaries):
+        assert judged.named == "none", judged.combination
+        report = judged.report
+        assert not report.affected, judged.combination
+        assert any("as usual at this time" in note for note in report.notes), judged.combination

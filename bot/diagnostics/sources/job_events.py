@@ -38,7 +38,7 @@ from bot.diagnostics.sources.job_window import (
     window_values,
 )
 from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.store import JobSpan, QueuedJob, Store
+from bot.store import JobActivity, JobSpan, QueuedJob, Store
 
 #: The longest-waiting jobs kept per runner type, to name and link.
 LONGEST = 5
@@ -57,6 +57,7 @@ SHORT_HISTORY_NOTE = (
 )
 #: Signals a runner type known at all has, 0 where it had no jobs (a time is not measured).
 _ZERO_WITHOUT_JOBS = (RATES - {Signal.ARRIVALS_BY_WORKFLOW, Signal.STARTED_BY_WORKFLOW}) | {
+    Signal.ARRIVALS_HOUR,
     Signal.QUEUED,
     Signal.MAX_WAIT,
     Signal.RUNNING,
@@ -162,13 +163,31 @@ def usual_moments(
     return hours, SHORT_HISTORY_NOTE if hours else ""
 
 
+def _arrivals(activity: JobActivity) -> Values:
+    """Jobs created per minute over the activity's stretch, per runner type."""
+    minutes = max((activity.until - activity.since) / 60.0, 1e-9)
+    found: Values = defaultdict(float)
+    for row in activity.arrivals:
+        found[row.runner_type] += 1.0 / minutes
+    return dict(found)
+
+
+def _counts(queued: dict[str, list[QueuedJob]]) -> Values:
+    return {name: float(len(jobs)) for name, jobs in queued.items()}
+
+
+def _waits(queued: dict[str, list[QueuedJob]], stamp: float) -> Values:
+    """The longest wait per runner type (its jobs are longest-waiting first)."""
+    return {name: stamp - jobs[0].created_at for name, jobs in queued.items()}
+
+
 def _moment(
     numbers: WindowNumbers, queued: dict[str, list[QueuedJob]], busy: Values, stamp: float
 ) -> dict[Signal, Values]:
     """Every number of one moment per runner type: its window's, the queue's, the busy."""
     values = {signal: dict(by_type) for signal, by_type in numbers.values.items()}
-    values[Signal.QUEUED] = {name: float(len(jobs)) for name, jobs in queued.items()}
-    values[Signal.MAX_WAIT] = {name: stamp - jobs[0].created_at for name, jobs in queued.items()}
+    values[Signal.QUEUED] = _counts(queued)
+    values[Signal.MAX_WAIT] = _waits(queued, stamp)
     values[Signal.RUNNING] = busy
     return values
 
@@ -199,7 +218,7 @@ async def read_jobs(
     single = [t for t in (days_before(stamp, 1), days_before(stamp, 7)) if t in days]
     earlier_at = [stamp - ago.total_seconds() for ago in earlier]
     queues = await asyncio.gather(
-        *(queued_now(store, config, t) for t in [stamp, *earlier_at, *single])
+        *(queued_now(store, config, t) for t in [stamp, *earlier_at, *days])
     )
     activities = await asyncio.gather(*(store.job_activity(t - span, t) for t in [stamp, *days]))
     outcomes = activities
@@ -208,6 +227,7 @@ async def read_jobs(
             *(store.job_activity(t - OUTCOME_SECONDS, t) for t in [stamp, *days])
         )
     judged_now, *judged_past = [counted(activity, config) for activity in outcomes]
+    hourly = [_arrivals(activity) for activity in (judged_now, *judged_past)]
     ends = [stamp, *earlier_at]
     # The jobs that may have run in the earliest window: started at most the lookback before.
     lookback = RUNNING_LOOKBACK_SECONDS + stamp - min(ends) + span
@@ -225,28 +245,38 @@ async def read_jobs(
     reading.breakdowns = now.breakdowns
     reading.since = {name: jobs[0].created_at for name, jobs in queued.items()}
     reading.longest = {name: jobs[:LONGEST] for name, jobs in queued.items()}
-    reading.earlier_queued = [
-        {name: float(len(jobs)) for name, jobs in then.items()}
-        for then in queues[1 : 1 + len(earlier_at)]
-    ]
+    reading.earlier_queued = [_counts(then) for then in queues[1 : 1 + len(earlier_at)]]
     reading.earlier_running = list(busy[1 : 1 + len(earlier_at)])
     reading.now[Signal.RUNNING_PEAK] = peaks[0]
     reading.earlier_peaks = peaks[1:]
     base = usual(past)
-    reading.baseline = {**base.values, Signal.RUNNING: median_values(busy_days, rate=True)}
+    queued_days = queues[1 + len(earlier_at) :]
+    # The usual queue at this hour: a type queueing as it does every day is no incident.
+    reading.baseline = {
+        **base.values,
+        Signal.RUNNING: median_values(busy_days, rate=True),
+        Signal.QUEUED: median_values([_counts(q) for q in queued_days], rate=True),
+        Signal.MAX_WAIT: median_values(
+            [_waits(q, t) for q, t in zip(queued_days, days, strict=True)], rate=True
+        ),
+    }
+    reading.now[Signal.ARRIVALS_HOUR] = hourly[0]
+    reading.baseline[Signal.ARRIVALS_HOUR] = median_values(hourly[1:], rate=True)
     share, jobs = failed_shares([judged_now])
     reading.now[Signal.FAILED_SHARE], reading.now[Signal.JOBS_JUDGED] = share, jobs
     if judged_past:
         reading.baseline[Signal.FAILED_SHARE] = failed_shares(judged_past)[0]
     reading.workflow_baseline = base.workflows
     reading.breakdown_baseline = base.breakdowns
-    queued_then = dict(zip(single, queues[1 + len(earlier_at) :], strict=True))
+    queued_then = {t: q for t, q in zip(days, queued_days, strict=True) if t in single}
 
     def day(t: float) -> dict[Signal, Values]:
         if t not in queued_then:
             return {}
         index = days.index(t)
-        return _moment(past[index], queued_then[t], busy_days[index], t)
+        values = _moment(past[index], queued_then[t], busy_days[index], t)
+        values[Signal.ARRIVALS_HOUR] = hourly[1 + index]
+        return values
 
     reading.yesterday = day(days_before(stamp, 1))
     reading.week_ago = day(days_before(stamp, 7))
@@ -254,4 +284,9 @@ async def read_jobs(
     for values in (reading.now, reading.yesterday, reading.week_ago):
         if values:
             _fill(values, known)
+    if days:
+        # A type that queued on none of the usual days usually has no queue.
+        for signal in (Signal.QUEUED, Signal.MAX_WAIT):
+            for name in known:
+                reading.baseline[signal].setdefault(name, 0.0)
     return reading
