@@ -34,14 +34,13 @@ from bot.diagnostics.evidence import (
     supply,
     window_minutes,
 )
-from bot.diagnostics.measures import Origin, Signal
-from bot.diagnostics.runner_checks import Check, infrastructure, resources
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.runner_checks import Check, infrastructure, not_coming, resources
 from bot.diagnostics.signals import FleetSignals
-from bot.diagnostics.workload import moved_from, top_workflows
+from bot.diagnostics.workload import held_longer, moved_from, top_workflows
 from bot.domain.diagnosis import (
     Cause,
     Confidence,
-    Evidence,
     Finding,
     PastQueue,
     Report,
@@ -60,8 +59,6 @@ SURGE_Z = 3.0
 ENOUGH_JOBS = 50.0
 SLOWDOWN_FEW_JOBS = 2.0
 IDLE_WHILE_WAITING = 2.0
-#: Busy runners at least this many above usual before their number per job arriving counts.
-HELD_MIN_EXTRA = 3.0
 
 PRECEDENCE = (
     Cause.RESOURCE_CONSTRAINTS,
@@ -181,7 +178,7 @@ def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         if fleet.workflows.get(Signal.DURATION_P90_BY_WORKFLOW, {}).get(name)
         else Signal.DURATION_MEAN_BY_WORKFLOW
     )
-    held = _held_longer(fleet, name)
+    held = held_longer(fleet, name)
     likely = likely or held is not None
     workflows = top_workflows(fleet, by_workflow, name, 1.0) if likely else ()
     found = [evidence(fleet, signal, name, measure, unit="s", workflows=workflows)]
@@ -191,34 +188,6 @@ def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         label = "p50 job time" if center is Signal.DURATION_P50 else "p90 job time"
         found.append(evidence(fleet, center, name, label, unit="s"))
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
-
-
-def _held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
-    """Runners busy per job arriving (the last hour's demand) well above usual: the same demand
-    keeps more runners busy, for longer (jobs running = arrivals x job time). Where jobs are
-    slow, the few completing in the window may be the quick ones; the busy runners are not."""
-    busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
-    hour, usual_hour = (
-        fleet.value(Signal.ARRIVALS_HOUR, name),
-        fleet.base(Signal.ARRIVALS_HOUR, name),
-    )
-    if busy is None or usual_busy is None or hour is None or usual_hour is None:
-        return None
-    if busy < usual_busy + HELD_MIN_EXTRA or usual_hour <= 0 or hour <= 0:
-        return None
-    if hour >= RATIO_LIKELY * usual_hour:
-        return None  # more jobs, perhaps other jobs: no telling their time from the count
-    per_job = (busy / hour) / (max(usual_busy, 1.0) / usual_hour)
-    if per_job < RATIO_LIKELY:
-        return None
-    return Evidence(
-        runner_type=name,
-        measure="runners busy per job arriving a minute",
-        now=busy / hour,
-        baseline=max(usual_busy, 1.0) / usual_hour,
-        source=(fleet.origin(Signal.RUNNING, name) or Origin.JOB_EVENTS).value,
-        why=f"{per_job:.1f}x usual: the same demand keeps runners busy longer",
-    )
 
 
 def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
@@ -316,9 +285,13 @@ def diagnose(fleet: FleetSignals) -> Report:
     )
     affected = [s for s in states if s.affected]
     verdicts: dict[Cause, dict[str, Check]] = {cause: {} for cause in Cause}
+    guessed: set[str] = set()
     for state in affected:
         for cause, check in CHECKS.items():
             verdicts[cause][state.name] = check(fleet, state)
+        if _eliminated(verdicts, state.name) and (found := not_coming(fleet, state)):
+            verdicts[Cause.INFRASTRUCTURE][state.name] = (Verdict.LIKELY, (found,))
+            guessed.add(state.name)
 
     primary: Cause | None = None
     confidence: Confidence | None = None
@@ -328,6 +301,8 @@ def diagnose(fleet: FleetSignals) -> Report:
         if likely and primary is None:
             primary = likely[0]
             confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})
+            if state.name in guessed:
+                confidence = Confidence.LOW
         for cause in likely:
             rank.setdefault(cause, (_severity(state), -PRECEDENCE.index(cause)))
 
@@ -369,6 +344,14 @@ def diagnose(fleet: FleetSignals) -> Report:
             for name, jobs in fleet.longest.items()
             if name in {s.name for s in affected}
         ),
+    )
+
+
+def _eliminated(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
+    """No cause found for `name`, with demand and job time measured and as usual."""
+    found = {cause: verdicts[cause][name][0] for cause in Cause}
+    return Verdict.LIKELY not in found.values() and all(
+        found[c] is Verdict.RULED_OUT for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS)
     )
 
 

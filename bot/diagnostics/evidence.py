@@ -49,10 +49,13 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     if waited is None:
         waited = get(Signal.QUEUE_TIME_MEAN)
     busy = get(Signal.BUSY)
-    # A queue is measured against the runners there are: registered, or, where only jobs are
-    # counted (a lean scrape), the jobs running (7 waiting behind 98 running are runners
-    # starting, not a queue).
+    # Where the longest wait is measured (job events), `queued` is the alert's own count of
+    # jobs waiting over 5 minutes. Elsewhere it counts every job not yet running, and is
+    # measured against the runners there are: registered, or, where only jobs are counted (a
+    # lean scrape), the jobs running (7 waiting behind 98 running are runners starting).
     runners = registered if registered is not None else (busy or get(Signal.RUNNING) or 0.0)
+    if wait is not None:
+        runners = 0.0
     queueing = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= max(
         QUEUED_AFFECTED, 0.25 * runners
     )

@@ -170,3 +170,24 @@ def resources(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         )
         found.append(evidence(fleet, Signal.FAILED_SHARE, name, "jobs failing", unit="%"))
     return (Verdict.LIKELY if starved else Verdict.RULED_OUT), tuple(found)
+
+
+def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """Where demand and job time are as usual and no ceiling holds: busy runners no more than
+    usual while jobs have waited through half an hour. Healthy runners would have taken the
+    usual demand without a queue, so runners are not coming (failing to start, to register or
+    to take jobs), whatever no source measures of them. Told by elimination: low confidence."""
+    busy = supply(fleet, state.name)
+    if busy is None or busy.usual is None:
+        return None
+    if busy.now > busy.usual + max(1.0, 0.1 * busy.usual):
+        return None
+    if not all(then.get(state.name, 0.0) > 0 for then in fleet.earlier.get(Signal.QUEUED, [])):
+        return None
+    signal = Signal.RUNNING if fleet.value(Signal.RUNNING, state.name) is not None else Signal.BUSY
+    found = evidence(fleet, signal, state.name, "busy runners", now=busy.now)
+    why = (
+        f"no more than usual while {amount(state.queued, '')} jobs wait, at usual demand and"
+        " job time: runners are not coming (failing to start, register or take jobs?)"
+    )
+    return found.model_copy(update={"why": why})

@@ -1,11 +1,11 @@
 """Behind a change in a runner type's demand or job time: the workflows whose jobs changed most,
 the one job name and the one repository behind most of the change (job events only), and the
 runner types the extra jobs may have moved from (a workflow retargeted from one type to another
-raises one and lowers the other)."""
+raises one and lowers the other); and a slowdown told by the runners it keeps busy."""
 
 from __future__ import annotations
 
-from bot.diagnostics.measures import Breakdown, Signal
+from bot.diagnostics.measures import Breakdown, Origin, Signal
 from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Evidence
 
@@ -17,6 +17,10 @@ MOVED_SHARE = 0.5
 MOVED_MIN_PER_MINUTE = 0.2
 #: A job or a repository is named when it alone holds this share of the growth: most of it.
 DOMINANT_SHARE = 2 / 3
+#: Runners busy per job arriving this many times usual, with at least this many more busy:
+#: the same demand keeps runners busy longer.
+HELD_RATIO = 1.5
+HELD_MIN_EXTRA = 3.0
 _PER_MINUTE = frozenset({Signal.ARRIVALS_PER_MINUTE, Signal.STARTED_PER_MINUTE})
 
 
@@ -86,3 +90,31 @@ def moved_from(fleet: FleetSignals, name: str, workflows: tuple[str, ...]) -> li
                 )
             )
     return found
+
+
+def held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
+    """Runners busy per job arriving (the last hour's demand) well above usual: the same demand
+    keeps more runners busy, for longer (jobs running = arrivals x job time). Where jobs are
+    slow, the few completing in the window may be the quick ones; the busy runners are not."""
+    busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
+    hour, usual_hour = (
+        fleet.value(Signal.ARRIVALS_HOUR, name),
+        fleet.base(Signal.ARRIVALS_HOUR, name),
+    )
+    if busy is None or usual_busy is None or hour is None or usual_hour is None:
+        return None
+    if busy < usual_busy + HELD_MIN_EXTRA or usual_hour <= 0 or hour <= 0:
+        return None
+    if hour >= HELD_RATIO * usual_hour:
+        return None  # more jobs, perhaps other jobs: no telling their time from the count
+    per_job = (busy / hour) / (max(usual_busy, 1.0) / usual_hour)
+    if per_job < HELD_RATIO:
+        return None
+    return Evidence(
+        runner_type=name,
+        measure="runners busy per job arriving a minute",
+        now=busy / hour,
+        baseline=max(usual_busy, 1.0) / usual_hour,
+        source=(fleet.origin(Signal.RUNNING, name) or Origin.JOB_EVENTS).value,
+        why=f"{per_job:.1f}x usual: the same demand keeps runners busy longer",
+    )

@@ -186,3 +186,30 @@ async def test_a_queue_as_long_as_every_day_at_this_hour_is_no_incident(tmp_path
         report = judged.report
         assert not report.affected, judged.combination
         assert any("as usual at this time" in note for note in report.notes), judged.combination
+
+
+async def test_runners_not_coming_at_night_are_named_by_elimination_with_low_confidence(
+    tmp_path: Path,
+) -> None:
+    # Nine in ten new runners never start, at night: job events see no runner, only 15 jobs
+    # waiting 40 minutes at the usual demand and job time, with no more runners busy than
+    # usual and none held at a ceiling.
+    fleet = _at(Case.FAILING_STARTS, 1, 22, day=25)
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "infrastructure" and judged.located
+    assert judged.confidence == "low"
+    found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
+    assert "runners are not coming" in (found.evidence[0].why or "")
+
+
+async def test_a_big_type_queueing_five_jobs_past_five_minutes_is_queueing(
+    tmp_path: Path,
+) -> None:
+    # 14 jobs waiting over 5 minutes behind 150 busy runners: the alert's own count, not
+    # runners still starting (that allowance is for counts of every job not yet running).
+    fleet = _at(Case.MIX, 1, 16, day=25)
+    truth = truth_of(fleet)
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    affected = {state.name for state in judged.report.affected}
+    assert set(truth.affected) <= affected and truth.affected
