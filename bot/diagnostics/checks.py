@@ -32,6 +32,7 @@ from bot.diagnostics.evidence import (
     runner_state,
     significant_rise,
     supply,
+    waited_through,
     window_minutes,
 )
 from bot.diagnostics.measures import Signal
@@ -215,18 +216,12 @@ def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         busy.flat
         and busy.top >= (2.0 if busy.peaks else 3.0)
         and not _idle_while_waiting(state)
-        and _waited_through(fleet, name)
+        and waited_through(fleet, name)
     )
     if ceiling:
         return Verdict.LIKELY, found
     first = found[0].model_copy(update={"why": _no_ceiling(fleet, state, busy)})
     return Verdict.RULED_OUT, (first, *found[1:])
-
-
-def _waited_through(fleet: FleetSignals, name: str) -> bool:
-    """Jobs were waiting at each earlier reading too (where one was made): a queue the level
-    held against, not one that just formed."""
-    return all(then.get(name, 0.0) > 0 for then in fleet.earlier.get(Signal.QUEUED, []))
 
 
 def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> str:

@@ -183,6 +183,12 @@ def demand(fleet: FleetSignals, name: str) -> Demand | None:
     return Demand(started + growth, usual_starts, "starts and the queue's growth")
 
 
+def waited_through(fleet: FleetSignals, name: str) -> bool:
+    """Jobs were waiting at each earlier reading too (where one was made): a queue the level
+    held against, not one that just formed."""
+    return all(then.get(name, 0.0) > 0 for then in fleet.earlier.get(Signal.QUEUED, []))
+
+
 def significant_rise(now: float, usual: float, minutes: float, z: float) -> bool:
     """More jobs in the window than chance explains: counts of jobs are Poisson, so at a few a
     minute, 21 where 12 are usual is noise (z 1.6), 50 is a surge (z 4.8)."""

@@ -4,7 +4,14 @@ failing). The other checks, and the ranking, are in `bot.diagnostics.checks`."""
 
 from __future__ import annotations
 
-from bot.diagnostics.evidence import Supply, evidence, significant_rise, supply, window_minutes
+from bot.diagnostics.evidence import (
+    Supply,
+    evidence,
+    significant_rise,
+    supply,
+    waited_through,
+    window_minutes,
+)
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Evidence, RunnerTypeState, Verdict
@@ -92,7 +99,7 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
             and busy.now < SHORT_OF_USUAL * busy.usual
             and not busy.flat
             and not busy.catching_up
-            and all(then.get(name, 0.0) > 0 for then in fleet.earlier.get(Signal.QUEUED, []))
+            and waited_through(fleet, name)
         )
         if (busy.falling or short) and not state.at_max:
             likely = True
@@ -182,7 +189,7 @@ def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
         return None
     if busy.now > busy.usual + max(1.0, 0.1 * busy.usual):
         return None
-    if not all(then.get(state.name, 0.0) > 0 for then in fleet.earlier.get(Signal.QUEUED, [])):
+    if not waited_through(fleet, state.name):
         return None
     signal = Signal.RUNNING if fleet.value(Signal.RUNNING, state.name) is not None else Signal.BUSY
     found = evidence(fleet, signal, state.name, "busy runners", now=busy.now)
