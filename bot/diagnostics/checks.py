@@ -29,6 +29,7 @@ from bot.diagnostics.evidence import (
     Supply,
     demand,
     evidence,
+    queue_size,
     runner_state,
     significant_rise,
     supply,
@@ -77,7 +78,7 @@ def _ratio(now: float | None, base: float | None, floor: float) -> float | None:
 
 
 def _severity(state: RunnerTypeState) -> float:
-    return (state.max_wait_seconds or 0.0) / 60.0 + (state.queued or 0.0)
+    return queue_size(state.queued, state.max_wait_seconds)
 
 
 def _idle_while_waiting(state: RunnerTypeState) -> bool:

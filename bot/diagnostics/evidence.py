@@ -53,9 +53,12 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     # jobs waiting over 5 minutes. Elsewhere it counts every job not yet running, and is
     # measured against the runners there are: registered, or, where only jobs are counted (a
     # lean scrape), the jobs running (7 waiting behind 98 running are runners starting).
-    runners = registered if registered is not None else (busy or get(Signal.RUNNING) or 0.0)
     if wait is not None:
         runners = 0.0
+    elif registered is not None:
+        runners = registered
+    else:
+        runners = busy or get(Signal.RUNNING) or 0.0
     queueing = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= max(
         QUEUED_AFFECTED, 0.25 * runners
     )
@@ -65,8 +68,8 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
         # Like with like: where the usual wait is not known, the jobs waiting alone.
         now_wait = waited if usual.max_wait_seconds is not None else None
         beyond = (
-            _severity(queued, now_wait)
-            > USUAL_RATIO * _severity(usual.queued, usual.max_wait_seconds) + USUAL_MARGIN
+            queue_size(queued, now_wait)
+            > USUAL_RATIO * queue_size(usual.queued, usual.max_wait_seconds) + USUAL_MARGIN
         )
     (queued_then, queued_week), (wait_then, wait_week) = (
         fleet.days_before(Signal.QUEUED, name),
@@ -98,7 +101,7 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     )
 
 
-def _severity(queued: float | None, waited: float | None) -> float:
+def queue_size(queued: float | None, waited: float | None) -> float:
     """A queue's size as the alert ranks queues: the longest wait in minutes plus the jobs."""
     return (waited or 0.0) / 60.0 + (queued or 0.0)
 
