@@ -103,12 +103,7 @@ def _workload(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     likely = _rose(asked.now, asked.usual, window_minutes(fleet.window))
     hour = fleet.value(Signal.ARRIVALS_HOUR, name)
     usual_hour = fleet.base(Signal.ARRIVALS_HOUR, name)
-    over_hour = (
-        asked.measured == "arrivals"
-        and hour is not None
-        and usual_hour is not None
-        and _rose(hour, usual_hour, 60.0)
-    )
+    over_hour = hour is not None and usual_hour is not None and _rose(hour, usual_hour, 60.0)
     likely = likely or over_hour
     by_workflow = (
         Signal.ARRIVALS_BY_WORKFLOW if asked.measured == "arrivals" else Signal.STARTED_BY_WORKFLOW

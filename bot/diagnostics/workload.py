@@ -5,7 +5,7 @@ raises one and lowers the other); and a slowdown told by the runners it keeps bu
 
 from __future__ import annotations
 
-from bot.diagnostics.measures import Breakdown, Origin, Signal
+from bot.diagnostics.measures import Breakdown, Signal
 from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Evidence
 
@@ -21,6 +21,12 @@ DOMINANT_SHARE = 2 / 3
 #: the same demand keeps runners busy longer.
 HELD_RATIO = 1.5
 HELD_MIN_EXTRA = 3.0
+#: A workflow slowed on both its mean and its p90 job time by this much, and by at least this
+#: many seconds on the mean, lets a smaller rise in runners busy per job count: two measures
+#: that agree, where either alone may be chance.
+SLOWER_RATIO = 1.5
+SLOWER_MIN_SECONDS = 300.0
+HELD_WITH_SLOWER_WORKFLOW = 1.25
 _PER_MINUTE = frozenset({Signal.ARRIVALS_PER_MINUTE, Signal.STARTED_PER_MINUTE})
 
 
@@ -65,10 +71,14 @@ def behind(fleet: FleetSignals, signal: Signal, name: str) -> tuple[str, str]:
 
 
 def moved_from(fleet: FleetSignals, name: str, workflows: tuple[str, ...]) -> list[Evidence]:
-    """Other runner types where the same workflows now send far fewer jobs than usual."""
+    """Other runner types where the same workflows now send far fewer jobs than usual (jobs
+    arriving; where only starts are measured, as on ARC's metrics, jobs started)."""
     found = []
-    now_all = fleet.workflows.get(Signal.ARRIVALS_BY_WORKFLOW, {})
-    base_all = fleet.workflow_baseline.get(Signal.ARRIVALS_BY_WORKFLOW, {})
+    signal, measure = Signal.ARRIVALS_BY_WORKFLOW, "jobs arriving per minute (moved away?)"
+    if not fleet.workflow_baseline.get(signal):
+        signal, measure = Signal.STARTED_BY_WORKFLOW, "jobs started per minute (moved away?)"
+    now_all = fleet.workflows.get(signal, {})
+    base_all = fleet.workflow_baseline.get(signal, {})
     for other, usual_by_workflow in base_all.items():
         if other == name:
             continue
@@ -79,17 +89,48 @@ def moved_from(fleet: FleetSignals, name: str, workflows: tuple[str, ...]) -> li
             if usual - now >= MOVED_MIN_PER_MINUTE and now <= (1 - MOVED_SHARE) * usual:
                 fewer.append(workflow)
         if fewer:
+            rate = (
+                Signal.ARRIVALS_PER_MINUTE
+                if signal is Signal.ARRIVALS_BY_WORKFLOW
+                else Signal.STARTED_PER_MINUTE
+            )
+            origin = fleet.origin(rate, other)
             found.append(
                 Evidence(
                     runner_type=other,
-                    measure="jobs arriving per minute (moved away?)",
+                    measure=measure,
                     now=sum(now_all.get(other, {}).get(w, 0.0) for w in fewer),
                     baseline=sum(usual_by_workflow.get(w, 0.0) for w in fewer),
                     workflows=tuple(fewer),
-                    source="GitHub job events",
+                    source=origin.value if origin else "",
                 )
             )
     return found
+
+
+def slowed_workflows(fleet: FleetSignals, name: str) -> tuple[str, ...]:
+    """The workflows of `name` whose jobs take far longer than usual on both their mean and
+    their p90 time (one slow workflow among quick ones hardly moves the type's percentiles)."""
+    slowed = []
+    means = fleet.workflows.get(Signal.DURATION_MEAN_BY_WORKFLOW, {}).get(name, {})
+    usual_means = fleet.workflow_baseline.get(Signal.DURATION_MEAN_BY_WORKFLOW, {}).get(name, {})
+    p90s = fleet.workflows.get(Signal.DURATION_P90_BY_WORKFLOW, {}).get(name, {})
+    usual_p90s = fleet.workflow_baseline.get(Signal.DURATION_P90_BY_WORKFLOW, {}).get(name, {})
+    for workflow, mean in means.items():
+        usual, p90, usual_p90 = (
+            usual_means.get(workflow),
+            p90s.get(workflow),
+            usual_p90s.get(workflow),
+        )
+        if usual is None or p90 is None or usual_p90 is None or usual <= 0 or usual_p90 <= 0:
+            continue
+        if (
+            mean >= SLOWER_RATIO * usual
+            and mean - usual >= SLOWER_MIN_SECONDS
+            and p90 >= SLOWER_RATIO * usual_p90
+        ):
+            slowed.append((mean - usual, workflow))
+    return tuple(w for _, w in sorted(slowed, reverse=True)[:MAX_WORKFLOWS])
 
 
 def held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
@@ -108,13 +149,15 @@ def held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
     if hour >= HELD_RATIO * usual_hour:
         return None  # more jobs, perhaps other jobs: no telling their time from the count
     per_job = (busy / hour) / (max(usual_busy, 1.0) / usual_hour)
-    if per_job < HELD_RATIO:
+    if per_job < HELD_RATIO and not (
+        per_job >= HELD_WITH_SLOWER_WORKFLOW and slowed_workflows(fleet, name)
+    ):
         return None
     return Evidence(
         runner_type=name,
         measure="runners busy per job arriving a minute",
         now=busy / hour,
         baseline=max(usual_busy, 1.0) / usual_hour,
-        source=(fleet.origin(Signal.RUNNING, name) or Origin.JOB_EVENTS).value,
+        source=origin.value if (origin := fleet.origin(Signal.RUNNING, name)) else "",
         why=f"{per_job:.1f}x usual: the same demand keeps runners busy longer",
     )

@@ -143,18 +143,27 @@ def _at(case: Case, seed: int, hour: int, day: int = 24) -> FleetRun:
 
 async def test_a_workflow_moved_in_is_more_work_even_at_a_ceiling(tmp_path: Path) -> None:
     # The receiving type runs at its ceiling with twice its usual arrivals: 12 jobs in ten
-    # minutes where 6 are usual is chance, 66 in an hour where 30 are usual is not.
+    # minutes where 6 are usual is chance, 66 in an hour where 30 are usual is not. ARC counts
+    # no arrival: over the hour, the jobs started plus the queue's growth are the arrivals.
+    binaries = (
+        require_binary("prometheus", "apt-get install -y prometheus"),
+        require_binary("promtool", "apt-get install -y prometheus"),
+    )
     fleet = _at(Case.MOVED_WORKFLOW, 1, 10)
     truth = truth_of(fleet)
     assert truth.primary_cause == "increased_workload"
-    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
-    assert judged.named == "increased_workload" and judged.located
-    workload = next(f for f in judged.report.findings if f.cause.value == "increased_workload")
-    measures = {e.measure for e in workload.evidence}
-    assert "jobs arriving per minute, last hour" in measures
-    # Where the jobs came from: the type the workflow left.
-    (moved,) = [e for e in workload.evidence if "moved away" in e.measure]
-    assert moved.runner_type in fleet.plan.troubles and moved.now == 0
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc"), binaries=binaries):
+        assert judged.named == "increased_workload" and judged.located, judged.combination
+        workload = next(
+            f for f in judged.report.findings if f.cause.value == "increased_workload"
+        )
+        hour = next(e for e in workload.evidence if e.measure.endswith("last hour"))
+        assert hour.now is not None and hour.baseline is not None
+        assert hour.now >= 2 * hour.baseline, judged.combination
+        # Where the jobs came from: the type the workflow left (on ARC, the jobs it starts).
+        (moved,) = [e for e in workload.evidence if "moved away" in e.measure]
+        assert moved.runner_type in fleet.plan.troubles, judged.combination
+        assert moved.now == 0, judged.combination
 
 
 async def test_slow_jobs_at_a_ceiling_are_long_running_jobs_not_the_limit(
@@ -203,13 +212,20 @@ async def test_runners_not_coming_at_night_are_named_by_elimination_with_low_con
     assert "runners are not coming" in (found.evidence[0].why or "")
 
 
-async def test_a_big_type_queueing_five_jobs_past_five_minutes_is_queueing(
+async def test_a_big_type_queueing_behind_one_slowed_workflow_is_long_running_jobs(
     tmp_path: Path,
 ) -> None:
     # 14 jobs waiting over 5 minutes behind 150 busy runners: the alert's own count, not
-    # runners still starting (that allowance is for counts of every job not yet running).
+    # runners still starting (that allowance is for counts of every job not yet running). One
+    # workflow of three runs about twice its usual time: the type's p90 rose only 1.45x and
+    # runners busy per job arriving 1.4x, each short of a slowdown alone, but together with
+    # the workflow's own mean and p90 they are one.
     fleet = _at(Case.MIX, 1, 16, day=25)
     truth = truth_of(fleet)
     (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
     affected = {state.name for state in judged.report.affected}
     assert set(truth.affected) <= affected and truth.affected
+    assert truth.primary_cause == "long_running_jobs"
+    assert judged.named == "long_running_jobs" and judged.located
+    found = next(f for f in judged.report.findings if f.cause.value == "long_running_jobs")
+    assert found.evidence[0].workflows == ("E2E",)

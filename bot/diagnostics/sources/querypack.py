@@ -23,8 +23,9 @@ them (https://github.com/actions/actions-runner-controller, cmd/ghalistener/metr
 - a `cluster` label (one scale set name in several clusters) is summed over;
 - registered, busy, idle, desired and the controller's runner gauges may be absent.
 ARC has no signal for jobs arriving or for the longest current wait: those come from GitHub's
-job events, or a fleet's own exporters. cAdvisor's CPU-throttling and OOM counters of the runner
-pods (`<scale set>-runner-<suffix>`) are read where scraped.
+job events, or a fleet's own exporters. Over the last hour, the jobs started plus the queue's
+growth stand for the jobs that arrived (`arrivals_hour`). cAdvisor's CPU-throttling and OOM
+counters of the runner pods (`<scale set>-runner-<suffix>`) are read where scraped.
 
 Every query returns an instant vector with one series per runner type (label `name`), or per
 runner type and workflow (labels `name` and `workflow`) for the `*_by_workflow` signals.
@@ -53,6 +54,8 @@ _SUFFIX = "-[bcdfghjklmnpqrstvwxz2456789]{5}"
 HISTOGRAM_TOP_SECONDS = 3600
 #: Jobs failing are judged over this window, whatever the rate window.
 OUTCOME_WINDOW = "1h"
+#: Demand is also read over this window, whatever the rate window.
+ARRIVALS_WINDOW = "1h"
 
 
 def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
@@ -116,8 +119,19 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
         )
         return f"sum by (name) ({named})"
 
+    def waiting(offset: str = "") -> str:
+        return by_type(f"clamp_min(gha_assigned_jobs{offset} - gha_running_jobs{offset}, 0)")
+
+    # ARC counts no job arriving; over an hour the jobs started plus what the queue grew by
+    # are the jobs that arrived (a cancelled job aside), even where a ceiling holds starts.
+    arrived_hour = (
+        f"clamp_min({by_type(f'increase({started}[{ARRIVALS_WINDOW}])')}"
+        f" + ({waiting()} - {waiting(f' offset {ARRIVALS_WINDOW}')}), 0) / 60"
+    )
+
     return {
-        Signal.QUEUED: by_type("clamp_min(gha_assigned_jobs - gha_running_jobs, 0)"),
+        Signal.QUEUED: waiting(),
+        Signal.ARRIVALS_HOUR: arrived_hour,
         Signal.RUNNING: by_type("gha_running_jobs"),
         Signal.RUNNING_PEAK: by_type("max_over_time(gha_running_jobs[{window}])"),
         Signal.REGISTERED: by_type("gha_registered_runners"),
@@ -200,6 +214,7 @@ class QueryPack(BaseModel):
     # list instead, unless a fleet's own exporters answer them.
     arrivals_per_minute: str = ""
     arrivals_by_workflow: str = ""
+    arrivals_hour: str = ""
     offline: str = ""
 
     @model_validator(mode="before")
