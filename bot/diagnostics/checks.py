@@ -43,6 +43,7 @@ from bot.diagnostics.workload import held_longer, moved_from, top_workflows
 from bot.domain.diagnosis import (
     Cause,
     Confidence,
+    Evidence,
     Finding,
     PastQueue,
     Report,
@@ -190,22 +191,34 @@ def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
 def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     name = state.name
     if state.max is not None and (state.desired is not None or state.registered is not None):
-        found = (
+        at_max = (
             evidence(fleet, Signal.DESIRED, name, "desired runners", baseline=False),
             evidence(fleet, Signal.MAX_RUNNERS, name, "maximum runners", baseline=False),
         )
         likely = state.at_max and not _idle_while_waiting(state)
-        return (Verdict.LIKELY if likely else Verdict.RULED_OUT), found
+        return (Verdict.LIKELY if likely else Verdict.RULED_OUT), at_max
     busy = supply(fleet, name)
     if busy is None:
         return Verdict.NO_DATA, ()
     signal = Signal.RUNNING if fleet.value(Signal.RUNNING, name) is not None else Signal.BUSY
-    found = (
+    found: tuple[Evidence, ...] = (
         evidence(fleet, signal, name, "busy runners (jobs running)", now=busy.now),
         evidence(
             fleet, signal, name, "busy runners 30 min before", now=busy.before[-1], baseline=False
         ),
     )
+    if busy.peaks:
+        # Ephemeral runners come and go beneath a ceiling: the most busy at once hold at it.
+        found += (
+            evidence(
+                fleet,
+                Signal.RUNNING_PEAK,
+                name,
+                f"most runners busy at once, last {fleet.window}",
+                now=busy.peaks[0],
+                baseline=False,
+            ).model_copy(update={"why": f"{amount(busy.peaks[-1], '')} half an hour before"}),
+        )
     # Without the maximum measured: runners all busy, held at one level while jobs wait (at
     # its peaks, where measured: ephemeral runners come and go beneath a ceiling).
     ceiling = (

@@ -20,6 +20,8 @@ from bot.domain.diagnosis import Evidence, PastQueue, RunnerTypeState
 #: A runner type is queueing when a job waited this long, or this many jobs wait.
 WAIT_AFFECTED_SECONDS = 600.0
 QUEUED_AFFECTED = 5.0
+#: The alert counts jobs waiting longer than this.
+QUEUED_AFTER_SECONDS = 300.0
 #: ...and beyond its usual queue at this time: a queue it has every day at this hour is no
 #: incident (the usual's size, as the alert ranks queues, times this, plus this much).
 USUAL_RATIO = 1.5
@@ -59,9 +61,12 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
         runners = registered
     else:
         runners = busy or get(Signal.RUNNING) or 0.0
-    queueing = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= max(
-        QUEUED_AFFECTED, 0.25 * runners
-    )
+    floor = max(QUEUED_AFFECTED, 0.25 * runners)
+    if wait is None and waited is not None and waited < QUEUED_AFTER_SECONDS:
+        # Jobs that started lately waited less than the alert's 5 minutes: most of those not
+        # yet running have just arrived, and only a count well above it is a queue.
+        floor = max(2 * QUEUED_AFFECTED, 0.5 * runners)
+    queueing = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= floor
     usual = usual_queue(fleet, name)
     beyond = True
     if usual is not None:
@@ -217,10 +222,12 @@ class Supply:
 
     @property
     def flat(self) -> bool:
-        """Held at one level the last half hour: a ceiling."""
+        """Held at one level the last half hour: a ceiling. Runners coming and going beneath
+        a few dozen waver by chance (about the square root of their number)."""
         now, before = self._levels()
         levels = (now, *before)
-        return len(levels) > 1 and max(levels) <= 1.07 * min(levels) + 1.0
+        low = min(levels)
+        return len(levels) > 1 and max(levels) <= low + max(0.07 * low + 1.0, math.sqrt(low))
 
     @property
     def catching_up(self) -> bool:
@@ -232,9 +239,13 @@ class Supply:
 
     @property
     def falling(self) -> bool:
-        """Clearly fewer than half an hour ago: runners going and not coming back."""
+        """Clearly fewer than half an hour ago, by more than runners coming and going waver
+        by: runners going and not coming back."""
         now, before = self._levels()
-        return bool(before) and now <= 0.85 * max(before) - 2.0
+        if not before:
+            return False
+        high = max(before)
+        return now <= high - max(0.15 * high + 2.0, 2.0 * math.sqrt(high))
 
     @property
     def top(self) -> float:

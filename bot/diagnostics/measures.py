@@ -26,6 +26,9 @@ class Signal(StrEnum):
     #: in ten minutes and plain in an hour.
     ARRIVALS_HOUR = "arrivals_hour"
     STARTED_PER_MINUTE = "started_per_minute"  # jobs a runner took
+    #: Jobs a runner took per minute over the last hour: runners busy over it is how long a
+    #: job holds a runner (Little's law), whatever the demand and whatever ceiling holds.
+    STARTED_HOUR = "started_hour"
     STARTED_BY_WORKFLOW = "started_by_workflow"
     COMPLETED_PER_MINUTE = "completed_per_minute"
     QUEUE_TIME_MEAN = "queue_time_mean"  # seconds jobs started in the window waited

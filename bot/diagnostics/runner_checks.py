@@ -22,6 +22,10 @@ FAILED_RUNNERS_SHARE = 0.05
 REGISTERED_STALL = 1.1
 THROTTLED_LIKELY = 0.25
 OFFLINE_SHARE = 0.3
+#: Runners held at a ceiling turn over: each one whose job ended is replaced by one listed
+#: offline while it starts, for as long as starting takes beside the job's own time. Offline
+#: runners point to failing starts there only when they are most of those listed.
+OFFLINE_SHARE_AT_CEILING = 2 / 3
 OFFLINE_MIN = 3.0
 FAILING_SHARE = 0.1
 FAILING_RATIO = 2.5
@@ -83,9 +87,10 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         total = offline + (fleet.value(Signal.REGISTERED, name) or 0.0)
         # Runners still starting are listed offline too: while more come online each quarter
         # hour, offline ones are the scale-up under way, not a failure.
+        share = OFFLINE_SHARE_AT_CEILING if busy is not None and busy.flat else OFFLINE_SHARE
         likely = likely or (
             offline >= OFFLINE_MIN
-            and offline >= OFFLINE_SHARE * total
+            and offline >= share * total
             and not (busy is not None and busy.catching_up)
         )
         found.append(evidence(fleet, Signal.OFFLINE, name, "runners offline", baseline=False))
@@ -132,6 +137,11 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
 def _offline_why(offline: float, total: float, busy: Supply | None, usual: float | None) -> str:
     """What offline runners are when they are no sign of failing runners."""
     share = offline / total if total else 0.0
+    if busy is not None and busy.flat and OFFLINE_SHARE <= share < OFFLINE_SHARE_AT_CEILING:
+        return (
+            f"{share:.0%} of the {amount(total, '')} runners listed while busy runners hold at"
+            f" {amount(busy.top, '')}: runners replacing those whose jobs ended, starting"
+        )
     if usual is not None and offline <= 1.5 * usual + OFFLINE_MIN:
         return f"about the usual for this fleet (usual {amount(usual, '')})"
     if busy is not None and busy.catching_up:

@@ -17,16 +17,14 @@ MOVED_SHARE = 0.5
 MOVED_MIN_PER_MINUTE = 0.2
 #: A job or a repository is named when it alone holds this share of the growth: most of it.
 DOMINANT_SHARE = 2 / 3
-#: Runners busy per job arriving this many times usual, with at least this many more busy:
-#: the same demand keeps runners busy longer.
+#: The time a job holds a runner (runners busy / jobs started a minute) this many times usual,
+#: with at least this many more runners busy: jobs are slower.
 HELD_RATIO = 1.5
 HELD_MIN_EXTRA = 3.0
-#: A workflow slowed on both its mean and its p90 job time by this much, and by at least this
-#: many seconds on the mean, lets a smaller rise in runners busy per job count: two measures
-#: that agree, where either alone may be chance.
-SLOWER_RATIO = 1.5
-SLOWER_MIN_SECONDS = 300.0
-HELD_WITH_SLOWER_WORKFLOW = 1.25
+#: ...and the type's job time (p90, p50 or mean: the highest) at least this many times usual.
+HELD_TIMED_RATIO = 1.2
+#: Jobs started in the last hour below this: too few to time anything by.
+HELD_MIN_STARTS = 5.0
 _PER_MINUTE = frozenset({Signal.ARRIVALS_PER_MINUTE, Signal.STARTED_PER_MINUTE})
 
 
@@ -108,56 +106,45 @@ def moved_from(fleet: FleetSignals, name: str, workflows: tuple[str, ...]) -> li
     return found
 
 
-def slowed_workflows(fleet: FleetSignals, name: str) -> tuple[str, ...]:
-    """The workflows of `name` whose jobs take far longer than usual on both their mean and
-    their p90 time (one slow workflow among quick ones hardly moves the type's percentiles)."""
-    slowed = []
-    means = fleet.workflows.get(Signal.DURATION_MEAN_BY_WORKFLOW, {}).get(name, {})
-    usual_means = fleet.workflow_baseline.get(Signal.DURATION_MEAN_BY_WORKFLOW, {}).get(name, {})
-    p90s = fleet.workflows.get(Signal.DURATION_P90_BY_WORKFLOW, {}).get(name, {})
-    usual_p90s = fleet.workflow_baseline.get(Signal.DURATION_P90_BY_WORKFLOW, {}).get(name, {})
-    for workflow, mean in means.items():
-        usual, p90, usual_p90 = (
-            usual_means.get(workflow),
-            p90s.get(workflow),
-            usual_p90s.get(workflow),
-        )
-        if usual is None or p90 is None or usual_p90 is None or usual <= 0 or usual_p90 <= 0:
-            continue
-        if (
-            mean >= SLOWER_RATIO * usual
-            and mean - usual >= SLOWER_MIN_SECONDS
-            and p90 >= SLOWER_RATIO * usual_p90
-        ):
-            slowed.append((mean - usual, workflow))
-    return tuple(w for _, w in sorted(slowed, reverse=True)[:MAX_WORKFLOWS])
-
-
 def held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
-    """Runners busy per job arriving (the last hour's demand) well above usual: the same demand
-    keeps more runners busy, for longer (jobs running = arrivals x job time). Where jobs are
-    slow, the few completing in the window may be the quick ones; the busy runners are not."""
+    """How long a job holds a runner, from runners busy over jobs started a minute in the last
+    hour (Little's law), well above usual. Where jobs are slow the few completing in the
+    window may be the quick ones; the runners they keep busy are not. More demand starts more
+    jobs and busies more runners alike, and a ceiling holds both: neither moves this."""
     busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
-    hour, usual_hour = (
-        fleet.value(Signal.ARRIVALS_HOUR, name),
-        fleet.base(Signal.ARRIVALS_HOUR, name),
+    started, usual_started = (
+        fleet.value(Signal.STARTED_HOUR, name),
+        fleet.base(Signal.STARTED_HOUR, name),
     )
-    if busy is None or usual_busy is None or hour is None or usual_hour is None:
+    if busy is None or usual_busy is None or started is None or usual_started is None:
         return None
-    if busy < usual_busy + HELD_MIN_EXTRA or usual_hour <= 0 or hour <= 0:
+    if busy < usual_busy + HELD_MIN_EXTRA or usual_started <= 0:
         return None
-    if hour >= HELD_RATIO * usual_hour:
-        return None  # more jobs, perhaps other jobs: no telling their time from the count
-    per_job = (busy / hour) / (max(usual_busy, 1.0) / usual_hour)
-    if per_job < HELD_RATIO and not (
-        per_job >= HELD_WITH_SLOWER_WORKFLOW and slowed_workflows(fleet, name)
-    ):
+    if started * 60.0 < HELD_MIN_STARTS:
+        return None  # too few jobs taken to time anything by
+    held, usual_held = busy / started, max(usual_busy, 1.0) / usual_started
+    ratio = held / usual_held
+    # Busy runners and starts at this hour vary from day to day: a hold well above usual
+    # counts where the jobs completing are slower too, if only a little.
+    if ratio < HELD_RATIO or _job_time_ratio(fleet, name) < HELD_TIMED_RATIO:
         return None
     return Evidence(
         runner_type=name,
-        measure="runners busy per job arriving a minute",
-        now=busy / hour,
-        baseline=max(usual_busy, 1.0) / usual_hour,
+        measure="time a job holds a runner (runners busy / jobs started a minute, last hour)",
+        now=60.0 * held,
+        baseline=60.0 * usual_held,
+        unit="s",
         source=origin.value if (origin := fleet.origin(Signal.RUNNING, name)) else "",
-        why=f"{per_job:.1f}x usual: the same demand keeps runners busy longer",
+        why=f"{ratio:.1f}x usual: jobs keep their runners longer",
     )
+
+
+def _job_time_ratio(fleet: FleetSignals, name: str) -> float:
+    """The most any measure of the job time rose against usual (infinite where none is
+    measured: nothing to contradict a hold)."""
+    ratios = []
+    for signal in (Signal.DURATION_P90, Signal.DURATION_P50, Signal.DURATION_MEAN):
+        now, usual = fleet.value(signal, name), fleet.base(signal, name)
+        if now is not None and usual is not None and usual > 0:
+            ratios.append(now / usual)
+    return max(ratios) if ratios else float("inf")

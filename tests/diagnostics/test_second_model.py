@@ -154,9 +154,7 @@ async def test_a_workflow_moved_in_is_more_work_even_at_a_ceiling(tmp_path: Path
     assert truth.primary_cause == "increased_workload"
     for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc"), binaries=binaries):
         assert judged.named == "increased_workload" and judged.located, judged.combination
-        workload = next(
-            f for f in judged.report.findings if f.cause.value == "increased_workload"
-        )
+        workload = next(f for f in judged.report.findings if f.cause.value == "increased_workload")
         hour = next(e for e in workload.evidence if e.measure.endswith("last hour"))
         assert hour.now is not None and hour.baseline is not None
         assert hour.now >= 2 * hour.baseline, judged.combination
@@ -170,13 +168,14 @@ async def test_slow_jobs_at_a_ceiling_are_long_running_jobs_not_the_limit(
     tmp_path: Path,
 ) -> None:
     # Jobs 2.6x slower for three hours: the few completing in ten minutes tell little, but
-    # the same demand keeps twice the runners busy.
+    # runners busy over jobs started a minute (Little's law) say each job holds its runner
+    # 2.7x as long as usual.
     fleet = _at(Case.SLOW_JOBS, 1, 16, day=25)
     assert truth_of(fleet).primary_cause == "long_running_jobs"
     (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
     assert judged.named == "long_running_jobs" and judged.located
     found = next(f for f in judged.report.findings if f.cause.value == "long_running_jobs")
-    (held,) = [e for e in found.evidence if e.measure.startswith("runners busy per job")]
+    (held,) = [e for e in found.evidence if e.measure.startswith("time a job holds a runner")]
     assert held.now is not None and held.baseline is not None
     assert held.now >= 1.5 * held.baseline
 
@@ -217,9 +216,8 @@ async def test_a_big_type_queueing_behind_one_slowed_workflow_is_long_running_jo
 ) -> None:
     # 14 jobs waiting over 5 minutes behind 150 busy runners: the alert's own count, not
     # runners still starting (that allowance is for counts of every job not yet running). One
-    # workflow of three runs about twice its usual time: the type's p90 rose only 1.45x and
-    # runners busy per job arriving 1.4x, each short of a slowdown alone, but together with
-    # the workflow's own mean and p90 they are one.
+    # workflow of three runs about twice its usual time: the type's p90 rose only 1.45x, but
+    # each job holds its runner 1.6x as long as usual, and the workflow is named.
     fleet = _at(Case.MIX, 1, 16, day=25)
     truth = truth_of(fleet)
     (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
@@ -229,3 +227,43 @@ async def test_a_big_type_queueing_behind_one_slowed_workflow_is_long_running_jo
     assert judged.named == "long_running_jobs" and judged.located
     found = next(f for f in judged.report.findings if f.cause.value == "long_running_jobs")
     assert found.evidence[0].workflows == ("E2E",)
+    (held,) = [e for e in found.evidence if e.measure.startswith("time a job holds a runner")]
+    assert held.now is not None and held.baseline is not None
+    assert held.now >= 1.5 * held.baseline
+
+
+async def test_offline_runners_replacing_those_at_a_ceiling_are_no_failure(
+    tmp_path: Path,
+) -> None:
+    # At night a lowered maximum of 13 holds: each runner whose job ended is replaced by one
+    # GitHub lists offline while its pod starts, 7 of the 13 listed. Busy runners waver
+    # (11, 9, 6) beneath a ceiling their peaks hold (12, 10, 10).
+    fleet = _at(Case.LOWERED_MAX, 1, 3, day=25)
+    assert truth_of(fleet).primary_cause == "autoscaling_limits"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "autoscaling_limits" and judged.located, judged.combination
+        infrastructure = next(
+            f for f in judged.report.findings if f.cause.value == "infrastructure"
+        )
+        assert infrastructure.verdict.value == "ruled_out", judged.combination
+    offline = next(e for e in infrastructure.evidence if e.measure == "runners offline")
+    assert offline.now == 7
+    assert "replacing those whose jobs ended" in offline.why
+
+
+async def test_jobs_not_yet_running_that_started_within_minutes_are_no_queue(
+    tmp_path: Path,
+) -> None:
+    # A lean ARC scrape counts every job not yet running: 7 on a type with 15 busy at night,
+    # where the jobs that started lately waited under 5 minutes, are jobs just arrived.
+    binaries = (
+        require_binary("prometheus", "apt-get install -y prometheus"),
+        require_binary("promtool", "apt-get install -y prometheus"),
+    )
+    fleet = _at(Case.SCALE_UP, 1, 3, day=25)
+    assert truth_of(fleet).primary_cause == "none"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), binaries=binaries)
+    assert judged.named == "none"
+    assert not judged.report.affected
+    shown = {state.name: state for state in judged.report.runner_types}
+    assert max(state.queued or 0.0 for state in shown.values()) >= 7

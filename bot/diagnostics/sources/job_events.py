@@ -38,7 +38,7 @@ from bot.diagnostics.sources.job_window import (
     window_values,
 )
 from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.store import JobActivity, JobSpan, QueuedJob, Store
+from bot.store import JobActivity, JobRow, JobSpan, QueuedJob, Store
 
 #: The longest-waiting jobs kept per runner type, to name and link.
 LONGEST = 5
@@ -58,6 +58,7 @@ SHORT_HISTORY_NOTE = (
 #: Signals a runner type known at all has, 0 where it had no jobs (a time is not measured).
 _ZERO_WITHOUT_JOBS = (RATES - {Signal.ARRIVALS_BY_WORKFLOW, Signal.STARTED_BY_WORKFLOW}) | {
     Signal.ARRIVALS_HOUR,
+    Signal.STARTED_HOUR,
     Signal.QUEUED,
     Signal.MAX_WAIT,
     Signal.RUNNING,
@@ -163,11 +164,11 @@ def usual_moments(
     return hours, SHORT_HISTORY_NOTE if hours else ""
 
 
-def _arrivals(activity: JobActivity) -> Values:
-    """Jobs created per minute over the activity's stretch, per runner type."""
+def _per_minute(activity: JobActivity, rows: list[JobRow]) -> Values:
+    """Jobs per minute over the activity's stretch, per runner type."""
     minutes = max((activity.until - activity.since) / 60.0, 1e-9)
     found: Values = defaultdict(float)
-    for row in activity.arrivals:
+    for row in rows:
         found[row.runner_type] += 1.0 / minutes
     return dict(found)
 
@@ -227,7 +228,9 @@ async def read_jobs(
             *(store.job_activity(t - OUTCOME_SECONDS, t) for t in [stamp, *days])
         )
     judged_now, *judged_past = [counted(activity, config) for activity in outcomes]
-    hourly = [_arrivals(activity) for activity in (judged_now, *judged_past)]
+    judged = (judged_now, *judged_past)
+    hourly = [_per_minute(activity, activity.arrivals) for activity in judged]
+    hourly_starts = [_per_minute(activity, activity.starts) for activity in judged]
     ends = [stamp, *earlier_at]
     # The jobs that may have run in the earliest window: started at most the lookback before.
     lookback = RUNNING_LOOKBACK_SECONDS + stamp - min(ends) + span
@@ -262,6 +265,8 @@ async def read_jobs(
     }
     reading.now[Signal.ARRIVALS_HOUR] = hourly[0]
     reading.baseline[Signal.ARRIVALS_HOUR] = median_values(hourly[1:], rate=True)
+    reading.now[Signal.STARTED_HOUR] = hourly_starts[0]
+    reading.baseline[Signal.STARTED_HOUR] = median_values(hourly_starts[1:], rate=True)
     share, jobs = failed_shares([judged_now])
     reading.now[Signal.FAILED_SHARE], reading.now[Signal.JOBS_JUDGED] = share, jobs
     if judged_past:
@@ -276,6 +281,7 @@ async def read_jobs(
         index = days.index(t)
         values = _moment(past[index], queued_then[t], busy_days[index], t)
         values[Signal.ARRIVALS_HOUR] = hourly[1 + index]
+        values[Signal.STARTED_HOUR] = hourly_starts[1 + index]
         return values
 
     reading.yesterday = day(days_before(stamp, 1))

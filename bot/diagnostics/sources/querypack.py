@@ -141,6 +141,7 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
         Signal.MIN_RUNNERS: by_type("gha_min_runners"),
         Signal.MAX_RUNNERS: by_type("gha_max_runners < 2147483647"),
         Signal.STARTED_PER_MINUTE: f"60 * {rate(started)}",
+        Signal.STARTED_HOUR: f"60 * {rate(started, window=ARRIVALS_WINDOW)}",
         Signal.STARTED_BY_WORKFLOW: f"60 * {rate(started, 'workflow')}",
         Signal.COMPLETED_PER_MINUTE: f"60 * {rate(completed)}",
         # Over the last hour (failures are rare: a short window holds too few to tell a rise
@@ -193,6 +194,7 @@ class QueryPack(BaseModel):
     min_runners: str = ""
     max_runners: str = ""
     started_per_minute: str = ""
+    started_hour: str = ""
     started_by_workflow: str = ""
     duration_p50: str = ""
     duration_p90: str = ""
