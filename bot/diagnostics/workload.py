@@ -18,9 +18,10 @@ MOVED_MIN_PER_MINUTE = 0.2
 #: A job or a repository is named when it alone holds this share of the growth: most of it.
 DOMINANT_SHARE = 2 / 3
 #: The time a job holds a runner (runners busy / jobs started a minute) this many times usual,
-#: with at least this many more runners busy: jobs are slower.
+#: with about as many runners busy as usual or more (at a ceiling, as many): jobs are slower.
 HELD_RATIO = 1.5
-HELD_MIN_EXTRA = 3.0
+HELD_BUSY_SHARE = 0.9
+HELD_MIN_BUSY = 3.0
 #: ...and the type's job time (p90, p50 or mean: the highest) at least this many times usual.
 HELD_TIMED_RATIO = 1.2
 #: Jobs started in the last hour below this: too few to time anything by.
@@ -118,8 +119,8 @@ def held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
     )
     if busy is None or usual_busy is None or started is None or usual_started is None:
         return None
-    if busy < usual_busy + HELD_MIN_EXTRA or usual_started <= 0:
-        return None
+    if busy < HELD_BUSY_SHARE * usual_busy or busy < HELD_MIN_BUSY or usual_started <= 0:
+        return None  # runners that do not come leave fewer busy, not more
     if started * 60.0 < HELD_MIN_STARTS:
         return None  # too few jobs taken to time anything by
     held, usual_held = busy / started, max(usual_busy, 1.0) / usual_started
