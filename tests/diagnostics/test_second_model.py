@@ -303,6 +303,5 @@ async def test_a_queue_waiting_as_long_as_usual_on_arc_is_no_incident(tmp_path: 
     assert judged.named == "none"
     (note,) = [n for n in judged.report.notes if "as usual at this time" in n]
     assert note == (
-        "win-2022-8cpu: 142 queued now, as usual at this time (80 queued (2h47m)):"
-        " not an incident."
+        "win-2022-8cpu: 142 queued now, as usual at this time (80 queued (2h47m)): not an incident."
     )
