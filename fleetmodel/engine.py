@@ -285,6 +285,7 @@ class _TypeEpisode:
         self.arrivals()
         for _ in range(self.kind.min_runners):
             self._create(self.start)
+        at = self.end
         while self.events:
             at, _, what, payload = heapq.heappop(self.events)
             if at > self.end and self.last:
@@ -346,6 +347,12 @@ class _TypeEpisode:
                     del self.active[runner.id]
                     runner.gone = at + self.rng.uniform(5.0, 30.0)
                 self.scale(at)
+        if not self.last:
+            # An earlier day's episode ends with its jobs: the runners it kept (its minimum)
+            # are not the ones of later days.
+            for runner in self.active.values():
+                if runner.gone is None:
+                    runner.gone = max(at, self.end)
 
 
 def run(plan: FleetPlan) -> FleetRun:

@@ -37,9 +37,21 @@ from bot.diagnostics.evidence import (
     window_minutes,
 )
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.runner_checks import Check, infrastructure, not_coming, resources
+from bot.diagnostics.runner_checks import (
+    Check,
+    filled_above_usual,
+    infrastructure,
+    not_coming,
+    resources,
+)
 from bot.diagnostics.signals import FleetSignals
-from bot.diagnostics.workload import held_longer, moved_from, top_workflows
+from bot.diagnostics.workload import (
+    HELD_TIMED_RATIO,
+    held_longer,
+    hold_time,
+    moved_from,
+    top_workflows,
+)
 from bot.domain.diagnosis import (
     Cause,
     Confidence,
@@ -55,7 +67,8 @@ from bot.render.diagnosis_text import amount, past_text
 
 #: "Well above the baseline".
 RATIO_LIKELY = 1.5
-MIN_EXTRA_PER_MINUTE = 0.5
+#: ...by at least this many more jobs than usual over the span (ten minutes: 0.5 a minute).
+MIN_EXTRA_JOBS = 5.0
 SURGE_Z = 3.0
 #: Job times: with fewer jobs than this in the window, a rise counts only with the median (or
 #: the mean) up too, or at this many times usual.
@@ -143,7 +156,7 @@ def _rose(now: float, usual: float, minutes: float) -> bool:
     """Jobs a minute well above usual, by more than chance explains over `minutes`."""
     return (
         (_ratio(now, usual, 0.1) or 0.0) >= RATIO_LIKELY
-        and now - usual >= MIN_EXTRA_PER_MINUTE
+        and (now - usual) * minutes >= MIN_EXTRA_JOBS
         and significant_rise(now, usual, minutes, SURGE_Z)
     )
 
@@ -171,6 +184,11 @@ def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     likely = ratio >= RATIO_LIKELY and (
         jobs >= ENOUGH_JOBS or ratio_center >= RATIO_LIKELY or ratio >= SLOWDOWN_FEW_JOBS
     )
+    hold = hold_time(fleet, name)
+    if jobs < ENOUGH_JOBS and hold is not None and hold[0] < HELD_TIMED_RATIO * hold[1]:
+        # The few jobs completing may be the long ones left where new runners do not start:
+        # jobs slower than usual hold their runners longer, and these do not.
+        likely = False
     by_workflow = (
         Signal.DURATION_P90_BY_WORKFLOW
         if fleet.workflows.get(Signal.DURATION_P90_BY_WORKFLOW, {}).get(name)
@@ -289,13 +307,21 @@ def diagnose(fleet: FleetSignals) -> Report:
     )
     affected = [s for s in states if s.affected]
     verdicts: dict[Cause, dict[str, Check]] = {cause: {} for cause in Cause}
-    guessed: set[str] = set()
+    # Causes told by what the others leave, not by their own signature: their confidence.
+    guessed: dict[str, Confidence] = {}
     for state in affected:
+        name = state.name
         for cause, check in CHECKS.items():
-            verdicts[cause][state.name] = check(fleet, state)
-        if _eliminated(verdicts, state.name) and (found := not_coming(fleet, state)):
-            verdicts[Cause.INFRASTRUCTURE][state.name] = (Verdict.LIKELY, (found,))
-            guessed.add(state.name)
+            verdicts[cause][name] = check(fleet, state)
+        if _eliminated(verdicts, name) and (found := not_coming(fleet, state)):
+            verdicts[Cause.INFRASTRUCTURE][name] = (Verdict.LIKELY, (found,))
+            guessed[name] = Confidence.LOW
+        elif _filled(verdicts, name) and (found := filled_above_usual(fleet, state)):
+            verdicts[Cause.INCREASED_WORKLOAD][name] = (
+                Verdict.LIKELY,
+                (found, *verdicts[Cause.INCREASED_WORKLOAD][name][1]),
+            )
+            guessed[name] = Confidence.MEDIUM
 
     primary: Cause | None = None
     confidence: Confidence | None = None
@@ -306,7 +332,7 @@ def diagnose(fleet: FleetSignals) -> Report:
             primary = likely[0]
             confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})
             if state.name in guessed:
-                confidence = Confidence.LOW
+                confidence = guessed[state.name]
         for cause in likely:
             rank.setdefault(cause, (_severity(state), -PRECEDENCE.index(cause)))
 
@@ -356,6 +382,15 @@ def _eliminated(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
     found = {cause: verdicts[cause][name][0] for cause in Cause}
     return Verdict.LIKELY not in found.values() and all(
         found[c] is Verdict.RULED_OUT for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS)
+    )
+
+
+def _filled(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
+    """A ceiling holds `name` and neither more demand nor longer jobs were told apart."""
+    found = {cause: verdicts[cause][name][0] for cause in Cause}
+    return found[Cause.AUTOSCALING_LIMITS] is Verdict.LIKELY and all(
+        found[c] is not Verdict.LIKELY
+        for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS, Cause.INFRASTRUCTURE)
     )
 
 

@@ -1,6 +1,8 @@
 """The runbook's checks on the runners themselves: infrastructure (runners failing to start,
 register or stay online) and resource constraints (runner pods starved of CPU or memory, jobs
-failing). The other checks, and the ranking, are in `bot.diagnostics.checks`."""
+failing); and what busy runners tell where no cause shows its own signature: runners not
+coming, or a ceiling filled above the usual. The other checks, and the ranking, are in
+`bot.diagnostics.checks`."""
 
 from __future__ import annotations
 
@@ -36,6 +38,10 @@ GAP_MIN = 3.0
 #: Busy runners below this share of usual while jobs have waited through the last half hour,
 #: not held at one level: the runners are not there.
 SHORT_OF_USUAL = 0.8
+#: Busy runners held at a ceiling this many times those usually busy at this hour, and this
+#: many more: the ceiling serves more than the usual demand.
+CEILING_ABOVE_USUAL = 1.3
+CEILING_MIN_EXTRA = 3.0
 
 Check = tuple[Verdict, tuple[Evidence, ...]]
 
@@ -208,3 +214,30 @@ def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
         " job time: runners are not coming (failing to start, register or take jobs?)"
     )
     return found.model_copy(update={"why": why})
+
+
+def filled_above_usual(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """Busy runners held at a ceiling well above the number usually busy at this hour while
+    jobs have waited through half an hour: the usual demand would fit beneath it, so more work
+    than usual fills it, whatever too few jobs a minute to tell from chance say. The ceiling
+    is where the extra work stops, not why it came."""
+    busy = supply(fleet, state.name)
+    if busy is None or busy.usual is None or not (busy.flat or state.at_max):
+        return None
+    if not waited_through(fleet, state.name):
+        return None
+    if busy.top < CEILING_ABOVE_USUAL * busy.usual + CEILING_MIN_EXTRA:
+        return None
+    signal = Signal.RUNNING if fleet.value(Signal.RUNNING, state.name) is not None else Signal.BUSY
+    origin = fleet.origin(signal, state.name)
+    return Evidence(
+        runner_type=state.name,
+        measure="busy runners held at a ceiling",
+        now=busy.top,
+        baseline=busy.usual,
+        source=origin.value if origin else "",
+        why=(
+            f"{busy.top / max(busy.usual, 1.0):.1f}x the runners usually busy at this hour,"
+            " and jobs still wait: more work than usual fills it"
+        ),
+    )

@@ -107,11 +107,10 @@ def moved_from(fleet: FleetSignals, name: str, workflows: tuple[str, ...]) -> li
     return found
 
 
-def held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
-    """How long a job holds a runner, from runners busy over jobs started a minute in the last
-    hour (Little's law), well above usual. Where jobs are slow the few completing in the
-    window may be the quick ones; the runners they keep busy are not. More demand starts more
-    jobs and busies more runners alike, and a ceiling holds both: neither moves this."""
+def hold_time(fleet: FleetSignals, name: str) -> tuple[float, float] | None:
+    """How long a job holds a runner now and usually, in seconds: runners busy over jobs
+    started a minute in the last hour (Little's law). None where too few jobs started to
+    time anything by."""
     busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
     started, usual_started = (
         fleet.value(Signal.STARTED_HOUR, name),
@@ -119,11 +118,23 @@ def held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
     )
     if busy is None or usual_busy is None or started is None or usual_started is None:
         return None
-    if busy < HELD_BUSY_SHARE * usual_busy or busy < HELD_MIN_BUSY or usual_started <= 0:
+    if started * 60.0 < HELD_MIN_STARTS or usual_started <= 0:
+        return None
+    return 60.0 * busy / started, 60.0 * max(usual_busy, 1.0) / usual_started
+
+
+def held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
+    """How long a job holds a runner well above usual. Where jobs are slow the few completing
+    in the window may be the quick ones; the runners they keep busy are not. More demand
+    starts more jobs and busies more runners alike, and a ceiling holds both: neither moves
+    this."""
+    hold = hold_time(fleet, name)
+    busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
+    if hold is None or busy is None or usual_busy is None:
+        return None
+    if busy < HELD_BUSY_SHARE * usual_busy or busy < HELD_MIN_BUSY:
         return None  # runners that do not come leave fewer busy, not more
-    if started * 60.0 < HELD_MIN_STARTS:
-        return None  # too few jobs taken to time anything by
-    held, usual_held = busy / started, max(usual_busy, 1.0) / usual_started
+    held, usual_held = hold
     ratio = held / usual_held
     # Busy runners and starts at this hour vary from day to day: a hold well above usual
     # counts where the jobs completing are slower too, if only a little.
@@ -132,8 +143,8 @@ def held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
     return Evidence(
         runner_type=name,
         measure="time a job holds a runner (runners busy / jobs started a minute, last hour)",
-        now=60.0 * held,
-        baseline=60.0 * usual_held,
+        now=held,
+        baseline=usual_held,
         unit="s",
         source=origin.value if (origin := fleet.origin(Signal.RUNNING, name)) else "",
         why=f"{ratio:.1f}x usual: jobs keep their runners longer",
