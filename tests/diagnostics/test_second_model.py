@@ -305,3 +305,32 @@ async def test_a_queue_waiting_as_long_as_usual_on_arc_is_no_incident(tmp_path: 
     assert note == (
         "win-2022-8cpu: 142 queued now, as usual at this time (80 queued (2h47m)): not an incident."
     )
+
+
+async def test_a_ceiling_filled_above_the_usual_at_night_is_more_work(tmp_path: Path) -> None:
+    # A workflow moved in during the day: at 3 a.m. 318 jobs wait up to 4.8 hours behind busy
+    # runners held at 24, where 14 are usual at this hour. 50 jobs in the last hour against 25
+    # is too few to tell from chance, but the usual demand would fit beneath that ceiling.
+    fleet = _at(Case.MOVED_WORKFLOW, 1, 3, day=26)
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "increased_workload"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "increased_workload" and judged.located, judged.combination
+        assert judged.confidence == "medium", judged.combination
+        workload = next(f for f in judged.report.findings if f.cause.value == "increased_workload")
+        filled = workload.evidence[0]
+        assert filled.measure == "busy runners held at a ceiling", judged.combination
+        assert filled.now is not None and filled.baseline is not None
+        assert filled.now >= 1.3 * filled.baseline + 3
+        # No runner is left idle from earlier days: nothing reads as a label problem.
+        assert not any("idle runners while" in n for n in judged.report.notes)
+
+
+def test_each_days_runners_end_with_that_day() -> None:
+    # Every day of history is an episode of its own: the runners an earlier day kept (its
+    # minimum, idle) are gone by the end of it, not listed online today.
+    fleet = _at(Case.MOVED_WORKFLOW, 1, 3, day=26)
+    last_start = fleet.plan.end - fleet.plan.last_hours * 3600.0
+    earlier = [r for r in fleet.runners if r.created < last_start - 3600.0]
+    assert earlier
+    assert all(r.gone is not None and r.gone <= last_start for r in earlier)
