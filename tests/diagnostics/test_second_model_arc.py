@@ -1,0 +1,74 @@
+"""The checks on fleets of the second model read through ARC's metrics alone (full and lean
+scrapes backfilled into a real Prometheus): what a count of every job not yet running, and the
+absence of a longest wait, ask of them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from fleetmodel import Case, FleetRun, plan, run, truth_of
+from tests.support.fleet_reading import diagnose_run
+from tests.support.integration import require_binary
+
+
+@pytest.fixture
+def binaries() -> tuple[str, str]:
+    return (
+        require_binary("prometheus", "apt-get install -y prometheus"),
+        require_binary("promtool", "apt-get install -y prometheus"),
+    )
+
+
+def _at(case: Case, seed: int, hour: int, day: int) -> FleetRun:
+    """A fleet of six types whose run ends at `hour`:(7 * seed) on `day` November 2026."""
+    end = datetime(2026, 11, day, hour, 7 * seed, tzinfo=UTC)
+    return run(plan(case, seed=seed, types=6, end=end))
+
+
+async def test_jobs_not_yet_running_that_started_within_minutes_are_no_queue(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A lean ARC scrape counts every job not yet running: 7 on a type with 15 busy at night,
+    # where the jobs that started lately waited under 5 minutes, are jobs just arrived.
+    fleet = _at(Case.SCALE_UP, 1, 3, day=25)
+    assert truth_of(fleet).primary_cause == "none"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), binaries=binaries)
+    assert judged.named == "none"
+    assert not judged.report.affected
+    shown = {state.name: state for state in judged.report.runner_types}
+    assert max(state.queued or 0.0 for state in shown.values()) >= 7
+
+
+async def test_slow_jobs_at_a_maximum_are_told_by_the_time_each_job_holds_a_runner(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A scale set at its maximum of 32 with busy runners as usual (it is near it every evening):
+    # jobs 1.4x slower on the mean, and each holding its runner longer, since the same runners
+    # take fewer jobs an hour. Not runners failing to come, on either ARC shape.
+    fleet = _at(Case.MIX, 1, 22, day=25)
+    assert truth_of(fleet).primary_cause == "long_running_jobs"
+    for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
+        assert judged.named == "long_running_jobs" and judged.located, judged.combination
+        found = next(f for f in judged.report.findings if f.cause.value == "long_running_jobs")
+        (held,) = [e for e in found.evidence if e.measure.startswith("time a job holds")]
+        assert held.now is not None and held.baseline is not None
+        assert held.now >= 1.5 * held.baseline, judged.combination
+
+
+async def test_a_queue_waiting_as_long_as_usual_on_arc_is_no_incident(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # 142 jobs not yet running where 80 are usual at this hour: more jobs, but the jobs that
+    # started waited about as long as they usually do, nearly three hours (ARC has no longest
+    # wait: the queue time of the jobs started stands for it, now and on the usual days).
+    fleet = _at(Case.TOO_SMALL, 1, 10, day=25)
+    assert truth_of(fleet).primary_cause == "none"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("arc",), binaries=binaries)
+    assert judged.named == "none"
+    (note,) = [n for n in judged.report.notes if "as usual at this time" in n]
+    assert note == (
+        "win-2022-8cpu: 142 queued now, as usual at this time (80 queued (2h47m)): not an incident."
+    )
