@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.diagnostics.evidence import (
+    QUEUED_AFFECTED,
+    WAIT_AFFECTED_SECONDS,
     Supply,
     demand,
     evidence,
@@ -75,6 +77,9 @@ SURGE_Z = 3.0
 ENOUGH_JOBS = 50.0
 SLOWDOWN_FEW_JOBS = 2.0
 IDLE_WHILE_WAITING = 2.0
+#: Busy runners held at this share of those usually busy at this hour or more: a ceiling the
+#: usual demand fits beneath, no limit that explains a queue at usual demand and job time.
+CEILING_AT_USUAL = 0.9
 
 PRECEDENCE = (
     Cause.RESOURCE_CONSTRAINTS,
@@ -313,7 +318,7 @@ def diagnose(fleet: FleetSignals) -> Report:
         name = state.name
         for cause, check in CHECKS.items():
             verdicts[cause][name] = check(fleet, state)
-        if _eliminated(verdicts, name) and (found := not_coming(fleet, state)):
+        if _eliminated(verdicts, fleet, state) and (found := not_coming(fleet, state)):
             verdicts[Cause.INFRASTRUCTURE][name] = (Verdict.LIKELY, (found,))
             guessed[name] = Confidence.LOW
         elif _filled(verdicts, name) and (found := filled_above_usual(fleet, state)):
@@ -377,12 +382,29 @@ def diagnose(fleet: FleetSignals) -> Report:
     )
 
 
-def _eliminated(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
-    """No cause found for `name`, with demand and job time measured and as usual."""
-    found = {cause: verdicts[cause][name][0] for cause in Cause}
-    return Verdict.LIKELY not in found.values() and all(
+def _eliminated(
+    verdicts: dict[Cause, dict[str, Check]], fleet: FleetSignals, state: RunnerTypeState
+) -> bool:
+    """No cause found for `state`, with demand and job time measured and as usual; or only a
+    ceiling guessed from busy runners held at the level usually busy at this hour (no maximum
+    measured): the usual demand fitted beneath it on the usual days without a queue."""
+    found = {cause: verdicts[cause][state.name][0] for cause in Cause}
+    usual = all(
         found[c] is Verdict.RULED_OUT for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS)
     )
+    others = [c for c, v in found.items() if v is Verdict.LIKELY]
+    if others == [Cause.AUTOSCALING_LIMITS] and state.max is None:
+        busy, before = supply(fleet, state.name), state.usual
+        return (
+            usual
+            and busy is not None
+            and busy.usual is not None
+            and busy.top >= CEILING_AT_USUAL * busy.usual
+            and before is not None
+            and (before.queued or 0.0) < QUEUED_AFFECTED
+            and (before.max_wait_seconds or 0.0) < WAIT_AFFECTED_SECONDS
+        )
+    return usual and not others
 
 
 def _filled(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:

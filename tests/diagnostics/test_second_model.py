@@ -278,3 +278,18 @@ def test_each_days_runners_end_with_that_day() -> None:
     earlier = [r for r in fleet.runners if r.created < last_start - 3600.0]
     assert earlier
     assert all(r.gone is not None and r.gone <= last_start for r in earlier)
+
+
+async def test_busy_runners_held_at_the_usual_level_are_runners_slow_to_come_not_a_limit(
+    tmp_path: Path,
+) -> None:
+    # New runners take many times their usual start: busy runners hold at about the usual 43
+    # while 50 jobs wait an hour at the usual demand and job time. The usual demand fitted
+    # beneath that level every day without a queue: no maximum explains it.
+    fleet = _at(Case.FAILING_STARTS, 1, 10, day=26)
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        assert judged.confidence == "low", judged.combination
+        found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
+        assert "runners are not coming" in found.evidence[0].why, judged.combination
