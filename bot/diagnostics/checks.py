@@ -80,6 +80,8 @@ IDLE_WHILE_WAITING = 2.0
 #: Busy runners held at this share of those usually busy at this hour or more: a ceiling the
 #: usual demand fits beneath, no limit that explains a queue at usual demand and job time.
 CEILING_AT_USUAL = 0.9
+#: ...with demand no more than this times usual: not merely short of telling from chance.
+DEMAND_AS_USUAL = 1.2
 
 PRECEDENCE = (
     Cause.RESOURCE_CONSTRAINTS,
@@ -397,6 +399,7 @@ def _eliminated(
         busy, before = supply(fleet, state.name), state.usual
         return (
             usual
+            and _demand_as_usual(fleet, state.name)
             and busy is not None
             and busy.usual is not None
             and busy.top >= CEILING_AT_USUAL * busy.usual
@@ -405,6 +408,19 @@ def _eliminated(
             and (before.max_wait_seconds or 0.0) < WAIT_AFFECTED_SECONDS
         )
     return usual and not others
+
+
+def _demand_as_usual(fleet: FleetSignals, name: str) -> bool:
+    """Demand no more than a little above usual: over the last hour where measured (ten
+    minutes of a few jobs a minute vary by half), else over the window."""
+    hour, usual_hour = (
+        fleet.value(Signal.ARRIVALS_HOUR, name),
+        fleet.base(Signal.ARRIVALS_HOUR, name),
+    )
+    if hour is not None and usual_hour is not None:
+        return hour <= DEMAND_AS_USUAL * usual_hour
+    asked = demand(fleet, name)
+    return asked is not None and asked.now <= DEMAND_AS_USUAL * asked.usual
 
 
 def _filled(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:

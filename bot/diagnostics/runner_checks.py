@@ -24,6 +24,8 @@ FAILED_RUNNERS_SHARE = 0.05
 REGISTERED_STALL = 1.1
 THROTTLED_LIKELY = 0.25
 OFFLINE_SHARE = 0.3
+#: Idle runners this share of those online, while jobs wait through half an hour.
+IDLE_SHARE = 0.5
 #: Runners held at a ceiling turn over: each one whose job ended is replaced by one listed
 #: offline while it starts, for as long as starting takes beside the job's own time. Offline
 #: runners point to failing starts there only when they are most of those listed.
@@ -38,6 +40,8 @@ GAP_MIN = 3.0
 #: Busy runners below this share of usual while jobs have waited through the last half hour,
 #: not held at one level: the runners are not there.
 SHORT_OF_USUAL = 0.8
+#: Busy runners held flat at this many or more: a ceiling (held at none is no ceiling).
+CEILING_MIN = 2.0
 #: Busy runners held at a ceiling this many times those usually busy at this hour, and this
 #: many more: the ceiling serves more than the usual demand.
 CEILING_ABOVE_USUAL = 1.3
@@ -108,7 +112,7 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         short = (
             busy.usual is not None
             and busy.now < SHORT_OF_USUAL * busy.usual
-            and not busy.flat
+            and not (busy.flat and busy.top >= CEILING_MIN)
             and not busy.catching_up
             and waited_through(fleet, name)
         )
@@ -128,6 +132,9 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
                     baseline=False,
                 )
             )
+    if (taking := _not_taking_jobs(fleet, state)) is not None:
+        likely = measured = True
+        found.insert(0, taking)
     if not measured:
         return Verdict.NO_DATA, ()
     if not likely and offline is not None and offline >= OFFLINE_MIN:
@@ -138,6 +145,30 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         found[at] = found[at].model_copy(update={"why": why})
         found.insert(0, found.pop(at))
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
+
+
+def _not_taking_jobs(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """Most runners online and idle, busy ones far short of usual, while jobs have waited
+    through half an hour: runners that register and take no job (broken, or not matching what
+    the jobs ask for)."""
+    idle, registered = state.idle, state.registered
+    busy = fleet.value(Signal.RUNNING, state.name)
+    if busy is None:
+        busy = fleet.value(Signal.BUSY, state.name)
+    usual = fleet.base(Signal.RUNNING, state.name)
+    if idle is None or registered is None or busy is None or usual is None:
+        return None
+    if idle < max(OFFLINE_MIN, IDLE_SHARE * registered) or busy >= SHORT_OF_USUAL * usual:
+        return None
+    if not waited_through(fleet, state.name):
+        return None
+    found = evidence(fleet, Signal.IDLE, state.name, "idle runners", baseline=False)
+    why = (
+        f"online while {amount(state.queued, '')} jobs wait, and {amount(busy, '')} busy"
+        f" where {amount(usual, '')} are usual: runners that take no job (broken, or not"
+        " matching the labels jobs ask for?)"
+    )
+    return found.model_copy(update={"why": why})
 
 
 def _offline_why(offline: float, total: float, busy: Supply | None, usual: float | None) -> str:

@@ -293,3 +293,17 @@ async def test_busy_runners_held_at_the_usual_level_are_runners_slow_to_come_not
         assert judged.confidence == "low", judged.combination
         found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
         assert "runners are not coming" in found.evidence[0].why, judged.combination
+
+
+async def test_runners_online_that_take_no_job_are_infrastructure(tmp_path: Path) -> None:
+    # New runners register and never take a job: 132 online, all idle, none busy where 20 are
+    # usual, while 572 jobs wait nearly three hours. Job events alone see no runner
+    # working since half an hour and more; the runners list sees them idle.
+    fleet = _at(Case.BROKEN_RUNNERS, 1, 10, day=26)
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+    found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
+    idle = found.evidence[0]
+    assert idle.measure == "idle runners" and idle.now == 132
+    assert "runners that take no job" in idle.why

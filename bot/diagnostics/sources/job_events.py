@@ -290,6 +290,10 @@ async def read_jobs(
     for values in (reading.now, reading.yesterday, reading.week_ago):
         if values:
             _fill(values, known)
+    # A type known at all with no job running or waiting half an hour ago had none: 0.
+    for then in (*reading.earlier_running, *reading.earlier_peaks, *reading.earlier_queued):
+        for name in known:
+            then.setdefault(name, 0.0)
     if days:
         # A type that queued on none of the usual days usually has no queue.
         for signal in (Signal.QUEUED, Signal.MAX_WAIT):
