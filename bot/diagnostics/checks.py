@@ -26,8 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.diagnostics.evidence import (
-    QUEUED_AFFECTED,
-    WAIT_AFFECTED_SECONDS,
     Supply,
     demand,
     evidence,
@@ -38,14 +36,9 @@ from bot.diagnostics.evidence import (
     waited_through,
     window_minutes,
 )
+from bot.diagnostics.inference import infer
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.runner_checks import (
-    Check,
-    filled_above_usual,
-    infrastructure,
-    not_coming,
-    resources,
-)
+from bot.diagnostics.runner_checks import Check, infrastructure, resources
 from bot.diagnostics.signals import FleetSignals
 from bot.diagnostics.workload import (
     HELD_TIMED_RATIO,
@@ -77,11 +70,6 @@ SURGE_Z = 3.0
 ENOUGH_JOBS = 50.0
 SLOWDOWN_FEW_JOBS = 2.0
 IDLE_WHILE_WAITING = 2.0
-#: Busy runners held at this share of those usually busy at this hour or more: a ceiling the
-#: usual demand fits beneath, no limit that explains a queue at usual demand and job time.
-CEILING_AT_USUAL = 0.9
-#: ...with demand no more than this times usual: not merely short of telling from chance.
-DEMAND_AS_USUAL = 1.2
 
 PRECEDENCE = (
     Cause.RESOURCE_CONSTRAINTS,
@@ -317,18 +305,10 @@ def diagnose(fleet: FleetSignals) -> Report:
     # Causes told by what the others leave, not by their own signature: their confidence.
     guessed: dict[str, Confidence] = {}
     for state in affected:
-        name = state.name
         for cause, check in CHECKS.items():
-            verdicts[cause][name] = check(fleet, state)
-        if _eliminated(verdicts, fleet, state) and (found := not_coming(fleet, state)):
-            verdicts[Cause.INFRASTRUCTURE][name] = (Verdict.LIKELY, (found,))
-            guessed[name] = Confidence.LOW
-        elif _filled(verdicts, name) and (found := filled_above_usual(fleet, state)):
-            verdicts[Cause.INCREASED_WORKLOAD][name] = (
-                Verdict.LIKELY,
-                (found, *verdicts[Cause.INCREASED_WORKLOAD][name][1]),
-            )
-            guessed[name] = Confidence.MEDIUM
+            verdicts[cause][state.name] = check(fleet, state)
+        if (inferred := infer(verdicts, fleet, state)) is not None:
+            guessed[state.name] = inferred
 
     primary: Cause | None = None
     confidence: Confidence | None = None
@@ -381,54 +361,6 @@ def diagnose(fleet: FleetSignals) -> Report:
             for name, jobs in fleet.longest.items()
             if name in {s.name for s in affected}
         ),
-    )
-
-
-def _eliminated(
-    verdicts: dict[Cause, dict[str, Check]], fleet: FleetSignals, state: RunnerTypeState
-) -> bool:
-    """No cause found for `state`, with demand and job time measured and as usual; or only a
-    ceiling guessed from busy runners held at the level usually busy at this hour (no maximum
-    measured): the usual demand fitted beneath it on the usual days without a queue."""
-    found = {cause: verdicts[cause][state.name][0] for cause in Cause}
-    usual = all(
-        found[c] is Verdict.RULED_OUT for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS)
-    )
-    others = [c for c, v in found.items() if v is Verdict.LIKELY]
-    if others == [Cause.AUTOSCALING_LIMITS] and state.max is None:
-        busy, before = supply(fleet, state.name), state.usual
-        return (
-            usual
-            and _demand_as_usual(fleet, state.name)
-            and busy is not None
-            and busy.usual is not None
-            and busy.top >= CEILING_AT_USUAL * busy.usual
-            and before is not None
-            and (before.queued or 0.0) < QUEUED_AFFECTED
-            and (before.max_wait_seconds or 0.0) < WAIT_AFFECTED_SECONDS
-        )
-    return usual and not others
-
-
-def _demand_as_usual(fleet: FleetSignals, name: str) -> bool:
-    """Demand no more than a little above usual: over the last hour where measured (ten
-    minutes of a few jobs a minute vary by half), else over the window."""
-    hour, usual_hour = (
-        fleet.value(Signal.ARRIVALS_HOUR, name),
-        fleet.base(Signal.ARRIVALS_HOUR, name),
-    )
-    if hour is not None and usual_hour is not None:
-        return hour <= DEMAND_AS_USUAL * usual_hour
-    asked = demand(fleet, name)
-    return asked is not None and asked.now <= DEMAND_AS_USUAL * asked.usual
-
-
-def _filled(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
-    """A ceiling holds `name` and neither more demand nor longer jobs were told apart."""
-    found = {cause: verdicts[cause][name][0] for cause in Cause}
-    return found[Cause.AUTOSCALING_LIMITS] is Verdict.LIKELY and all(
-        found[c] is not Verdict.LIKELY
-        for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS, Cause.INFRASTRUCTURE)
     )
 
 

@@ -1,0 +1,90 @@
+"""Causes told by what the other checks leave, not by a signature of their own, each with the
+confidence that deserves (bot.diagnostics.checks ranks them with the rest):
+
+- runners not coming: no cause found, demand and job time measured and as usual, no more
+  runners busy than usual while jobs wait through half an hour; or a ceiling guessed at the
+  level usually busy at this hour, which the usual demand fitted beneath without a queue
+  (infrastructure, low confidence);
+- a ceiling filled above the usual: busy runners held well above those usually busy at this
+  hour while jobs wait, where more demand could not be told from chance (more work, medium
+  confidence).
+"""
+
+from __future__ import annotations
+
+from bot.diagnostics.evidence import QUEUED_AFFECTED, WAIT_AFFECTED_SECONDS, demand, supply
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.runner_checks import Check, filled_above_usual, not_coming
+from bot.diagnostics.signals import FleetSignals
+from bot.domain.diagnosis import Cause, Confidence, RunnerTypeState, Verdict
+
+#: Busy runners held at this share of those usually busy at this hour or more: a ceiling the
+#: usual demand fits beneath, no limit that explains a queue at usual demand and job time.
+CEILING_AT_USUAL = 0.9
+#: ...with demand no more than this times usual: not merely short of telling from chance.
+DEMAND_AS_USUAL = 1.2
+
+
+def infer(
+    verdicts: dict[Cause, dict[str, Check]], fleet: FleetSignals, state: RunnerTypeState
+) -> Confidence | None:
+    """Add to `verdicts` the cause the others leave for `state`, if one; its confidence."""
+    name = state.name
+    if _eliminated(verdicts, fleet, state) and (found := not_coming(fleet, state)):
+        verdicts[Cause.INFRASTRUCTURE][name] = (Verdict.LIKELY, (found,))
+        return Confidence.LOW
+    if _filled(verdicts, name) and (found := filled_above_usual(fleet, state)):
+        verdicts[Cause.INCREASED_WORKLOAD][name] = (
+            Verdict.LIKELY,
+            (found, *verdicts[Cause.INCREASED_WORKLOAD][name][1]),
+        )
+        return Confidence.MEDIUM
+    return None
+
+
+def _eliminated(
+    verdicts: dict[Cause, dict[str, Check]], fleet: FleetSignals, state: RunnerTypeState
+) -> bool:
+    """No cause found for `state`, with demand and job time measured and as usual; or only a
+    ceiling guessed from busy runners held at the level usually busy at this hour (no maximum
+    measured): the usual demand fitted beneath it on the usual days without a queue."""
+    found = {cause: verdicts[cause][state.name][0] for cause in Cause}
+    usual = all(
+        found[c] is Verdict.RULED_OUT for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS)
+    )
+    others = [c for c, v in found.items() if v is Verdict.LIKELY]
+    if others == [Cause.AUTOSCALING_LIMITS] and state.max is None:
+        busy, before = supply(fleet, state.name), state.usual
+        return (
+            usual
+            and _demand_as_usual(fleet, state.name)
+            and busy is not None
+            and busy.usual is not None
+            and busy.top >= CEILING_AT_USUAL * busy.usual
+            and before is not None
+            and (before.queued or 0.0) < QUEUED_AFFECTED
+            and (before.max_wait_seconds or 0.0) < WAIT_AFFECTED_SECONDS
+        )
+    return usual and not others
+
+
+def _demand_as_usual(fleet: FleetSignals, name: str) -> bool:
+    """Demand no more than a little above usual: over the last hour where measured (ten
+    minutes of a few jobs a minute vary by half), else over the window."""
+    hour, usual_hour = (
+        fleet.value(Signal.ARRIVALS_HOUR, name),
+        fleet.base(Signal.ARRIVALS_HOUR, name),
+    )
+    if hour is not None and usual_hour is not None:
+        return hour <= DEMAND_AS_USUAL * usual_hour
+    asked = demand(fleet, name)
+    return asked is not None and asked.now <= DEMAND_AS_USUAL * asked.usual
+
+
+def _filled(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
+    """A ceiling holds `name` and neither more demand nor longer jobs were told apart."""
+    found = {cause: verdicts[cause][name][0] for cause in Cause}
+    return found[Cause.AUTOSCALING_LIMITS] is Verdict.LIKELY and all(
+        found[c] is not Verdict.LIKELY
+        for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS, Cause.INFRASTRUCTURE)
+    )
