@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from bot.diagnostics.evidence import (
     Supply,
+    busy_signal,
     demand,
     evidence,
     queue_size,
@@ -213,7 +214,7 @@ def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     busy = supply(fleet, name)
     if busy is None:
         return Verdict.NO_DATA, ()
-    signal = Signal.RUNNING if fleet.value(Signal.RUNNING, name) is not None else Signal.BUSY
+    signal = busy_signal(fleet, name)
     found: tuple[Evidence, ...] = (
         evidence(fleet, signal, name, "busy runners (jobs running)", now=busy.now),
         evidence(

@@ -253,6 +253,11 @@ class Supply:
         return self.peaks[0] if self.peaks else self.now
 
 
+def busy_signal(fleet: FleetSignals, name: str) -> Signal:
+    """Which signal counts `name`'s busy runners: jobs running where measured, else busy."""
+    return Signal.RUNNING if fleet.value(Signal.RUNNING, name) is not None else Signal.BUSY
+
+
 def supply(fleet: FleetSignals, name: str) -> Supply | None:
     """Busy runners over the last half hour: jobs running (job events) or busy (a gauge), with
     the peaks of jobs running where measured."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bot.diagnostics.evidence import (
     Supply,
+    busy_signal,
     evidence,
     significant_rise,
     supply,
@@ -118,9 +119,7 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         )
         if (busy.falling or short) and not state.at_max:
             likely = True
-            signal = (
-                Signal.RUNNING if fleet.value(Signal.RUNNING, name) is not None else Signal.BUSY
-            )
+            signal = busy_signal(fleet, name)
             found.append(evidence(fleet, signal, name, "busy runners", now=busy.now))
             found.append(
                 evidence(
@@ -152,10 +151,8 @@ def _not_taking_jobs(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
     through half an hour: runners that register and take no job (broken, or not matching what
     the jobs ask for)."""
     idle, registered = state.idle, state.registered
-    busy = fleet.value(Signal.RUNNING, state.name)
-    if busy is None:
-        busy = fleet.value(Signal.BUSY, state.name)
-    usual = fleet.base(Signal.RUNNING, state.name)
+    signal = busy_signal(fleet, state.name)
+    busy, usual = fleet.value(signal, state.name), fleet.base(signal, state.name)
     if idle is None or registered is None or busy is None or usual is None:
         return None
     if idle < max(OFFLINE_MIN, IDLE_SHARE * registered) or busy >= SHORT_OF_USUAL * usual:
@@ -238,7 +235,7 @@ def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
         return None
     if not waited_through(fleet, state.name):
         return None
-    signal = Signal.RUNNING if fleet.value(Signal.RUNNING, state.name) is not None else Signal.BUSY
+    signal = busy_signal(fleet, state.name)
     found = evidence(fleet, signal, state.name, "busy runners", now=busy.now)
     why = (
         f"no more than usual while {amount(state.queued, '')} jobs wait, at usual demand and"
@@ -259,7 +256,7 @@ def filled_above_usual(fleet: FleetSignals, state: RunnerTypeState) -> Evidence 
         return None
     if busy.top < CEILING_ABOVE_USUAL * busy.usual + CEILING_MIN_EXTRA:
         return None
-    signal = Signal.RUNNING if fleet.value(Signal.RUNNING, state.name) is not None else Signal.BUSY
+    signal = busy_signal(fleet, state.name)
     origin = fleet.origin(signal, state.name)
     return Evidence(
         runner_type=state.name,
