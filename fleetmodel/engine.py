@@ -362,7 +362,7 @@ def run(plan: FleetPlan) -> FleetRun:
     for back in range(plan.days, -1, -1):
         end = plan.end - back * 86400.0
         fleet.episode_ends.append(end)
-        start = end - (plan.last_hours if back == 0 else plan.episode_hours) * 3600.0
+        start = end - plan.episode_hours * 3600.0
         for index, kind in enumerate(plan.types):
             rng = random.Random(f"{plan.seed}:{plan.case.value}:{back}:{index}:{kind.name}")
             trouble = plan.troubles.get(kind.name) if back == 0 else None

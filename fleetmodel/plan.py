@@ -126,9 +126,10 @@ class FleetPlan:
     org: str
     #: Days of history before the end (each a stretch of `episode_hours` ending at the same time).
     days: int = 7
-    #: Hours simulated before each previous day's end, and before the end itself.
-    episode_hours: float = 4.0
-    last_hours: float = 7.0
+    #: Hours simulated before each day's end, the last as the previous ones: a type held at its
+    #: maximum queues the longer it has been held, so a shorter history would make the usual
+    #: queue smaller than today's by construction.
+    episode_hours: float = 7.0
 
 
 _FAMILIES = (

@@ -26,28 +26,24 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.diagnostics.evidence import (
+    RATIO_LIKELY,
     Supply,
     busy_signal,
     demand,
     evidence,
     queue_size,
+    ratio_of,
     runner_state,
     significant_rise,
     supply,
     waited_through,
-    window_minutes,
 )
-from bot.diagnostics.inference import infer
+from bot.diagnostics.inference import across_fleet, infer
+from bot.diagnostics.job_time import long_running
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.runner_checks import Check, infrastructure, resources
-from bot.diagnostics.signals import FleetSignals
-from bot.diagnostics.workload import (
-    HELD_TIMED_RATIO,
-    held_longer,
-    hold_time,
-    moved_from,
-    top_workflows,
-)
+from bot.diagnostics.runner_checks import SHORT_OF_USUAL, Check, infrastructure, resources
+from bot.diagnostics.signals import FleetSignals, window_minutes
+from bot.diagnostics.workload import moved_from, top_workflows
 from bot.domain.diagnosis import (
     Cause,
     Confidence,
@@ -61,15 +57,10 @@ from bot.domain.diagnosis import (
 )
 from bot.render.diagnosis_text import amount, past_text
 
-#: "Well above the baseline".
-RATIO_LIKELY = 1.5
-#: ...by at least this many more jobs than usual over the span (ten minutes: 0.5 a minute).
+#: Demand well above the baseline (RATIO_LIKELY), by at least this many more jobs than usual
+#: over the span (ten minutes: 0.5 a minute).
 MIN_EXTRA_JOBS = 5.0
 SURGE_Z = 3.0
-#: Job times: with fewer jobs than this in the window, a rise counts only with the median (or
-#: the mean) up too, or at this many times usual.
-ENOUGH_JOBS = 50.0
-SLOWDOWN_FEW_JOBS = 2.0
 IDLE_WHILE_WAITING = 2.0
 
 PRECEDENCE = (
@@ -79,12 +70,6 @@ PRECEDENCE = (
     Cause.INCREASED_WORKLOAD,
     Cause.AUTOSCALING_LIMITS,
 )
-
-
-def _ratio(now: float | None, base: float | None, floor: float) -> float | None:
-    if now is None or base is None:
-        return None
-    return now / max(base, floor)
 
 
 def _severity(state: RunnerTypeState) -> float:
@@ -151,55 +136,10 @@ def _workload(fleet: FleetSignals, state: RunnerTypeState) -> Check:
 def _rose(now: float, usual: float, minutes: float) -> bool:
     """Jobs a minute well above usual, by more than chance explains over `minutes`."""
     return (
-        (_ratio(now, usual, 0.1) or 0.0) >= RATIO_LIKELY
+        (ratio_of(now, usual, 0.1) or 0.0) >= RATIO_LIKELY
         and (now - usual) * minutes >= MIN_EXTRA_JOBS
         and significant_rise(now, usual, minutes, SURGE_Z)
     )
-
-
-def _long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
-    name = state.name
-    signal, measure = Signal.DURATION_P90, "p90 job time"
-    now, base = fleet.value(signal, name), fleet.base(signal, name)
-    if now is None or base is None:
-        signal, measure = Signal.DURATION_MEAN, "mean job time"
-        now, base = fleet.value(signal, name), fleet.base(signal, name)
-    if now is None or base is None:
-        return Verdict.NO_DATA, ()
-    ratio = _ratio(now, base, 1.0) or 0.0
-    center = Signal.DURATION_P50 if signal is Signal.DURATION_P90 else Signal.DURATION_P90
-    ratio_center = _ratio(fleet.value(center, name), fleet.base(center, name), 1.0) or 0.0
-    minutes = window_minutes(fleet.window)
-    jobs = (
-        fleet.value(Signal.COMPLETED_PER_MINUTE, name)
-        or fleet.value(Signal.STARTED_PER_MINUTE, name)
-        or 0.0
-    ) * minutes
-    # A percentile of a few jobs moves by chance (by a histogram bucket, x1.3-1.5): with few
-    # jobs a rise counts when another measure of the job time rose too, or it doubled.
-    likely = ratio >= RATIO_LIKELY and (
-        jobs >= ENOUGH_JOBS or ratio_center >= RATIO_LIKELY or ratio >= SLOWDOWN_FEW_JOBS
-    )
-    hold = hold_time(fleet, name)
-    if jobs < ENOUGH_JOBS and hold is not None and hold[0] < HELD_TIMED_RATIO * hold[1]:
-        # The few jobs completing may be the long ones left where new runners do not start:
-        # jobs slower than usual hold their runners longer, and these do not.
-        likely = False
-    by_workflow = (
-        Signal.DURATION_P90_BY_WORKFLOW
-        if fleet.workflows.get(Signal.DURATION_P90_BY_WORKFLOW, {}).get(name)
-        else Signal.DURATION_MEAN_BY_WORKFLOW
-    )
-    held = held_longer(fleet, name)
-    likely = likely or held is not None
-    workflows = top_workflows(fleet, by_workflow, name, 1.0) if likely else ()
-    found = [evidence(fleet, signal, name, measure, unit="s", workflows=workflows)]
-    if held is not None:
-        found.append(held)
-    if fleet.value(center, name) is not None:
-        label = "p50 job time" if center is Signal.DURATION_P50 else "p90 job time"
-        found.append(evidence(fleet, center, name, label, unit="s"))
-    return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
 
 
 def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
@@ -262,7 +202,7 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
     else:
         why = "too few runners to tell a ceiling"
     asked = demand(fleet, state.name)
-    ratio = _ratio(asked.now, asked.usual, 0.1) if asked is not None else None
+    ratio = ratio_of(asked.now, asked.usual, 0.1) if asked is not None else None
     if ratio is not None and ratio >= RATIO_LIKELY:
         why += f"; demand is {ratio:.1f}x usual"
     return why + "; the autoscaler's maximum is not measured"
@@ -270,7 +210,7 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
 
 CHECKS: dict[Cause, Callable[[FleetSignals, RunnerTypeState], Check]] = {
     Cause.INCREASED_WORKLOAD: _workload,
-    Cause.LONG_RUNNING_JOBS: _long_running,
+    Cause.LONG_RUNNING_JOBS: long_running,
     Cause.AUTOSCALING_LIMITS: _autoscaling,
     Cause.INFRASTRUCTURE: infrastructure,
     Cause.RESOURCE_CONSTRAINTS: resources,
@@ -296,6 +236,22 @@ def _confidence(primary: Cause, verdicts: dict[Cause, Check]) -> Confidence:
     return Confidence.MEDIUM if unmeasured else Confidence.HIGH
 
 
+CONFIDENCE_ORDER = (Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH)
+
+
+def _below_usual_guess(fleet: FleetSignals, state: RunnerTypeState) -> bool:
+    """A ceiling guessed from busy runners (no maximum measured) below the level usually busy
+    at this hour: a lowered maximum, or runners failing to start where no source sees them
+    (machines that never register) - the same numbers."""
+    busy = supply(fleet, state.name)
+    return (
+        state.max is None
+        and busy is not None
+        and busy.usual is not None
+        and busy.top < SHORT_OF_USUAL * busy.usual
+    )
+
+
 def diagnose(fleet: FleetSignals) -> Report:
     """Turn the fleet's signals into a ranked report."""
     states = sorted(
@@ -310,6 +266,7 @@ def diagnose(fleet: FleetSignals) -> Report:
             verdicts[cause][state.name] = check(fleet, state)
         if (inferred := infer(verdicts, fleet, state)) is not None:
             guessed[state.name] = inferred
+    guessed.update(across_fleet(verdicts, [s.name for s in affected], guessed))
 
     primary: Cause | None = None
     confidence: Confidence | None = None
@@ -319,6 +276,8 @@ def diagnose(fleet: FleetSignals) -> Report:
         if likely and primary is None:
             primary = likely[0]
             confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})
+            if primary is Cause.AUTOSCALING_LIMITS and _below_usual_guess(fleet, state):
+                confidence = min(confidence, Confidence.MEDIUM, key=CONFIDENCE_ORDER.index)
             if state.name in guessed:
                 confidence = guessed[state.name]
         for cause in likely:

@@ -18,6 +18,8 @@ from bot.diagnostics.workload import behind
 from bot.domain.diagnosis import Evidence, PastQueue, RunnerTypeState
 
 #: A runner type is queueing when a job waited this long, or this many jobs wait.
+#: "Well above the baseline".
+RATIO_LIKELY = 1.5
 WAIT_AFFECTED_SECONDS = 600.0
 QUEUED_AFFECTED = 5.0
 #: The alert counts jobs waiting longer than this.
@@ -26,15 +28,6 @@ QUEUED_AFTER_SECONDS = 300.0
 #: incident (the usual's size, as the alert ranks queues, times this, plus this much).
 USUAL_RATIO = 1.5
 USUAL_MARGIN = 5.0
-
-
-def window_minutes(window: str) -> float:
-    """`10m`, `90s`, `1h` in minutes (the rate window)."""
-    unit = {"s": 1 / 60, "m": 1.0, "h": 60.0}.get(window[-1:], 1.0)
-    try:
-        return float(window[:-1]) * unit
-    except ValueError:
-        return 10.0
 
 
 def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
@@ -270,3 +263,10 @@ def supply(fleet: FleetSignals, name: str) -> Supply | None:
         if now is not None and before:
             return Supply(now, tuple(before), fleet.base(signal, name), peaks)
     return None
+
+
+def ratio_of(now: float | None, base: float | None, floor: float) -> float | None:
+    """`now` against `base` (at least `floor`); None where either is unknown."""
+    if now is None or base is None:
+        return None
+    return now / max(base, floor)

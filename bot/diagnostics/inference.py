@@ -7,7 +7,13 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
   (infrastructure, low confidence);
 - a ceiling filled above the usual: busy runners held well above those usually busy at this
   hour while jobs wait, where more demand could not be told from chance (more work, medium
-  confidence).
+  confidence);
+- work new to the type (workflows that usually send it next to none) filling a ceiling,
+  with demand above usual if too little to tell from chance (more work, medium confidence);
+- runners failing across the fleet: on most of the types queueing, which counts a type whose
+  cause was only guessed with them (infrastructure, low confidence);
+- a queue far beyond the usual one at the usual ceiling of a type that queues every day: the
+  ceiling did not come down and jobs take their usual time (more work, low confidence).
 """
 
 from __future__ import annotations
@@ -16,13 +22,20 @@ from bot.diagnostics.evidence import QUEUED_AFFECTED, WAIT_AFFECTED_SECONDS, dem
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check, filled_above_usual, not_coming
 from bot.diagnostics.signals import FleetSignals
-from bot.domain.diagnosis import Cause, Confidence, RunnerTypeState, Verdict
+from bot.diagnostics.workload import work_new_to
+from bot.domain.diagnosis import Cause, Confidence, Evidence, RunnerTypeState, Verdict
+from bot.render.diagnosis_text import amount
 
 #: Busy runners held at this share of those usually busy at this hour or more: a ceiling the
 #: usual demand fits beneath, no limit that explains a queue at usual demand and job time.
 CEILING_AT_USUAL = 0.9
 #: ...with demand no more than this times usual: not merely short of telling from chance.
 DEMAND_AS_USUAL = 1.2
+#: Jobs waiting this many times the usual queue of a type that queues every day at its ceiling.
+QUEUE_BEYOND_USUAL = 2.0
+#: Runners failing on this many of the types queueing, and this share of them: across the fleet.
+FLEET_WIDE_TYPES = 3
+FLEET_WIDE_SHARE = 2 / 3
 
 
 def infer(
@@ -33,13 +46,54 @@ def infer(
     if _eliminated(verdicts, fleet, state) and (found := not_coming(fleet, state)):
         verdicts[Cause.INFRASTRUCTURE][name] = (Verdict.LIKELY, (found,))
         return Confidence.LOW
-    if _filled(verdicts, name) and (found := filled_above_usual(fleet, state)):
+    if not _filled(verdicts, name):
+        return None
+    if found := filled_above_usual(fleet, state):
         verdicts[Cause.INCREASED_WORKLOAD][name] = (
             Verdict.LIKELY,
             (found, *verdicts[Cause.INCREASED_WORKLOAD][name][1]),
         )
         return Confidence.MEDIUM
+    if not _demand_as_usual(fleet, name) and (found := work_new_to(fleet, name)):
+        verdicts[Cause.INCREASED_WORKLOAD][name] = (
+            Verdict.LIKELY,
+            (found, *verdicts[Cause.INCREASED_WORKLOAD][name][1]),
+        )
+        return Confidence.MEDIUM
+    if found := _beyond_usual_ceiling(fleet, state):
+        verdicts[Cause.INCREASED_WORKLOAD][name] = (
+            Verdict.LIKELY,
+            (found, *verdicts[Cause.INCREASED_WORKLOAD][name][1]),
+        )
+        return Confidence.LOW
     return None
+
+
+def _beyond_usual_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """A type that queues at its ceiling every day at this hour, held at the usual level,
+    with far more jobs waiting than usual: the ceiling did not come down, and jobs take their
+    usual time, so more jobs came over the hours before than the last hour can tell from
+    chance (a few more a minute add up at a ceiling)."""
+    busy, before = supply(fleet, state.name), state.usual
+    if busy is None or busy.usual is None or before is None:
+        return None
+    usual_queue, queued = before.queued or 0.0, state.queued or 0.0
+    if busy.top < CEILING_AT_USUAL * busy.usual or usual_queue < QUEUED_AFFECTED:
+        return None
+    if queued < QUEUE_BEYOND_USUAL * usual_queue:
+        return None
+    return Evidence(
+        runner_type=state.name,
+        measure="jobs waiting at the usual ceiling",
+        now=queued,
+        baseline=usual_queue,
+        source=origin.value if (origin := fleet.origin(Signal.QUEUED, state.name)) else "",
+        why=(
+            f"{queued / usual_queue:.1f}x the usual queue behind busy runners held at the usual"
+            f" {amount(busy.usual, '')}: the ceiling did not come down and jobs take their usual"
+            " time, so more jobs came than usual (over hours, a few more a minute)"
+        ),
+    )
 
 
 def _eliminated(
@@ -88,3 +142,34 @@ def _filled(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
         found[c] is not Verdict.LIKELY
         for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS, Cause.INFRASTRUCTURE)
     )
+
+
+def across_fleet(
+    verdicts: dict[Cause, dict[str, Check]], affected: list[str], guessed: dict[str, Confidence]
+) -> dict[str, Confidence]:
+    """Runners failing on most of the types queueing: one cause across the fleet (the cloud,
+    GitHub's registration) is likelier than one of each type's own, so a type whose cause was
+    only guessed from what the others leave is counted with them (low confidence). Returns
+    the types so counted."""
+    infra = verdicts[Cause.INFRASTRUCTURE]
+    failing = [n for n in affected if infra[n][0] is Verdict.LIKELY]
+    if len(failing) < FLEET_WIDE_TYPES or len(failing) < FLEET_WIDE_SHARE * len(affected):
+        return {}
+    counted = {}
+    for name in affected:
+        if name in failing or name not in guessed:
+            continue
+        found = Evidence(
+            runner_type=name,
+            measure="runner types queueing with runners not coming",
+            now=float(len(failing)),
+            baseline=None,
+            why=(
+                f"{len(failing)} of the {len(affected)} types queueing: one cause across the"
+                " fleet (the cloud, or GitHub's registration) likelier than one of each type's"
+                " own"
+            ),
+        )
+        infra[name] = (Verdict.LIKELY, (found, *infra[name][1]))
+        counted[name] = Confidence.LOW
+    return counted

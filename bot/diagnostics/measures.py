@@ -67,10 +67,12 @@ BY_WORKFLOW = frozenset(
 
 class Breakdown(StrEnum):
     """Besides by workflow, what a runner type's arrivals, starts and job times (mean, p90) are
-    counted by (job events only): the job's name and its repository."""
+    counted by (job events only): the job's name, its repository, and its workflow within its
+    repository (workflows of the same name in two repositories are two)."""
 
     JOB = "job"
     REPOSITORY = "repository"
+    REPOSITORY_WORKFLOW = "repository_workflow"
 
 
 class Origin(StrEnum):

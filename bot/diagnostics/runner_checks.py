@@ -13,10 +13,9 @@ from bot.diagnostics.evidence import (
     significant_rise,
     supply,
     waited_through,
-    window_minutes,
 )
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.signals import FleetSignals
+from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.domain.diagnosis import Evidence, RunnerTypeState, Verdict
 from bot.render.diagnosis_text import amount
 
@@ -47,6 +46,11 @@ CEILING_MIN = 2.0
 #: many more: the ceiling serves more than the usual demand.
 CEILING_ABOVE_USUAL = 1.3
 CEILING_MIN_EXTRA = 3.0
+#: Jobs started over the last hour at this share or less of those arriving (and of those usually
+#: started), by this many jobs and more than chance explains: the runners did not start them.
+STARTS_SHORT = 0.6
+GAP_JOBS = 5.0
+STARTS_SHORT_Z = 2.0
 
 Check = tuple[Verdict, tuple[Evidence, ...]]
 
@@ -228,18 +232,45 @@ def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
     usual while jobs have waited through half an hour. Healthy runners would have taken the
     usual demand without a queue, so runners are not coming (failing to start, to register or
     to take jobs), whatever no source measures of them. Told by elimination: low confidence."""
+    if not waited_through(fleet, state.name):
+        return None
+    if (short := _starts_short(fleet, state)) is not None:
+        return short
     busy = supply(fleet, state.name)
     if busy is None or busy.usual is None:
         return None
     if busy.now > busy.usual + max(1.0, 0.1 * busy.usual):
-        return None
-    if not waited_through(fleet, state.name):
         return None
     signal = busy_signal(fleet, state.name)
     found = evidence(fleet, signal, state.name, "busy runners", now=busy.now)
     why = (
         f"no more than usual while {amount(state.queued, '')} jobs wait, at usual demand and"
         " job time: runners are not coming (failing to start, register or take jobs?)"
+    )
+    return found.model_copy(update={"why": why})
+
+
+def _starts_short(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """Over the last hour, far fewer jobs started than arrived and than usually start, by more
+    than chance explains: with demand and job time as usual and no ceiling, healthy runners
+    would have started them."""
+    name = state.name
+    started, arrived = (
+        fleet.value(Signal.STARTED_HOUR, name),
+        fleet.value(Signal.ARRIVALS_HOUR, name),
+    )
+    usual = fleet.base(Signal.STARTED_HOUR, name)
+    if started is None or arrived is None or usual is None:
+        return None
+    if started > STARTS_SHORT * min(arrived, usual) or (arrived - started) * 60.0 < GAP_JOBS:
+        return None
+    if not significant_rise(arrived, started, 60.0, STARTS_SHORT_Z):
+        return None
+    found = evidence(fleet, Signal.STARTED_HOUR, name, "jobs started per minute, last hour")
+    why = (
+        f"{amount(started * 60.0, '')} started in the last hour where"
+        f" {amount(arrived * 60.0, '')} arrived, at usual demand and job time: runners are not"
+        " coming (failing to start, register or take jobs?)"
     )
     return found.model_copy(update={"why": why})
 

@@ -62,6 +62,15 @@ Values = dict[str, float]  # runner type → value
 WorkflowValues = dict[str, dict[str, float]]  # runner type → workflow → value
 
 
+def window_minutes(window: str) -> float:
+    """`10m`, `90s`, `1h` in minutes (the rate window)."""
+    unit = {"s": 1 / 60, "m": 1.0, "h": 60.0}.get(window[-1:], 1.0)
+    try:
+        return float(window[:-1]) * unit
+    except ValueError:
+        return 10.0
+
+
 @dataclass
 class FleetSignals:
     at: datetime

@@ -6,7 +6,7 @@ raises one and lowers the other); and a slowdown told by the runners it keeps bu
 from __future__ import annotations
 
 from bot.diagnostics.measures import Breakdown, Signal
-from bot.diagnostics.signals import FleetSignals
+from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.domain.diagnosis import Evidence
 
 #: A workflow counts as behind a change when its rate or time grew this much.
@@ -24,8 +24,16 @@ HELD_BUSY_SHARE = 0.9
 HELD_MIN_BUSY = 3.0
 #: ...and the type's job time (p90, p50 or mean: the highest) at least this many times usual.
 HELD_TIMED_RATIO = 1.2
+#: A hold this many times usual agrees with a p90 of a few jobs well above usual: two measures
+#: of the job time, one from the jobs completing, one from the runners they keep busy.
+HELD_AGREES = 1.3
 #: Jobs started in the last hour below this: too few to time anything by.
 HELD_MIN_STARTS = 5.0
+#: A workflow sending a type jobs where it usually sends this share of them or less is new to
+#: the type; new workflows bringing this share of its jobs change its job mix.
+NEW_WORK_USUAL = 0.1
+NEW_WORK_SHARE = 0.25
+NEW_WORK_MIN_JOBS = 2.0
 _PER_MINUTE = frozenset({Signal.ARRIVALS_PER_MINUTE, Signal.STARTED_PER_MINUTE})
 
 
@@ -123,22 +131,32 @@ def hold_time(fleet: FleetSignals, name: str) -> tuple[float, float] | None:
     return 60.0 * busy / started, 60.0 * max(usual_busy, 1.0) / usual_started
 
 
-def held_longer(fleet: FleetSignals, name: str) -> Evidence | None:
-    """How long a job holds a runner well above usual. Where jobs are slow the few completing
-    in the window may be the quick ones; the runners they keep busy are not. More demand
-    starts more jobs and busies more runners alike, and a ceiling holds both: neither moves
-    this."""
+def hold_ratio(fleet: FleetSignals, name: str) -> float | None:
+    """The time a job holds a runner against usual, where as many runners are busy as usual
+    or more: runners that do not come leave fewer busy and fewer jobs started, and the long
+    jobs left behind would read as a longer hold."""
     hold = hold_time(fleet, name)
     busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
     if hold is None or busy is None or usual_busy is None:
         return None
     if busy < HELD_BUSY_SHARE * usual_busy or busy < HELD_MIN_BUSY:
-        return None  # runners that do not come leave fewer busy, not more
+        return None
+    return hold[0] / hold[1]
+
+
+def held_longer(fleet: FleetSignals, name: str, at_least: float = HELD_RATIO) -> Evidence | None:
+    """How long a job holds a runner well above usual. Where jobs are slow the few completing
+    in the window may be the quick ones; the runners they keep busy are not. More demand
+    starts more jobs and busies more runners alike, and a ceiling holds both: neither moves
+    this."""
+    ratio = hold_ratio(fleet, name)
+    hold = hold_time(fleet, name)
+    if ratio is None or hold is None:
+        return None
     held, usual_held = hold
-    ratio = held / usual_held
     # Busy runners and starts at this hour vary from day to day: a hold well above usual
     # counts where the jobs completing are slower too, if only a little.
-    if ratio < HELD_RATIO or _job_time_ratio(fleet, name) < HELD_TIMED_RATIO:
+    if ratio < at_least or _job_time_ratio(fleet, name) < HELD_TIMED_RATIO:
         return None
     return Evidence(
         runner_type=name,
@@ -160,3 +178,100 @@ def _job_time_ratio(fleet: FleetSignals, name: str) -> float:
         if now is not None and usual is not None and usual > 0:
             ratios.append(now / usual)
     return max(ratios) if ratios else float("inf")
+
+
+Grouped = tuple[dict[str, float], dict[str, float]]
+
+
+def _groupings(fleet: FleetSignals, name: str) -> list[tuple[Grouped, list[Grouped]]]:
+    """`name`'s jobs now and usually, by workflow, and by repository and workflow within it (job
+    events only): jobs a minute (arriving, else started), and job times (mean, then p90)."""
+    rate = Signal.ARRIVALS_BY_WORKFLOW
+    if not fleet.workflows.get(rate, {}).get(name):
+        rate = Signal.STARTED_BY_WORKFLOW
+
+    def by_workflow(signal: Signal) -> Grouped:
+        return (
+            fleet.workflows.get(signal, {}).get(name, {}),
+            fleet.workflow_baseline.get(signal, {}).get(name, {}),
+        )
+
+    found = [
+        (
+            by_workflow(rate),
+            [
+                by_workflow(s)
+                for s in (Signal.DURATION_MEAN_BY_WORKFLOW, Signal.DURATION_P90_BY_WORKFLOW)
+            ],
+        )
+    ]
+    for by in (Breakdown.REPOSITORY, Breakdown.REPOSITORY_WORKFLOW):
+        found.append(
+            (
+                fleet.broken_down(by, Signal.ARRIVALS_PER_MINUTE, name),
+                [
+                    fleet.broken_down(by, s, name)
+                    for s in (Signal.DURATION_MEAN, Signal.DURATION_P90)
+                ],
+            )
+        )
+    return found
+
+
+def new_work(jobs: Grouped, times: dict[str, float]) -> tuple[float, tuple[str, ...]]:
+    """The share of the work now (jobs a minute times their mean time, where measured) from
+    groups (workflows, repositories) that usually send next to none of it, and those groups:
+    a few long jobs moved in keep as many runners busy as many short ones."""
+    now, base = jobs
+    if not base or sum(now.values()) <= 0:
+        return 0.0, ()
+    known = sorted(times.values())
+    usual_time = known[len(known) // 2] if known else 1.0
+    work = {w: v * times.get(w, usual_time) for w, v in now.items()}
+    total = sum(work.values())
+    new = {w: work[w] for w, v in now.items() if base.get(w, 0.0) <= NEW_WORK_USUAL * v}
+    if total <= 0:
+        return 0.0, ()
+    return sum(new.values()) / total, tuple(sorted(new, key=new.__getitem__, reverse=True))
+
+
+def mix_explains(fleet: FleetSignals, name: str) -> tuple[str, ...]:
+    """Workflows or repositories new to `name` that explain its longer job time: where they
+    bring a good share of its jobs and none of those that ran there before takes longer than
+    usual, the job mix changed (more work of another kind), not the jobs. Empty where that is
+    not so, or where no job time is measured per workflow or repository."""
+    for jobs, timed in _groupings(fleet, name):
+        share, new = new_work(jobs, timed[0][0])
+        if share < NEW_WORK_SHARE:
+            continue
+        for now, base in timed:
+            if now and base:
+                if not any(w in base and v >= HELD_TIMED_RATIO * base[w] for w, v in now.items()):
+                    return new
+                break
+    return ()
+
+
+def work_new_to(fleet: FleetSignals, name: str) -> Evidence | None:
+    """Jobs of `name` from workflows that usually send it next to none, where they are a good
+    share of its jobs: work moved here from another type, or new."""
+    for (now, base), timed in _groupings(fleet, name)[::2]:
+        share, new = new_work((now, base), timed[0][0])
+        jobs = sum(now[w] for w in new) * window_minutes(fleet.window)
+        # Where a workflow usually sends a tenth of a job or less in the window, two of them
+        # come by chance less than once in a hundred.
+        if share >= NEW_WORK_SHARE and jobs >= NEW_WORK_MIN_JOBS:
+            origin = fleet.origin(Signal.ARRIVALS_PER_MINUTE, name) or fleet.origin(
+                Signal.STARTED_PER_MINUTE, name
+            )
+            return Evidence(
+                runner_type=name,
+                measure="jobs a minute from workflows new to this type",
+                now=sum(now[w] for w in new),
+                baseline=sum(base.get(w, 0.0) for w in new),
+                workflows=new,
+                source=origin.value if origin else "",
+                why=f"{share:.0%} of its work (jobs times their time), from workflows that"
+                " usually send it next to none: work moved here, or new",
+            )
+    return None

@@ -200,8 +200,8 @@ async def test_runners_not_coming_at_night_are_named_by_elimination_with_low_con
     tmp_path: Path,
 ) -> None:
     # Nine in ten new runners never start, at night: job events see no runner, only 15 jobs
-    # waiting 40 minutes at the usual demand and job time, with no more runners busy than
-    # usual and none held at a ceiling.
+    # waiting 40 minutes at the usual demand and job time, none held at a ceiling, and 9 jobs
+    # started in the last hour where 21 arrived.
     fleet = _at(Case.FAILING_STARTS, 1, 22, day=25)
     assert truth_of(fleet).primary_cause == "infrastructure"
     (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
@@ -209,6 +209,7 @@ async def test_runners_not_coming_at_night_are_named_by_elimination_with_low_con
     assert judged.confidence == "low"
     found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
     assert "runners are not coming" in (found.evidence[0].why or "")
+    assert found.evidence[0].measure == "jobs started per minute, last hour"
 
 
 async def test_a_big_type_queueing_behind_one_slowed_workflow_is_long_running_jobs(
@@ -216,8 +217,9 @@ async def test_a_big_type_queueing_behind_one_slowed_workflow_is_long_running_jo
 ) -> None:
     # 14 jobs waiting over 5 minutes behind 150 busy runners: the alert's own count, not
     # runners still starting (that allowance is for counts of every job not yet running). One
-    # workflow of three runs about twice its usual time: the type's p90 rose only 1.45x, but
-    # each job holds its runner 1.6x as long as usual, and the workflow is named.
+    # workflow of three runs about twice its usual time: the type's p90 rose 1.55x over only
+    # 45 jobs completed, but each job holds its runner 1.4x as long as usual too: the two
+    # measures agree, and the workflow is named.
     fleet = _at(Case.MIX, 1, 16, day=25)
     truth = truth_of(fleet)
     (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
@@ -229,7 +231,7 @@ async def test_a_big_type_queueing_behind_one_slowed_workflow_is_long_running_jo
     assert found.evidence[0].workflows == ("E2E",)
     (held,) = [e for e in found.evidence if e.measure.startswith("time a job holds a runner")]
     assert held.now is not None and held.baseline is not None
-    assert held.now >= 1.5 * held.baseline
+    assert held.now >= 1.3 * held.baseline
 
 
 async def test_offline_runners_replacing_those_at_a_ceiling_are_no_failure(
@@ -251,30 +253,99 @@ async def test_offline_runners_replacing_those_at_a_ceiling_are_no_failure(
     assert "replacing those whose jobs ended" in offline.why
 
 
-async def test_a_ceiling_filled_above_the_usual_at_night_is_more_work(tmp_path: Path) -> None:
-    # A workflow moved in during the day: at 3 a.m. 318 jobs wait up to 4.8 hours behind busy
-    # runners held at 24, where 14 are usual at this hour. 50 jobs in the last hour against 25
-    # is too few to tell from chance, but the usual demand would fit beneath that ceiling.
-    fleet = _at(Case.MOVED_WORKFLOW, 1, 3, day=26)
+def test_every_day_of_history_is_as_long_as_today() -> None:
+    # A type held at its maximum every evening queues the longer it has been held: a shorter
+    # history on the usual days would make their queue smaller than today's by construction.
+    # Jobs slowed an hour and a half ago have not ended yet, and the queue is as usual.
+    fleet = _at(Case.SLOW_JOBS, 1, 3, day=26)
+    starts = [end - fleet.plan.episode_hours * 3600.0 for end in fleet.episode_ends]
+    first = [
+        min(j.created for j in fleet.jobs if s <= j.created < e)
+        for s, e in zip(starts, fleet.episode_ends, strict=True)
+    ]
+    assert all(f - s < 600.0 for f, s in zip(first, starts, strict=True))
     truth = truth_of(fleet)
-    assert truth.primary_cause == "increased_workload"
+    assert truth.primary_cause == "none"
+    assert truth.queues["gpu-h100-8gpu"].queued > 1000
+
+
+async def test_a_workflow_new_to_a_type_at_its_ceiling_is_more_work(tmp_path: Path) -> None:
+    # A workflow moved in: its jobs take longer than the type's own (p90 2h11m where 54m is
+    # usual), but the workflows that ran here before are no slower, so the job mix changed,
+    # not the jobs. Its jobs are new to the type while demand is 1.4x usual over the hour.
+    fleet = _at(Case.MOVED_WORKFLOW, 1, 1, day=25)
+    assert truth_of(fleet).primary_cause == "increased_workload"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "increased_workload" and judged.located
+    assert judged.confidence == "medium"
+    found = {f.cause.value: f for f in judged.report.findings}
+    slower = found["long_running_jobs"]
+    assert slower.verdict.value == "ruled_out"
+    assert "workflows new to this type (E2E)" in slower.evidence[0].why
+    new = found["increased_workload"].evidence[0]
+    assert new.measure == "jobs a minute from workflows new to this type"
+    assert new.workflows == ("E2E",)
+    assert new.now is not None and new.now > 0 and new.baseline == 0
+
+
+async def test_a_queue_far_beyond_the_usual_at_the_usual_ceiling_is_more_work(
+    tmp_path: Path,
+) -> None:
+    # The type queues at its ceiling every evening (142 jobs, 21 minutes). Busy runners hold
+    # at the usual level (109, usual 103) and jobs take their usual time, yet 497 wait up to
+    # 55 minutes: the extra jobs came over the hours before, too few a minute to tell from
+    # chance (10.2 a minute over the hour against 9.3). Told by elimination: low confidence.
+    fleet = _at(Case.MOVED_WORKFLOW, 1, 0, day=26)
+    assert truth_of(fleet).primary_cause == "increased_workload"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "increased_workload" and judged.located
+    assert judged.confidence == "low"
+    workload = next(f for f in judged.report.findings if f.cause.value == "increased_workload")
+    beyond = workload.evidence[0]
+    assert beyond.measure == "jobs waiting at the usual ceiling"
+    assert (beyond.now, beyond.baseline) == (497, 142)
+
+
+async def test_runners_failing_on_most_types_count_the_worst_one_with_them(
+    tmp_path: Path,
+) -> None:
+    # New runners fail on every type: four of the five types queueing show runners not
+    # coming; the worst one, where a workflow had moved in before the outage, shows only a
+    # ceiling filled above the usual. One cause across the fleet is likelier than its own.
+    fleet = _at(Case.OUTAGE, 1, 16, day=26)
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "infrastructure" and len(truth.affected) == 5
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "infrastructure" and judged.located
+    assert judged.confidence == "low"
+    found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
+    assert set(found.runner_types) == set(truth.affected)
+    assert found.evidence[0].measure == "runner types queueing with runners not coming"
+
+
+async def test_few_runners_busy_are_no_slowdown_and_a_ceiling_below_the_usual_is_no_certainty(
+    tmp_path: Path,
+) -> None:
+    # Nine in ten new machines never boot and never register (a VM fleet): 4 runners busy
+    # where 25 are usual, one job completing in ten minutes after 1h48m. Slower jobs keep
+    # more runners busy, not fewer; and a ceiling of 4 below the usual 25 is what a lowered
+    # maximum and machines that never register both look like: no high confidence.
+    fleet = _at(Case.FAILING_STARTS, 1, 16, day=26)
+    assert fleet.plan.kind == "vm"
+    assert truth_of(fleet).primary_cause == "infrastructure"
     for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
-        assert judged.named == "increased_workload" and judged.located, judged.combination
-        assert judged.confidence == "medium", judged.combination
-        workload = next(f for f in judged.report.findings if f.cause.value == "increased_workload")
-        filled = workload.evidence[0]
-        assert filled.measure == "busy runners held at a ceiling", judged.combination
-        assert filled.now is not None and filled.baseline is not None
-        assert filled.now >= 1.3 * filled.baseline + 3
-        # No runner is left idle from earlier days: nothing reads as a label problem.
-        assert not any("idle runners while" in n for n in judged.report.notes)
+        found = {f.cause.value: f for f in judged.report.findings}
+        slower = found["long_running_jobs"]
+        assert slower.verdict.value == "ruled_out", judged.combination
+        assert "slower jobs would keep more runners busy" in slower.evidence[0].why
+        assert judged.confidence != "high", judged.combination
 
 
 def test_each_days_runners_end_with_that_day() -> None:
     # Every day of history is an episode of its own: the runners an earlier day kept (its
     # minimum, idle) are gone by the end of it, not listed online today.
     fleet = _at(Case.MOVED_WORKFLOW, 1, 3, day=26)
-    last_start = fleet.plan.end - fleet.plan.last_hours * 3600.0
+    last_start = fleet.plan.end - fleet.plan.episode_hours * 3600.0
     earlier = [r for r in fleet.runners if r.created < last_start - 3600.0]
     assert earlier
     assert all(r.gone is not None and r.gone <= last_start for r in earlier)

@@ -61,7 +61,7 @@ async def test_slow_jobs_at_a_maximum_are_told_by_the_time_each_job_holds_a_runn
 async def test_a_queue_waiting_as_long_as_usual_on_arc_is_no_incident(
     tmp_path: Path, binaries: tuple[str, str]
 ) -> None:
-    # 142 jobs not yet running where 80 are usual at this hour: more jobs, but the jobs that
+    # 142 jobs not yet running where 101 are usual at this hour: more jobs, but the jobs that
     # started waited about as long as they usually do, nearly three hours (ARC has no longest
     # wait: the queue time of the jobs started stands for it, now and on the usual days).
     fleet = _at(Case.TOO_SMALL, 1, 10, day=25)
@@ -70,5 +70,6 @@ async def test_a_queue_waiting_as_long_as_usual_on_arc_is_no_incident(
     assert judged.named == "none"
     (note,) = [n for n in judged.report.notes if "as usual at this time" in n]
     assert note == (
-        "win-2022-8cpu: 142 queued now, as usual at this time (80 queued (2h47m)): not an incident."
+        "win-2022-8cpu: 142 queued now, as usual at this time (101 queued (2h47m)):"
+        " not an incident."
     )

@@ -36,6 +36,7 @@ Groups = dict[Signal, WorkflowValues]  # signal → runner type → workflow, jo
 _KEYS: dict[Breakdown, Callable[[JobRow], str]] = {
     Breakdown.JOB: lambda row: row.job,
     Breakdown.REPOSITORY: lambda row: row.repository,
+    Breakdown.REPOSITORY_WORKFLOW: lambda row: f"{row.repository}: {row.workflow}",
 }
 
 

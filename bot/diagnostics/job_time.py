@@ -1,0 +1,111 @@
+"""The runbook's check on job time: long-running jobs, told from the jobs completing (p90,
+median, mean) and from the runners they keep busy (Little's law), by workflow where measured."""
+
+from __future__ import annotations
+
+from bot.diagnostics.evidence import RATIO_LIKELY, evidence, ratio_of, supply
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.runner_checks import Check
+from bot.diagnostics.signals import FleetSignals, window_minutes
+from bot.diagnostics.workload import (
+    HELD_AGREES,
+    HELD_MIN_BUSY,
+    HELD_TIMED_RATIO,
+    held_longer,
+    hold_ratio,
+    hold_time,
+    mix_explains,
+    top_workflows,
+)
+from bot.domain.diagnosis import RunnerTypeState, Verdict
+from bot.render.diagnosis_text import amount
+
+#: Job times: with fewer jobs than this in the window, a rise counts only with the median (or
+#: the mean, or the time a job holds its runner) up too, or at this many times usual.
+ENOUGH_JOBS = 50.0
+SLOWDOWN_FEW_JOBS = 2.0
+#: Busy runners under this share of usual: slower jobs do not explain the queue.
+FEW_BUSY = 0.5
+
+
+def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
+    """Long-running jobs: job time (p90, or the mean where no percentile is measured) well
+    above usual, with enough jobs or another measure of it agreeing; not where far fewer
+    runners are busy than usual (slower jobs keep more busy), nor where workflows new to the
+    type explain it (the job mix changed, not the jobs)."""
+    name = state.name
+    signal, measure = Signal.DURATION_P90, "p90 job time"
+    now, base = fleet.value(signal, name), fleet.base(signal, name)
+    if now is None or base is None:
+        signal, measure = Signal.DURATION_MEAN, "mean job time"
+        now, base = fleet.value(signal, name), fleet.base(signal, name)
+    if now is None or base is None:
+        return Verdict.NO_DATA, ()
+    ratio = ratio_of(now, base, 1.0) or 0.0
+    center = Signal.DURATION_P50 if signal is Signal.DURATION_P90 else Signal.DURATION_P90
+    ratio_center = ratio_of(fleet.value(center, name), fleet.base(center, name), 1.0) or 0.0
+    minutes = window_minutes(fleet.window)
+    jobs = (
+        fleet.value(Signal.COMPLETED_PER_MINUTE, name)
+        or fleet.value(Signal.STARTED_PER_MINUTE, name)
+        or 0.0
+    ) * minutes
+    # A percentile of a few jobs moves by chance (by a histogram bucket, x1.3-1.5): with few
+    # jobs a rise counts when another measure of the job time rose too (the median, or the
+    # time a job holds its runner), or it doubled.
+    held_ratio = hold_ratio(fleet, name)
+    likely = ratio >= RATIO_LIKELY and (
+        jobs >= ENOUGH_JOBS
+        or ratio_center >= RATIO_LIKELY
+        or ratio >= SLOWDOWN_FEW_JOBS
+        or (held_ratio is not None and held_ratio >= HELD_AGREES)
+    )
+    hold = hold_time(fleet, name)
+    if jobs < ENOUGH_JOBS and hold is not None and hold[0] < HELD_TIMED_RATIO * hold[1]:
+        # The few jobs completing may be the long ones left where new runners do not start:
+        # jobs slower than usual hold their runners longer, and these do not.
+        likely = False
+    busy = supply(fleet, name)
+    few_busy = (
+        busy is not None
+        and busy.usual is not None
+        and busy.usual >= HELD_MIN_BUSY
+        and busy.now < FEW_BUSY * busy.usual
+    )
+    by_workflow = (
+        Signal.DURATION_P90_BY_WORKFLOW
+        if fleet.workflows.get(Signal.DURATION_P90_BY_WORKFLOW, {}).get(name)
+        else Signal.DURATION_MEAN_BY_WORKFLOW
+    )
+    held = held_longer(fleet, name)
+    likely = likely or held is not None
+    if likely and held is None:
+        held = held_longer(fleet, name, HELD_AGREES)
+    mixed = mix_explains(fleet, name) if likely else ()
+    vetoed = likely and few_busy
+    likely = likely and not mixed and not few_busy
+    workflows = top_workflows(fleet, by_workflow, name, 1.0) if likely else ()
+    found = [evidence(fleet, signal, name, measure, unit="s", workflows=workflows)]
+    if mixed:
+        held = None
+        found[0] = found[0].model_copy(
+            update={
+                "why": f"jobs of workflows new to this type ({', '.join(mixed)}) take longer"
+                " than its usual ones; the workflows that ran here before are no slower"
+            }
+        )
+    if vetoed and busy is not None:
+        held = None
+        found[0] = found[0].model_copy(
+            update={
+                "why": f"{amount(busy.now, '')} runners busy where {amount(busy.usual, '')} are"
+                " usual: slower jobs would keep more runners busy, not fewer (the few"
+                " completing may be the long ones left where new runners do not start)"
+            }
+        )
+    if held is not None:
+        found.append(held)
+    if fleet.value(center, name) is not None:
+        label = "p50 job time" if center is Signal.DURATION_P50 else "p90 job time"
+        found.append(evidence(fleet, center, name, label, unit="s"))
+    return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
