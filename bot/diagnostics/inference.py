@@ -48,24 +48,19 @@ def infer(
         return Confidence.LOW
     if not _filled(verdicts, name):
         return None
-    if found := filled_above_usual(fleet, state):
-        verdicts[Cause.INCREASED_WORKLOAD][name] = (
-            Verdict.LIKELY,
-            (found, *verdicts[Cause.INCREASED_WORKLOAD][name][1]),
-        )
-        return Confidence.MEDIUM
-    if not _demand_as_usual(fleet, name) and (found := work_new_to(fleet, name)):
-        verdicts[Cause.INCREASED_WORKLOAD][name] = (
-            Verdict.LIKELY,
-            (found, *verdicts[Cause.INCREASED_WORKLOAD][name][1]),
-        )
-        return Confidence.MEDIUM
-    if found := _beyond_usual_ceiling(fleet, state):
-        verdicts[Cause.INCREASED_WORKLOAD][name] = (
-            Verdict.LIKELY,
-            (found, *verdicts[Cause.INCREASED_WORKLOAD][name][1]),
-        )
-        return Confidence.LOW
+    more_work = (
+        (filled_above_usual(fleet, state), Confidence.MEDIUM),
+        (
+            None if _demand_as_usual(fleet, name) else work_new_to(fleet, name),
+            Confidence.MEDIUM,
+        ),
+        (_beyond_usual_ceiling(fleet, state), Confidence.LOW),
+    )
+    for found, confidence in more_work:
+        if found is not None:
+            workload = verdicts[Cause.INCREASED_WORKLOAD]
+            workload[name] = (Verdict.LIKELY, (found, *workload[name][1]))
+            return confidence
     return None
 
 
