@@ -17,9 +17,9 @@ from bot.diagnostics.signals import EARLIER, FleetSignals
 from bot.diagnostics.workload import behind
 from bot.domain.diagnosis import Evidence, PastQueue, RunnerTypeState
 
-#: A runner type is queueing when a job waited this long, or this many jobs wait.
 #: "Well above the baseline".
 RATIO_LIKELY = 1.5
+#: A runner type is queueing when a job waited this long, or this many jobs wait.
 WAIT_AFFECTED_SECONDS = 600.0
 QUEUED_AFFECTED = 5.0
 #: The alert counts jobs waiting longer than this.

@@ -26,6 +26,7 @@ from bot.diagnostics.signals import (
     FleetSignals,
     collect,
     no_fleet,
+    window_minutes,
 )
 from bot.diagnostics.sources.github_runners import GitHubError, GitHubRunnersClient
 from bot.diagnostics.sources.job_events import JobReading, read_jobs
@@ -163,7 +164,7 @@ async def read_fleet(
     runner type. Prometheus is asked only `signals` (with the baseline and earlier values of
     those named), for a quick look such as /queue-status's."""
     window = sources.pack.window
-    span = timedelta(minutes=_minutes(window))
+    span = timedelta(minutes=window_minutes(window))
     problems: list[str] = []
     note = ""
     jobs_part: FleetSignals | None = None
@@ -231,11 +232,3 @@ async def read_fleet(
     counted = jobs_part is not None and bool(jobs_part.runner_types())
     fleet.problems = (*problems, note) if note and counted else tuple(problems)
     return fleet
-
-
-def _minutes(window: str) -> float:
-    unit = {"s": 1 / 60, "m": 1.0, "h": 60.0}.get(window[-1:], 1.0)
-    try:
-        return float(window[:-1]) * unit
-    except ValueError:
-        return 10.0

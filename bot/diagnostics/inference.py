@@ -18,7 +18,15 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
 
 from __future__ import annotations
 
-from bot.diagnostics.evidence import QUEUED_AFFECTED, WAIT_AFFECTED_SECONDS, demand, supply
+from collections.abc import Callable
+
+from bot.diagnostics.evidence import (
+    QUEUED_AFFECTED,
+    WAIT_AFFECTED_SECONDS,
+    Supply,
+    demand,
+    supply,
+)
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check, filled_above_usual, not_coming
 from bot.diagnostics.signals import FleetSignals
@@ -48,16 +56,16 @@ def infer(
         return Confidence.LOW
     if not _filled(verdicts, name):
         return None
-    more_work = (
-        (filled_above_usual(fleet, state), Confidence.MEDIUM),
+    more_work: tuple[tuple[Callable[[], Evidence | None], Confidence], ...] = (
+        (lambda: filled_above_usual(fleet, state), Confidence.MEDIUM),
         (
-            None if _demand_as_usual(fleet, name) else work_new_to(fleet, name),
+            lambda: None if _demand_as_usual(fleet, name) else work_new_to(fleet, name),
             Confidence.MEDIUM,
         ),
-        (_beyond_usual_ceiling(fleet, state), Confidence.LOW),
+        (lambda: _beyond_usual_ceiling(fleet, state), Confidence.LOW),
     )
-    for found, confidence in more_work:
-        if found is not None:
+    for told, confidence in more_work:
+        if (found := told()) is not None:
             workload = verdicts[Cause.INCREASED_WORKLOAD]
             workload[name] = (Verdict.LIKELY, (found, *workload[name][1]))
             return confidence
@@ -70,12 +78,10 @@ def _beyond_usual_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Eviden
     usual time, so more jobs came over the hours before than the last hour can tell from
     chance (a few more a minute add up at a ceiling)."""
     busy, before = supply(fleet, state.name), state.usual
-    if busy is None or busy.usual is None or before is None:
+    if busy is None or busy.usual is None or before is None or not _at_usual_level(busy):
         return None
     usual_queue, queued = before.queued or 0.0, state.queued or 0.0
-    if busy.top < CEILING_AT_USUAL * busy.usual or usual_queue < QUEUED_AFFECTED:
-        return None
-    if queued < QUEUE_BEYOND_USUAL * usual_queue:
+    if usual_queue < QUEUED_AFFECTED or queued < QUEUE_BEYOND_USUAL * usual_queue:
         return None
     return Evidence(
         runner_type=state.name,
@@ -108,13 +114,17 @@ def _eliminated(
             usual
             and _demand_as_usual(fleet, state.name)
             and busy is not None
-            and busy.usual is not None
-            and busy.top >= CEILING_AT_USUAL * busy.usual
+            and _at_usual_level(busy)
             and before is not None
             and (before.queued or 0.0) < QUEUED_AFFECTED
             and (before.max_wait_seconds or 0.0) < WAIT_AFFECTED_SECONDS
         )
     return usual and not others
+
+
+def _at_usual_level(busy: Supply) -> bool:
+    """Busy runners held at the level usually busy at this hour, or above."""
+    return busy.usual is not None and busy.top >= CEILING_AT_USUAL * busy.usual
 
 
 def _demand_as_usual(fleet: FleetSignals, name: str) -> bool:

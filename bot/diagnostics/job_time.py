@@ -65,13 +65,6 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         # The few jobs completing may be the long ones left where new runners do not start:
         # jobs slower than usual hold their runners longer, and these do not.
         likely = False
-    busy = supply(fleet, name)
-    few_busy = (
-        busy is not None
-        and busy.usual is not None
-        and busy.usual >= HELD_MIN_BUSY
-        and busy.now < FEW_BUSY * busy.usual
-    )
     by_workflow = (
         Signal.DURATION_P90_BY_WORKFLOW
         if fleet.workflows.get(Signal.DURATION_P90_BY_WORKFLOW, {}).get(name)
@@ -81,28 +74,31 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     likely = likely or held is not None
     if likely and held is None:
         held = held_longer(fleet, name, HELD_AGREES)
-    mixed = mix_explains(fleet, name) if likely else ()
-    vetoed = likely and few_busy
-    likely = likely and not mixed and not few_busy
+    # A rise that is no slowdown says why (far fewer busy outranks a changed mix).
+    why = ""
+    busy = supply(fleet, name)
+    few_busy = (
+        busy is not None
+        and busy.usual is not None
+        and busy.usual >= HELD_MIN_BUSY
+        and busy.now < FEW_BUSY * busy.usual
+    )
+    if likely and few_busy and busy is not None:
+        why = (
+            f"{amount(busy.now, '')} runners busy where {amount(busy.usual, '')} are usual:"
+            " slower jobs would keep more runners busy, not fewer (the few completing may be"
+            " the long ones left where new runners do not start)"
+        )
+    elif likely and (mixed := mix_explains(fleet, name)):
+        why = (
+            f"jobs of workflows new to this type ({', '.join(mixed)}) take longer than its"
+            " usual ones; the workflows that ran here before are no slower"
+        )
+    likely = likely and not why
     workflows = top_workflows(fleet, by_workflow, name, 1.0) if likely else ()
     found = [evidence(fleet, signal, name, measure, unit="s", workflows=workflows)]
-    if mixed:
-        held = None
-        found[0] = found[0].model_copy(
-            update={
-                "why": f"jobs of workflows new to this type ({', '.join(mixed)}) take longer"
-                " than its usual ones; the workflows that ran here before are no slower"
-            }
-        )
-    if vetoed and busy is not None:
-        held = None
-        found[0] = found[0].model_copy(
-            update={
-                "why": f"{amount(busy.now, '')} runners busy where {amount(busy.usual, '')} are"
-                " usual: slower jobs would keep more runners busy, not fewer (the few"
-                " completing may be the long ones left where new runners do not start)"
-            }
-        )
+    if why:
+        found[0], held = found[0].model_copy(update={"why": why}), None
     if held is not None:
         found.append(held)
     if fleet.value(center, name) is not None:

@@ -131,17 +131,23 @@ def hold_time(fleet: FleetSignals, name: str) -> tuple[float, float] | None:
     return 60.0 * busy / started, 60.0 * max(usual_busy, 1.0) / usual_started
 
 
-def hold_ratio(fleet: FleetSignals, name: str) -> float | None:
-    """The time a job holds a runner against usual, where as many runners are busy as usual
-    or more: runners that do not come leave fewer busy and fewer jobs started, and the long
-    jobs left behind would read as a longer hold."""
+def _timed_hold(fleet: FleetSignals, name: str) -> tuple[float, float] | None:
+    """`hold_time`, where as many runners are busy as usual or more: runners that do not come
+    leave fewer busy and fewer jobs started, and the long jobs left behind would read as a
+    longer hold."""
     hold = hold_time(fleet, name)
     busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
     if hold is None or busy is None or usual_busy is None:
         return None
     if busy < HELD_BUSY_SHARE * usual_busy or busy < HELD_MIN_BUSY:
         return None
-    return hold[0] / hold[1]
+    return hold
+
+
+def hold_ratio(fleet: FleetSignals, name: str) -> float | None:
+    """The time a job holds a runner against usual (see `_timed_hold` for where it counts)."""
+    hold = _timed_hold(fleet, name)
+    return hold[0] / hold[1] if hold is not None else None
 
 
 def held_longer(fleet: FleetSignals, name: str, at_least: float = HELD_RATIO) -> Evidence | None:
@@ -149,11 +155,11 @@ def held_longer(fleet: FleetSignals, name: str, at_least: float = HELD_RATIO) ->
     in the window may be the quick ones; the runners they keep busy are not. More demand
     starts more jobs and busies more runners alike, and a ceiling holds both: neither moves
     this."""
-    ratio = hold_ratio(fleet, name)
-    hold = hold_time(fleet, name)
-    if ratio is None or hold is None:
+    hold = _timed_hold(fleet, name)
+    if hold is None:
         return None
     held, usual_held = hold
+    ratio = held / usual_held
     # Busy runners and starts at this hour vary from day to day: a hold well above usual
     # counts where the jobs completing are slower too, if only a little.
     if ratio < at_least or _job_time_ratio(fleet, name) < HELD_TIMED_RATIO:
@@ -183,9 +189,10 @@ def _job_time_ratio(fleet: FleetSignals, name: str) -> float:
 Grouped = tuple[dict[str, float], dict[str, float]]
 
 
-def _groupings(fleet: FleetSignals, name: str) -> list[tuple[Grouped, list[Grouped]]]:
-    """`name`'s jobs now and usually, by workflow, and by repository and workflow within it (job
-    events only): jobs a minute (arriving, else started), and job times (mean, then p90)."""
+def _groupings(fleet: FleetSignals, name: str) -> dict[str, tuple[Grouped, list[Grouped]]]:
+    """`name`'s jobs now and usually, by workflow, by repository, and by repository and workflow
+    within it (job events only): jobs a minute (arriving, else started), and job times (mean,
+    then p90)."""
     rate = Signal.ARRIVALS_BY_WORKFLOW
     if not fleet.workflows.get(rate, {}).get(name):
         rate = Signal.STARTED_BY_WORKFLOW
@@ -196,24 +203,19 @@ def _groupings(fleet: FleetSignals, name: str) -> list[tuple[Grouped, list[Group
             fleet.workflow_baseline.get(signal, {}).get(name, {}),
         )
 
-    found = [
-        (
+    found = {
+        "workflow": (
             by_workflow(rate),
             [
                 by_workflow(s)
                 for s in (Signal.DURATION_MEAN_BY_WORKFLOW, Signal.DURATION_P90_BY_WORKFLOW)
             ],
         )
-    ]
+    }
     for by in (Breakdown.REPOSITORY, Breakdown.REPOSITORY_WORKFLOW):
-        found.append(
-            (
-                fleet.broken_down(by, Signal.ARRIVALS_PER_MINUTE, name),
-                [
-                    fleet.broken_down(by, s, name)
-                    for s in (Signal.DURATION_MEAN, Signal.DURATION_P90)
-                ],
-            )
+        found[by.value] = (
+            fleet.broken_down(by, Signal.ARRIVALS_PER_MINUTE, name),
+            [fleet.broken_down(by, s, name) for s in (Signal.DURATION_MEAN, Signal.DURATION_P90)],
         )
     return found
 
@@ -240,34 +242,37 @@ def mix_explains(fleet: FleetSignals, name: str) -> tuple[str, ...]:
     bring a good share of its jobs and none of those that ran there before takes longer than
     usual, the job mix changed (more work of another kind), not the jobs. Empty where that is
     not so, or where no job time is measured per workflow or repository."""
-    for jobs, timed in _groupings(fleet, name):
+    for jobs, timed in _groupings(fleet, name).values():
         share, new = new_work(jobs, timed[0][0])
-        if share < NEW_WORK_SHARE:
+        # The first measure of job time with a usual to compare with: mean, else p90.
+        times = next(((now, base) for now, base in timed if now and base), None)
+        if share < NEW_WORK_SHARE or times is None:
             continue
-        for now, base in timed:
-            if now and base:
-                if not any(w in base and v >= HELD_TIMED_RATIO * base[w] for w, v in now.items()):
-                    return new
-                break
+        now, base = times
+        if not any(w in base and v >= HELD_TIMED_RATIO * base[w] for w, v in now.items()):
+            return new
     return ()
 
 
 def work_new_to(fleet: FleetSignals, name: str) -> Evidence | None:
     """Jobs of `name` from workflows that usually send it next to none, where they are a good
     share of its jobs: work moved here from another type, or new."""
-    for (now, base), timed in _groupings(fleet, name)[::2]:
+    groupings = _groupings(fleet, name)
+    # By workflow, then by a repository's workflow: a repository is not a workflow to name.
+    for grouping in ("workflow", Breakdown.REPOSITORY_WORKFLOW.value):
+        (now, base), timed = groupings[grouping]
         share, new = new_work((now, base), timed[0][0])
-        jobs = sum(now[w] for w in new) * window_minutes(fleet.window)
+        rate = sum(now[w] for w in new)
         # Where a workflow usually sends a tenth of a job or less in the window, two of them
         # come by chance less than once in a hundred.
-        if share >= NEW_WORK_SHARE and jobs >= NEW_WORK_MIN_JOBS:
+        if share >= NEW_WORK_SHARE and rate * window_minutes(fleet.window) >= NEW_WORK_MIN_JOBS:
             origin = fleet.origin(Signal.ARRIVALS_PER_MINUTE, name) or fleet.origin(
                 Signal.STARTED_PER_MINUTE, name
             )
             return Evidence(
                 runner_type=name,
                 measure="jobs a minute from workflows new to this type",
-                now=sum(now[w] for w in new),
+                now=rate,
                 baseline=sum(base.get(w, 0.0) for w in new),
                 workflows=new,
                 source=origin.value if origin else "",

@@ -70,8 +70,10 @@ NEXT_STEPS = {
 
 
 class Confidence(StrEnum):
-    """How sure the primary cause is: every cause measured (high), some not (medium), or the
-    maximum named without knowing whether demand or job time changed (low)."""
+    """How sure the primary cause is: every cause measured and its signature unambiguous
+    (high); some cause not measured, or a cause told from what the others leave with some
+    signature of its own (medium); the maximum named without knowing whether demand or job
+    time changed, or a cause told by elimination alone (low)."""
 
     HIGH = "high"
     MEDIUM = "medium"
