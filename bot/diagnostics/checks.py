@@ -38,10 +38,10 @@ from bot.diagnostics.evidence import (
     supply,
     waited_through,
 )
-from bot.diagnostics.inference import across_fleet, infer
+from bot.diagnostics.inference import across_fleet, below_usual_guess, infer
 from bot.diagnostics.job_time import long_running
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.runner_checks import SHORT_OF_USUAL, Check, infrastructure, resources
+from bot.diagnostics.runner_checks import Check, infrastructure, resources
 from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.diagnostics.workload import moved_from, top_workflows
 from bot.domain.diagnosis import (
@@ -194,11 +194,13 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
     then = busy.before[-1]
     if busy.falling:
         why = f"falling ({amount(then, '')} half an hour before), not held at a ceiling"
-    elif not busy.flat:
+    elif not busy.flat and busy.now > then:
         why = (
             f"not held at a ceiling, still rising ({amount(then, '')} half an hour before):"
             " the autoscaler is adding runners"
         )
+    elif not busy.flat:
+        why = f"not held at a ceiling, wavering ({amount(then, '')} half an hour before)"
     else:
         why = "too few runners to tell a ceiling"
     asked = demand(fleet, state.name)
@@ -239,19 +241,6 @@ def _confidence(primary: Cause, verdicts: dict[Cause, Check]) -> Confidence:
 CONFIDENCE_ORDER = (Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH)
 
 
-def _below_usual_guess(fleet: FleetSignals, state: RunnerTypeState) -> bool:
-    """A ceiling guessed from busy runners (no maximum measured) below the level usually busy
-    at this hour: a lowered maximum, or runners failing to start where no source sees them
-    (machines that never register) - the same numbers."""
-    busy = supply(fleet, state.name)
-    return (
-        state.max is None
-        and busy is not None
-        and busy.usual is not None
-        and busy.top < SHORT_OF_USUAL * busy.usual
-    )
-
-
 def diagnose(fleet: FleetSignals) -> Report:
     """Turn the fleet's signals into a ranked report."""
     states = sorted(
@@ -266,7 +255,7 @@ def diagnose(fleet: FleetSignals) -> Report:
             verdicts[cause][state.name] = check(fleet, state)
         if (inferred := infer(verdicts, fleet, state)) is not None:
             guessed[state.name] = inferred
-    guessed.update(across_fleet(verdicts, [s.name for s in affected], guessed))
+    guessed.update(across_fleet(verdicts, fleet, affected, guessed))
 
     primary: Cause | None = None
     confidence: Confidence | None = None
@@ -276,7 +265,7 @@ def diagnose(fleet: FleetSignals) -> Report:
         if likely and primary is None:
             primary = likely[0]
             confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})
-            if primary is Cause.AUTOSCALING_LIMITS and _below_usual_guess(fleet, state):
+            if primary is Cause.AUTOSCALING_LIMITS and below_usual_guess(fleet, state):
                 confidence = min(confidence, Confidence.MEDIUM, key=CONFIDENCE_ORDER.index)
             if state.name in guessed:
                 confidence = guessed[state.name]

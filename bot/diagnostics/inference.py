@@ -28,7 +28,7 @@ from bot.diagnostics.evidence import (
     supply,
 )
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.runner_checks import Check, filled_above_usual, not_coming
+from bot.diagnostics.runner_checks import SHORT_OF_USUAL, Check, filled_above_usual, not_coming
 from bot.diagnostics.signals import FleetSignals
 from bot.diagnostics.workload import work_new_to
 from bot.domain.diagnosis import Cause, Confidence, Evidence, RunnerTypeState, Verdict
@@ -43,7 +43,7 @@ DEMAND_AS_USUAL = 1.2
 QUEUE_BEYOND_USUAL = 2.0
 #: Runners failing on this many of the types queueing, and this share of them: across the fleet.
 FLEET_WIDE_TYPES = 3
-FLEET_WIDE_SHARE = 2 / 3
+FLEET_WIDE_SHARE = 1 / 2
 
 
 def infer(
@@ -149,32 +149,70 @@ def _filled(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
     )
 
 
+def below_usual_guess(fleet: FleetSignals, state: RunnerTypeState) -> bool:
+    """A ceiling guessed from busy runners (no maximum measured) below the level usually busy
+    at this hour: a lowered maximum, or runners failing to start where no source sees them
+    (machines that never register) - the same numbers."""
+    busy = supply(fleet, state.name)
+    return (
+        state.max is None
+        and busy is not None
+        and busy.usual is not None
+        and busy.top < SHORT_OF_USUAL * busy.usual
+    )
+
+
 def across_fleet(
-    verdicts: dict[Cause, dict[str, Check]], affected: list[str], guessed: dict[str, Confidence]
+    verdicts: dict[Cause, dict[str, Check]],
+    fleet: FleetSignals,
+    affected: list[RunnerTypeState],
+    guessed: dict[str, Confidence],
 ) -> dict[str, Confidence]:
     """Runners failing on most of the types queueing: one cause across the fleet (the cloud,
     GitHub's registration) is likelier than one of each type's own, so a type whose cause was
-    only guessed from what the others leave is counted with them (low confidence). Returns
-    the types so counted."""
-    infra = verdicts[Cause.INFRASTRUCTURE]
-    failing = [n for n in affected if infra[n][0] is Verdict.LIKELY]
-    if len(failing) < FLEET_WIDE_TYPES or len(failing) < FLEET_WIDE_SHARE * len(affected):
+    only guessed from what the others leave, or with no cause found at all, is counted with
+    them (low confidence). So is a type held at a ceiling guessed below its usual level, where
+    a maximum lowered and runners that never register read the same: maxima lowered on most
+    types at once are unlikelier than one cause that keeps runners from starting everywhere.
+    Returns the types so counted."""
+    infra, limits = verdicts[Cause.INFRASTRUCTURE], verdicts[Cause.AUTOSCALING_LIMITS]
+    names = [state.name for state in affected]
+    failing = [n for n in names if infra[n][0] is Verdict.LIKELY]
+    held = [
+        state.name
+        for state in affected
+        if state.name not in failing
+        and limits[state.name][0] is Verdict.LIKELY
+        and _only_limits(verdicts, state.name)
+        and below_usual_guess(fleet, state)
+    ]
+    short = failing + held
+    if len(short) < FLEET_WIDE_TYPES or len(short) < FLEET_WIDE_SHARE * len(names):
         return {}
+    unexplained = [n for n in names if not any(verdicts[c][n][0] is Verdict.LIKELY for c in Cause)]
     counted = {}
-    for name in affected:
-        if name in failing or name not in guessed:
+    for name in names:
+        if name in failing or not (name in guessed or name in held or name in unexplained):
             continue
         found = Evidence(
             runner_type=name,
             measure="runner types queueing with runners not coming",
-            now=float(len(failing)),
+            now=float(len(short)),
             baseline=None,
             why=(
-                f"{len(failing)} of the {len(affected)} types queueing: one cause across the"
-                " fleet (the cloud, or GitHub's registration) likelier than one of each type's"
-                " own"
+                f"{len(short)} of the {len(names)} types queueing with runners not coming or"
+                " held below their usual level: one cause across the fleet (the cloud, or"
+                " GitHub's registration) likelier than one of each type's own"
             ),
         )
         infra[name] = (Verdict.LIKELY, (found, *infra[name][1]))
         counted[name] = Confidence.LOW
     return counted
+
+
+def _only_limits(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
+    return all(
+        verdicts[cause][name][0] is not Verdict.LIKELY
+        for cause in Cause
+        if cause is not Cause.AUTOSCALING_LIMITS
+    )

@@ -51,6 +51,11 @@ CEILING_MIN_EXTRA = 3.0
 STARTS_SHORT = 0.6
 GAP_JOBS = 5.0
 STARTS_SHORT_Z = 2.0
+#: Jobs that started in the window waited this many times their usual wait, and this many
+#: seconds more, before runners can be said not to come: a queue that formed just now behind
+#: runners taking jobs as quickly as usual is a scale-up under way.
+WAITED_LONGER = 1.5
+WAITED_MORE_SECONDS = 120.0
 
 Check = tuple[Verdict, tuple[Evidence, ...]]
 
@@ -229,10 +234,11 @@ def resources(fleet: FleetSignals, state: RunnerTypeState) -> Check:
 
 def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
     """Where demand and job time are as usual and no ceiling holds: busy runners no more than
-    usual while jobs have waited through half an hour. Healthy runners would have taken the
-    usual demand without a queue, so runners are not coming (failing to start, to register or
-    to take jobs), whatever no source measures of them. Told by elimination: low confidence."""
-    if not waited_through(fleet, state.name):
+    usual while jobs have waited through half an hour, and the jobs that started waited longer
+    than usual. Healthy runners would have taken the usual demand without a queue, so runners
+    are not coming (failing to start, to register or to take jobs), whatever no source
+    measures of them. Told by elimination: low confidence."""
+    if not waited_through(fleet, state.name) or _waits_as_usual(fleet, state.name):
         return None
     if (short := _starts_short(fleet, state)) is not None:
         return short
@@ -248,6 +254,16 @@ def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
         " job time: runners are not coming (failing to start, register or take jobs?)"
     )
     return found.model_copy(update={"why": why})
+
+
+def _waits_as_usual(fleet: FleetSignals, name: str) -> bool:
+    """The jobs that started in the window waited no longer than usual (the median wait where
+    measured, else the mean): the runners take jobs as quickly as ever."""
+    for signal in (Signal.QUEUE_TIME_P50, Signal.QUEUE_TIME_MEAN):
+        waited, usual = fleet.value(signal, name), fleet.base(signal, name)
+        if waited is not None and usual is not None:
+            return waited < WAITED_LONGER * usual + WAITED_MORE_SECONDS
+    return False
 
 
 def _starts_short(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:

@@ -323,6 +323,25 @@ async def test_runners_failing_on_most_types_count_the_worst_one_with_them(
     assert found.evidence[0].measure == "runner types queueing with runners not coming"
 
 
+async def test_types_held_below_their_usual_level_at_once_are_runners_failing_across_the_fleet(
+    tmp_path: Path,
+) -> None:
+    # Nine in ten new machines never boot on every type (a VM fleet: nothing registers). Read
+    # from job events, four types show runners not coming; two others hold busy runners at a
+    # level below their usual, which alone reads as a lowered maximum, and one has no cause of
+    # its own. Maxima lowered on most types at once are unlikelier than one cause everywhere.
+    fleet = _at(Case.OUTAGE, 2, 3, day=26)
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "infrastructure" and len(truth.affected) == 6
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "infrastructure" and judged.located
+    assert judged.confidence == "low"
+    found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
+    assert set(found.runner_types) == set(truth.affected)
+    counted = [e for e in found.evidence if e.measure.startswith("runner types queueing")]
+    assert counted and all(e.now == 5.0 for e in counted)
+
+
 async def test_few_runners_busy_are_no_slowdown_and_a_ceiling_below_the_usual_is_no_certainty(
     tmp_path: Path,
 ) -> None:

@@ -73,3 +73,20 @@ async def test_a_queue_waiting_as_long_as_usual_on_arc_is_no_incident(
         "win-2022-8cpu: 142 queued now, as usual at this time (101 queued (2h47m)):"
         " not an incident."
     )
+
+
+async def test_a_queue_formed_just_now_behind_runners_as_quick_as_usual_is_no_failure(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # Demand on a GPU scale set nearly tripled nine minutes ago: 16 jobs not yet running where
+    # 1 and 3 were a quarter and half an hour before, desired 65 above 49 registered, busy
+    # runners about their usual. The jobs that started waited their usual six minutes: the
+    # runners come as quickly as ever, so none are failing to come, on either ARC shape.
+    fleet = _at(Case.SCALE_UP, 2, 3, day=26)
+    assert truth_of(fleet).primary_cause == "none"
+    for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
+        assert judged.named == "none", judged.combination
+        infrastructure = next(
+            f for f in judged.report.findings if f.cause.value == "infrastructure"
+        )
+        assert infrastructure.verdict.value != "likely", judged.combination

@@ -64,6 +64,16 @@ def test_busy_runners_still_rising_are_no_ceiling_and_say_so() -> None:
     assert shown in text_report(report)
 
 
+def test_busy_runners_wavering_below_half_an_hour_ago_are_not_called_rising() -> None:
+    # 261 now, 300 half an hour before: neither held at a ceiling nor clearly falling.
+    report = diagnose(_surge(busy_before=(280.0, 300.0), offline=0.0))
+    limits = _finding(report, Cause.AUTOSCALING_LIMITS)
+    assert limits.verdict is Verdict.RULED_OUT
+    why = limits.evidence[0].why
+    assert "rising" not in why
+    assert why.startswith("not held at a ceiling, wavering (300 half an hour before)")
+
+
 def test_offline_runners_while_busy_ones_climb_are_runners_starting() -> None:
     report = diagnose(_surge(busy_before=(220.0, 180.0), offline=634.0))
     infrastructure = _finding(report, Cause.INFRASTRUCTURE)
