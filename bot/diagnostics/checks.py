@@ -38,7 +38,7 @@ from bot.diagnostics.evidence import (
     supply,
     waited_through,
 )
-from bot.diagnostics.inference import across_fleet, below_usual_guess, infer
+from bot.diagnostics.inference import Guess, across_fleet, below_usual_guess, infer
 from bot.diagnostics.job_time import long_running
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check, infrastructure, resources
@@ -194,7 +194,7 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
     then = busy.before[-1]
     if busy.falling:
         why = f"falling ({amount(then, '')} half an hour before), not held at a ceiling"
-    elif not busy.flat and busy.now > then:
+    elif busy.catching_up:
         why = (
             f"not held at a ceiling, still rising ({amount(then, '')} half an hour before):"
             " the autoscaler is adding runners"
@@ -249,7 +249,7 @@ def diagnose(fleet: FleetSignals) -> Report:
     affected = [s for s in states if s.affected]
     verdicts: dict[Cause, dict[str, Check]] = {cause: {} for cause in Cause}
     # Causes told by what the others leave, not by their own signature: their confidence.
-    guessed: dict[str, Confidence] = {}
+    guessed: dict[str, Guess] = {}
     for state in affected:
         for cause, check in CHECKS.items():
             verdicts[cause][state.name] = check(fleet, state)
@@ -267,8 +267,8 @@ def diagnose(fleet: FleetSignals) -> Report:
             confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})
             if primary is Cause.AUTOSCALING_LIMITS and below_usual_guess(fleet, state):
                 confidence = min(confidence, Confidence.MEDIUM, key=CONFIDENCE_ORDER.index)
-            if state.name in guessed:
-                confidence = guessed[state.name]
+            if state.name in guessed and guessed[state.name][0] is primary:
+                confidence = guessed[state.name][1]
         for cause in likely:
             rank.setdefault(cause, (_severity(state), -PRECEDENCE.index(cause)))
 

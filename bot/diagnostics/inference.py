@@ -1,17 +1,20 @@
 """Causes told by what the other checks leave, not by a signature of their own, each with the
 confidence that deserves (bot.diagnostics.checks ranks them with the rest):
 
-- runners not coming: no cause found, demand and job time measured and as usual, no more
-  runners busy than usual while jobs wait through half an hour; or a ceiling guessed at the
-  level usually busy at this hour, which the usual demand fitted beneath without a queue
-  (infrastructure, low confidence);
+- runners not coming: no cause found, demand and job time measured and as usual, far fewer
+  jobs started over the hour than arrived, or no more runners busy than usual while jobs wait
+  through half an hour and the jobs that started waited longer than usual; or a ceiling
+  guessed at the level usually busy at this hour, which the usual demand fitted beneath
+  without a queue (infrastructure, low confidence);
 - a ceiling filled above the usual: busy runners held well above those usually busy at this
   hour while jobs wait, where more demand could not be told from chance (more work, medium
   confidence);
 - work new to the type (workflows that usually send it next to none) filling a ceiling,
   with demand above usual if too little to tell from chance (more work, medium confidence);
-- runners failing across the fleet: on most of the types queueing, which counts a type whose
-  cause was only guessed with them (infrastructure, low confidence);
+- runners failing across the fleet: runners failing, or held at a ceiling guessed below the
+  usual level, on half the types queueing (three or more), which counts with them the types
+  held so, those whose cause was only guessed and those with no cause nor anything against
+  runners failing (infrastructure, low confidence);
 - a queue far beyond the usual one at the usual ceiling of a type that queues every day: the
   ceiling did not come down and jobs take their usual time (more work, low confidence).
 """
@@ -28,7 +31,13 @@ from bot.diagnostics.evidence import (
     supply,
 )
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.runner_checks import SHORT_OF_USUAL, Check, filled_above_usual, not_coming
+from bot.diagnostics.runner_checks import (
+    SHORT_OF_USUAL,
+    Check,
+    filled_above_usual,
+    not_coming,
+    waits_as_usual,
+)
 from bot.diagnostics.signals import FleetSignals
 from bot.diagnostics.workload import work_new_to
 from bot.domain.diagnosis import Cause, Confidence, Evidence, RunnerTypeState, Verdict
@@ -41,19 +50,25 @@ CEILING_AT_USUAL = 0.9
 DEMAND_AS_USUAL = 1.2
 #: Jobs waiting this many times the usual queue of a type that queues every day at its ceiling.
 QUEUE_BEYOND_USUAL = 2.0
-#: Runners failing on this many of the types queueing, and this share of them: across the fleet.
+#: Runners failing, or held below their usual level, on this many of the types queueing, and
+#: this share of them: one cause across the fleet.
 FLEET_WIDE_TYPES = 3
 FLEET_WIDE_SHARE = 1 / 2
 
 
+#: A cause told by what the others leave, with the confidence it deserves.
+Guess = tuple[Cause, Confidence]
+
+
 def infer(
     verdicts: dict[Cause, dict[str, Check]], fleet: FleetSignals, state: RunnerTypeState
-) -> Confidence | None:
-    """Add to `verdicts` the cause the others leave for `state`, if one; its confidence."""
+) -> Guess | None:
+    """Add to `verdicts` the cause the others leave for `state`, if one; it and its
+    confidence."""
     name = state.name
     if _eliminated(verdicts, fleet, state) and (found := not_coming(fleet, state)):
         verdicts[Cause.INFRASTRUCTURE][name] = (Verdict.LIKELY, (found,))
-        return Confidence.LOW
+        return Cause.INFRASTRUCTURE, Confidence.LOW
     if not _filled(verdicts, name):
         return None
     more_work: tuple[tuple[Callable[[], Evidence | None], Confidence], ...] = (
@@ -68,7 +83,7 @@ def infer(
         if (found := told()) is not None:
             workload = verdicts[Cause.INCREASED_WORKLOAD]
             workload[name] = (Verdict.LIKELY, (found, *workload[name][1]))
-            return confidence
+            return Cause.INCREASED_WORKLOAD, confidence
     return None
 
 
@@ -107,7 +122,7 @@ def _eliminated(
     usual = all(
         found[c] is Verdict.RULED_OUT for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS)
     )
-    others = [c for c, v in found.items() if v is Verdict.LIKELY]
+    others = _likely(verdicts, state.name)
     if others == [Cause.AUTOSCALING_LIMITS] and state.max is None:
         busy, before = supply(fleet, state.name), state.usual
         return (
@@ -140,11 +155,16 @@ def _demand_as_usual(fleet: FleetSignals, name: str) -> bool:
     return asked is not None and asked.now <= DEMAND_AS_USUAL * asked.usual
 
 
+def _likely(verdicts: dict[Cause, dict[str, Check]], name: str) -> list[Cause]:
+    """The causes found likely for `name` so far."""
+    return [cause for cause in Cause if verdicts[cause][name][0] is Verdict.LIKELY]
+
+
 def _filled(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
     """A ceiling holds `name` and neither more demand nor longer jobs were told apart."""
-    found = {cause: verdicts[cause][name][0] for cause in Cause}
-    return found[Cause.AUTOSCALING_LIMITS] is Verdict.LIKELY and all(
-        found[c] is not Verdict.LIKELY
+    found = _likely(verdicts, name)
+    return Cause.AUTOSCALING_LIMITS in found and not any(
+        c in found
         for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS, Cause.INFRASTRUCTURE)
     )
 
@@ -166,37 +186,41 @@ def across_fleet(
     verdicts: dict[Cause, dict[str, Check]],
     fleet: FleetSignals,
     affected: list[RunnerTypeState],
-    guessed: dict[str, Confidence],
-) -> dict[str, Confidence]:
-    """Runners failing on most of the types queueing: one cause across the fleet (the cloud,
-    GitHub's registration) is likelier than one of each type's own, so a type whose cause was
-    only guessed from what the others leave, or with no cause found at all, is counted with
-    them (low confidence). So is a type held at a ceiling guessed below its usual level, where
-    a maximum lowered and runners that never register read the same: maxima lowered on most
-    types at once are unlikelier than one cause that keeps runners from starting everywhere.
-    Returns the types so counted."""
-    infra, limits = verdicts[Cause.INFRASTRUCTURE], verdicts[Cause.AUTOSCALING_LIMITS]
+    guessed: dict[str, Guess],
+) -> dict[str, Guess]:
+    """Runners failing, or busy runners held at a ceiling guessed below their usual level (a
+    maximum lowered and machines that never register read the same), on half the types
+    queueing: one cause across the fleet (the cloud, GitHub's registration) is likelier than
+    one of each type's own, or than maxima lowered on many types at once. Counted with them
+    (low confidence): the types so held, those whose cause was only guessed from what the
+    others leave, and those with no cause found and nothing against runners failing. A type
+    with a cause told by its own signature keeps it. Returns the types so counted."""
+    infra = verdicts[Cause.INFRASTRUCTURE]
     names = [state.name for state in affected]
     failing = [n for n in names if infra[n][0] is Verdict.LIKELY]
     held = [
         state.name
         for state in affected
-        if state.name not in failing
-        and limits[state.name][0] is Verdict.LIKELY
-        and _only_limits(verdicts, state.name)
+        if _likely(verdicts, state.name) == [Cause.AUTOSCALING_LIMITS]
         and below_usual_guess(fleet, state)
     ]
     short = failing + held
     if len(short) < FLEET_WIDE_TYPES or len(short) < FLEET_WIDE_SHARE * len(names):
         return {}
-    unexplained = [n for n in names if not any(verdicts[c][n][0] is Verdict.LIKELY for c in Cause)]
-    counted = {}
+    counted: dict[str, Guess] = {}
     for name in names:
-        if name in failing or not (name in guessed or name in held or name in unexplained):
+        found = _likely(verdicts, name)
+        own = (Cause.RESOURCE_CONSTRAINTS, Cause.LONG_RUNNING_JOBS, Cause.INFRASTRUCTURE)
+        if any(cause in found for cause in own) or not (
+            name in held
+            or name in guessed
+            # Nothing found, nor said against runners failing (starting, or quick as usual).
+            or (not found and not infra[name][1] and not waits_as_usual(fleet, name))
+        ):
             continue
-        found = Evidence(
+        evidence = Evidence(
             runner_type=name,
-            measure="runner types queueing with runners not coming",
+            measure="runner types short of runners",
             now=float(len(short)),
             baseline=None,
             why=(
@@ -205,14 +229,6 @@ def across_fleet(
                 " GitHub's registration) likelier than one of each type's own"
             ),
         )
-        infra[name] = (Verdict.LIKELY, (found, *infra[name][1]))
-        counted[name] = Confidence.LOW
+        infra[name] = (Verdict.LIKELY, (evidence, *infra[name][1]))
+        counted[name] = Cause.INFRASTRUCTURE, Confidence.LOW
     return counted
-
-
-def _only_limits(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
-    return all(
-        verdicts[cause][name][0] is not Verdict.LIKELY
-        for cause in Cause
-        if cause is not Cause.AUTOSCALING_LIMITS
-    )

@@ -233,15 +233,18 @@ def resources(fleet: FleetSignals, state: RunnerTypeState) -> Check:
 
 
 def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
-    """Where demand and job time are as usual and no ceiling holds: busy runners no more than
-    usual while jobs have waited through half an hour, and the jobs that started waited longer
-    than usual. Healthy runners would have taken the usual demand without a queue, so runners
-    are not coming (failing to start, to register or to take jobs), whatever no source
-    measures of them. Told by elimination: low confidence."""
-    if not waited_through(fleet, state.name) or _waits_as_usual(fleet, state.name):
+    """Where demand and job time are as usual and no ceiling holds, while jobs have waited
+    through half an hour: far fewer jobs started over the hour than arrived; or busy runners no
+    more than usual, and the jobs that started waited longer than usual. Healthy runners would
+    have taken the usual demand without a queue, so runners are not coming (failing to start,
+    to register or to take jobs), whatever no source measures of them. Told by elimination:
+    low confidence."""
+    if not waited_through(fleet, state.name):
         return None
     if (short := _starts_short(fleet, state)) is not None:
         return short
+    if waits_as_usual(fleet, state.name):
+        return None
     busy = supply(fleet, state.name)
     if busy is None or busy.usual is None:
         return None
@@ -256,9 +259,9 @@ def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
     return found.model_copy(update={"why": why})
 
 
-def _waits_as_usual(fleet: FleetSignals, name: str) -> bool:
-    """The jobs that started in the window waited no longer than usual (the median wait where
-    measured, else the mean): the runners take jobs as quickly as ever."""
+def waits_as_usual(fleet: FleetSignals, name: str) -> bool:
+    """The jobs that started in the window waited not much longer than usual (the median wait
+    where measured, else the mean): the runners take jobs about as quickly as ever."""
     for signal in (Signal.QUEUE_TIME_P50, Signal.QUEUE_TIME_MEAN):
         waited, usual = fleet.value(signal, name), fleet.base(signal, name)
         if waited is not None and usual is not None:

@@ -306,7 +306,7 @@ async def test_a_queue_far_beyond_the_usual_at_the_usual_ceiling_is_more_work(
     assert (beyond.now, beyond.baseline) == (497, 142)
 
 
-async def test_runners_failing_on_most_types_count_the_worst_one_with_them(
+async def test_runners_failing_on_most_types_queueing_count_the_worst_one_with_them(
     tmp_path: Path,
 ) -> None:
     # New runners fail on every type: four of the five types queueing show runners not
@@ -320,16 +320,17 @@ async def test_runners_failing_on_most_types_count_the_worst_one_with_them(
     assert judged.confidence == "low"
     found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
     assert set(found.runner_types) == set(truth.affected)
-    assert found.evidence[0].measure == "runner types queueing with runners not coming"
+    assert found.evidence[0].measure == "runner types short of runners"
 
 
 async def test_types_held_below_their_usual_level_at_once_are_runners_failing_across_the_fleet(
     tmp_path: Path,
 ) -> None:
     # Nine in ten new machines never boot on every type (a VM fleet: nothing registers). Read
-    # from job events, four types show runners not coming; two others hold busy runners at a
-    # level below their usual, which alone reads as a lowered maximum, and one has no cause of
-    # its own. Maxima lowered on most types at once are unlikelier than one cause everywhere.
+    # from job events, four types show runners not coming; one holds busy runners at a level
+    # below its usual, which alone reads as a lowered maximum, and one has no cause of its own
+    # and nothing against runners failing. Maxima lowered on several types at once are
+    # unlikelier than one cause everywhere.
     fleet = _at(Case.OUTAGE, 2, 3, day=26)
     truth = truth_of(fleet)
     assert truth.primary_cause == "infrastructure" and len(truth.affected) == 6
@@ -338,7 +339,7 @@ async def test_types_held_below_their_usual_level_at_once_are_runners_failing_ac
     assert judged.confidence == "low"
     found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
     assert set(found.runner_types) == set(truth.affected)
-    counted = [e for e in found.evidence if e.measure.startswith("runner types queueing")]
+    counted = [e for e in found.evidence if e.measure == "runner types short of runners"]
     assert counted and all(e.now == 5.0 for e in counted)
 
 
