@@ -14,6 +14,7 @@ from bot.diagnostics.measures import Signal
 from bot.diagnostics.sources.job_events import running_peaks
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.domain.diagnosis import Finding
 from bot.store import JobSpan
 from fleetmodel import Case, FleetRun, plan, run, truth_of
 from fleetmodel.arc import Shape
@@ -306,20 +307,26 @@ async def test_a_queue_far_beyond_the_usual_at_the_usual_ceiling_is_more_work(
     assert (beyond.now, beyond.baseline) == (497, 142)
 
 
+async def _failing_across_the_fleet(fleet: FleetRun, types: int, tmp_path: Path) -> Finding:
+    """The infrastructure finding of an outage on `types` types, read from job events: every
+    type queueing named under it, at low confidence."""
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "infrastructure" and len(truth.affected) == types
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "infrastructure" and judged.located
+    assert judged.confidence == "low"
+    found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
+    assert set(found.runner_types) == set(truth.affected)
+    return found
+
+
 async def test_runners_failing_on_most_types_queueing_count_the_worst_one_with_them(
     tmp_path: Path,
 ) -> None:
     # New runners fail on every type: four of the five types queueing show runners not
     # coming; the worst one, where a workflow had moved in before the outage, shows only a
     # ceiling filled above the usual. One cause across the fleet is likelier than its own.
-    fleet = _at(Case.OUTAGE, 1, 16, day=26)
-    truth = truth_of(fleet)
-    assert truth.primary_cause == "infrastructure" and len(truth.affected) == 5
-    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
-    assert judged.named == "infrastructure" and judged.located
-    assert judged.confidence == "low"
-    found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
-    assert set(found.runner_types) == set(truth.affected)
+    found = await _failing_across_the_fleet(_at(Case.OUTAGE, 1, 16, day=26), 5, tmp_path)
     assert found.evidence[0].measure == "runner types short of runners"
 
 
@@ -331,14 +338,7 @@ async def test_types_held_below_their_usual_level_at_once_are_runners_failing_ac
     # below its usual, which alone reads as a lowered maximum, and one has no cause of its own
     # and nothing against runners failing. Maxima lowered on several types at once are
     # unlikelier than one cause everywhere.
-    fleet = _at(Case.OUTAGE, 2, 3, day=26)
-    truth = truth_of(fleet)
-    assert truth.primary_cause == "infrastructure" and len(truth.affected) == 6
-    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
-    assert judged.named == "infrastructure" and judged.located
-    assert judged.confidence == "low"
-    found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
-    assert set(found.runner_types) == set(truth.affected)
+    found = await _failing_across_the_fleet(_at(Case.OUTAGE, 2, 3, day=26), 6, tmp_path)
     counted = [e for e in found.evidence if e.measure == "runner types short of runners"]
     assert counted and all(e.now == 5.0 for e in counted)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.domain.diagnosis import Finding, Report
 from fleetmodel import Case, FleetRun, plan, run, truth_of
 from tests.support.fleet_reading import diagnose_run
 from tests.support.integration import require_binary
@@ -26,6 +27,10 @@ def _at(case: Case, seed: int, hour: int, day: int) -> FleetRun:
     """A fleet of six types whose run ends at `hour`:(7 * seed) on `day` November 2026."""
     end = datetime(2026, 11, day, hour, 7 * seed, tzinfo=UTC)
     return run(plan(case, seed=seed, types=6, end=end))
+
+
+def _finding(report: Report, cause: str) -> Finding:
+    return next(f for f in report.findings if f.cause.value == cause)
 
 
 async def test_jobs_not_yet_running_that_started_within_minutes_are_no_queue(
@@ -52,7 +57,7 @@ async def test_slow_jobs_at_a_maximum_are_told_by_the_time_each_job_holds_a_runn
     assert truth_of(fleet).primary_cause == "long_running_jobs"
     for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
         assert judged.named == "long_running_jobs" and judged.located, judged.combination
-        found = next(f for f in judged.report.findings if f.cause.value == "long_running_jobs")
+        found = _finding(judged.report, "long_running_jobs")
         (held,) = [e for e in found.evidence if e.measure.startswith("time a job holds")]
         assert held.now is not None and held.baseline is not None
         assert held.now >= 1.5 * held.baseline, judged.combination
@@ -86,7 +91,4 @@ async def test_a_queue_formed_just_now_behind_runners_as_quick_as_usual_is_no_fa
     assert truth_of(fleet).primary_cause == "none"
     for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
         assert judged.named == "none", judged.combination
-        infrastructure = next(
-            f for f in judged.report.findings if f.cause.value == "infrastructure"
-        )
-        assert infrastructure.verdict.value != "likely", judged.combination
+        assert _finding(judged.report, "infrastructure").verdict.value != "likely"
