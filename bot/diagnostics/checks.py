@@ -241,6 +241,13 @@ def _confidence(primary: Cause, verdicts: dict[Cause, Check]) -> Confidence:
 CONFIDENCE_ORDER = (Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH)
 
 
+def _limit_unproven(fleet: FleetSignals, state: RunnerTypeState) -> bool:
+    """A ceiling guessed from busy runners (no maximum measured) where its signature cannot
+    hold unambiguously: below the level usually busy at this hour, or with no runner seen
+    idle or not (job events alone: runners starting or failing are not seen)."""
+    return state.max is None and (below_usual_guess(fleet, state) or state.idle is None)
+
+
 def diagnose(fleet: FleetSignals) -> Report:
     """Turn the fleet's signals into a ranked report."""
     states = sorted(
@@ -265,7 +272,7 @@ def diagnose(fleet: FleetSignals) -> Report:
         if likely and primary is None:
             primary = likely[0]
             confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})
-            if primary is Cause.AUTOSCALING_LIMITS and below_usual_guess(fleet, state):
+            if primary is Cause.AUTOSCALING_LIMITS and _limit_unproven(fleet, state):
                 confidence = min(confidence, Confidence.MEDIUM, key=CONFIDENCE_ORDER.index)
             if state.name in guessed and guessed[state.name][0] is primary:
                 confidence = guessed[state.name][1]

@@ -81,7 +81,10 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
             if name in then_desired and name in then_registered:
                 gaps.append(then_desired[name] - then_registered[name])
                 registered_before.append(then_registered[name])
-        lasting = all(gap >= max(GAP_MIN, GAP_SHARE * desired) for gap in gaps)
+        # At the maximum, runners replacing those whose jobs ended are starting all the time
+        # (a cold start beside short jobs): a gap counts there only as most of those desired.
+        share = OFFLINE_SHARE_AT_CEILING if state.at_max else GAP_SHARE
+        lasting = all(gap >= max(GAP_MIN, share * desired) for gap in gaps)
         stalled = bool(registered_before) and registered <= (
             REGISTERED_STALL * min(registered_before) + GAP_MIN
         )

@@ -117,8 +117,11 @@ def moved_from(fleet: FleetSignals, name: str, workflows: tuple[str, ...]) -> li
 
 def hold_time(fleet: FleetSignals, name: str) -> tuple[float, float] | None:
     """How long a job holds a runner now and usually, in seconds: runners busy over jobs
-    started a minute in the last hour (Little's law). None where too few jobs started to
-    time anything by."""
+    started a minute in the last hour (Little's law). Where busy runners changed over the
+    half hour, the lower of those busy now and of their average now and 15 and 30 minutes
+    before: runners arriving late after a long wait are busy now, not over the hour, and a
+    hold is no slowdown unless both readings show it. None where too few jobs started to time
+    anything by."""
     busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
     started, usual_started = (
         fleet.value(Signal.STARTED_HOUR, name),
@@ -128,7 +131,9 @@ def hold_time(fleet: FleetSignals, name: str) -> tuple[float, float] | None:
         return None
     if started * 60.0 < HELD_MIN_STARTS or usual_started <= 0:
         return None
-    return 60.0 * busy / started, 60.0 * max(usual_busy, 1.0) / usual_started
+    levels = [busy, *(then[name] for then in fleet.earlier.get(Signal.RUNNING, []) if name in then)]
+    held = min(busy, sum(levels) / len(levels))
+    return 60.0 * held / started, 60.0 * max(usual_busy, 1.0) / usual_started
 
 
 def _timed_hold(fleet: FleetSignals, name: str) -> tuple[float, float] | None:

@@ -362,6 +362,19 @@ async def test_few_runners_busy_are_no_slowdown_and_a_ceiling_below_the_usual_is
         assert judged.confidence in ("medium", "low"), judged.combination
 
 
+async def test_a_ceiling_seen_in_job_events_alone_is_no_certainty(tmp_path: Path) -> None:
+    # Six in seven new machines of a small type never boot (three types, at night): busy
+    # runners held at 5-6 where 4 are usual, 16 jobs waiting 28 minutes. Job events show a
+    # ceiling, not whether runners sit idle, offline or never come: medium at most.
+    end = datetime(2026, 11, 26, 3, 7, tzinfo=UTC)
+    fleet = run(plan(Case.FAILING_STARTS, seed=1, types=3, end=end))
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    limits = next(f for f in judged.report.findings if f.cause.value == "autoscaling_limits")
+    assert limits.verdict.value == "likely"
+    assert judged.confidence == "medium"
+
+
 def test_each_days_runners_end_with_that_day() -> None:
     # Every day of history is an episode of its own: the runners an earlier day kept (its
     # minimum, idle) are gone by the end of it, not listed online today.
