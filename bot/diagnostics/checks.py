@@ -10,8 +10,8 @@ measured it (bot.diagnostics.evidence):
 - resource constraints: CPU throttling of runner pods or OOM kills, or a share of jobs
   failing well above usual (runners too small fail the jobs they are given);
 - infrastructure: runners failing to start or register (desired far above registered for half
-  an hour with registered not growing, failed runners), runners offline, or busy runners
-  falling while jobs wait;
+  an hour with registered not growing; at the maximum, by most of those desired), failed
+  runners, runners offline, or busy runners falling while jobs wait;
 - autoscaling limits: runners at the autoscaler's maximum, or, where the maximum is not
   measured, busy runners held flat at a ceiling while jobs wait.
 

@@ -92,3 +92,20 @@ async def test_a_queue_formed_just_now_behind_runners_as_quick_as_usual_is_no_fa
     for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
         assert judged.named == "none", judged.combination
         assert _finding(judged.report, "infrastructure").verdict.value != "likely"
+
+
+async def test_runners_starting_at_the_maximum_are_turnover_not_failing_starts(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A nightly workflow moved onto a GPU scale set of three types: 975 jobs waiting behind its
+    # maximum of 48. Each runner takes one ten-minute job and its replacement starts cold, so a
+    # third of those desired are always starting (32 registered). That is turnover at the
+    # maximum, not runners failing; the cause is the work moved in.
+    end = datetime(2026, 11, 26, 3, 7, tzinfo=UTC)
+    fleet = run(plan(Case.MOVED_WORKFLOW, seed=1, types=3, end=end))
+    assert truth_of(fleet).primary_cause == "increased_workload"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("arc",), binaries=binaries)
+    assert judged.named == "increased_workload" and judged.located
+    (state,) = [s for s in judged.report.runner_types if s.affected]
+    assert state.at_max and (state.desired or 0.0) - (state.registered or 0.0) >= 10
+    assert _finding(judged.report, "infrastructure").verdict.value != "likely"
