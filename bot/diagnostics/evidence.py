@@ -149,11 +149,6 @@ def evidence(
     )
 
 
-def earlier(fleet: FleetSignals, signal: Signal, name: str) -> list[float]:
-    """The values of `signal` 15 and 30 minutes ago, where known."""
-    return [then[name] for then in fleet.earlier.get(signal, []) if name in then]
-
-
 @dataclass(frozen=True)
 class Demand:
     """Jobs asked for per minute now and usually; `measured` says how."""
@@ -255,11 +250,11 @@ def supply(fleet: FleetSignals, name: str) -> Supply | None:
     """Busy runners over the last half hour: jobs running (job events) or busy (a gauge), with
     the peaks of jobs running where measured."""
     peak = fleet.value(Signal.RUNNING_PEAK, name)
-    peaks_before = earlier(fleet, Signal.RUNNING_PEAK, name)
+    peaks_before = fleet.before(Signal.RUNNING_PEAK, name)
     peaks = (peak, *peaks_before) if peak is not None and peaks_before else ()
     for signal in (Signal.RUNNING, Signal.BUSY):
         now = fleet.value(signal, name)
-        before = earlier(fleet, signal, name)
+        before = fleet.before(signal, name)
         if now is not None and before:
             return Supply(now, tuple(before), fleet.base(signal, name), peaks)
     return None

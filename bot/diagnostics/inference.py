@@ -56,6 +56,9 @@ FLEET_WIDE_TYPES = 3
 FLEET_WIDE_SHARE = 1 / 2
 
 
+#: Causes told by a type's own signature: a type found with one keeps it across the fleet.
+OWN_SIGNATURE = (Cause.RESOURCE_CONSTRAINTS, Cause.LONG_RUNNING_JOBS, Cause.INFRASTRUCTURE)
+
 #: A cause told by what the others leave, with the confidence it deserves.
 Guess = tuple[Cause, Confidence]
 
@@ -197,21 +200,20 @@ def across_fleet(
     with a cause told by its own signature keeps it. Returns the types so counted."""
     infra = verdicts[Cause.INFRASTRUCTURE]
     names = [state.name for state in affected]
-    failing = [n for n in names if infra[n][0] is Verdict.LIKELY]
+    likely = {name: _likely(verdicts, name) for name in names}
+    failing = [n for n in names if Cause.INFRASTRUCTURE in likely[n]]
     held = [
         state.name
         for state in affected
-        if _likely(verdicts, state.name) == [Cause.AUTOSCALING_LIMITS]
-        and below_usual_guess(fleet, state)
+        if likely[state.name] == [Cause.AUTOSCALING_LIMITS] and below_usual_guess(fleet, state)
     ]
     short = failing + held
     if len(short) < FLEET_WIDE_TYPES or len(short) < FLEET_WIDE_SHARE * len(names):
         return {}
     counted: dict[str, Guess] = {}
     for name in names:
-        found = _likely(verdicts, name)
-        own = (Cause.RESOURCE_CONSTRAINTS, Cause.LONG_RUNNING_JOBS, Cause.INFRASTRUCTURE)
-        if any(cause in found for cause in own) or not (
+        found = likely[name]
+        if any(cause in found for cause in OWN_SIGNATURE) or not (
             name in held
             or name in guessed
             # Nothing found, nor said against runners failing (starting, or quick as usual).

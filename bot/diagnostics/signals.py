@@ -109,6 +109,10 @@ class FleetSignals:
     def base(self, signal: Signal, runner_type: str) -> float | None:
         return self.baseline.get(signal, {}).get(runner_type)
 
+    def before(self, signal: Signal, runner_type: str) -> list[float]:
+        """`signal` 15 and 30 minutes ago, where read."""
+        return [then[runner_type] for then in self.earlier.get(signal, []) if runner_type in then]
+
     def days_before(self, signal: Signal, runner_type: str) -> tuple[float | None, float | None]:
         """`signal` the same time yesterday and a week before, each where it was read."""
         return (

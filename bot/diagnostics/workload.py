@@ -131,7 +131,7 @@ def hold_time(fleet: FleetSignals, name: str) -> tuple[float, float] | None:
         return None
     if started * 60.0 < HELD_MIN_STARTS or usual_started <= 0:
         return None
-    levels = [busy, *(then[name] for then in fleet.earlier.get(Signal.RUNNING, []) if name in then)]
+    levels = [busy, *fleet.before(Signal.RUNNING, name)]
     held = min(busy, sum(levels) / len(levels))
     return 60.0 * held / started, 60.0 * max(usual_busy, 1.0) / usual_started
 
