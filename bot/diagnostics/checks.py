@@ -31,6 +31,7 @@ from bot.diagnostics.evidence import (
     busy_signal,
     demand,
     evidence,
+    queue_in_doubt,
     queue_size,
     ratio_of,
     runner_state,
@@ -244,8 +245,11 @@ CONFIDENCE_ORDER = (Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH)
 def _limit_unproven(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     """A ceiling guessed from busy runners (no maximum measured) where its signature cannot
     hold unambiguously: below the level usually busy at this hour, or with no runner seen
-    idle or not (job events alone: runners starting or failing are not seen)."""
-    return state.max is None and (below_usual_guess(fleet, state) or state.idle is None)
+    idle or not (job events alone: runners starting or failing are not seen), or with some
+    idle while jobs wait (a ceiling leaves none)."""
+    return state.max is None and (
+        below_usual_guess(fleet, state) or state.idle is None or state.idle > 0
+    )
 
 
 def diagnose(fleet: FleetSignals) -> Report:
@@ -272,7 +276,9 @@ def diagnose(fleet: FleetSignals) -> Report:
         if likely and primary is None:
             primary = likely[0]
             confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})
-            if primary is Cause.AUTOSCALING_LIMITS and _limit_unproven(fleet, state):
+            if (
+                primary is Cause.AUTOSCALING_LIMITS and _limit_unproven(fleet, state)
+            ) or queue_in_doubt(fleet, state):
                 confidence = min(confidence, Confidence.MEDIUM, key=CONFIDENCE_ORDER.index)
             if state.name in guessed and guessed[state.name][0] is primary:
                 confidence = guessed[state.name][1]

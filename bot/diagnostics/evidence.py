@@ -30,6 +30,36 @@ USUAL_RATIO = 1.5
 USUAL_MARGIN = 5.0
 
 
+def queue_floor(fleet: FleetSignals, name: str, waited: float | None) -> float:
+    """How many jobs not yet running make a queue. Where the longest wait is measured (job
+    events), `queued` is the alert's own count of jobs waiting over 5 minutes. Elsewhere it
+    counts every job not yet running, and is measured against the runners there are:
+    registered, or, where only jobs are counted (a lean scrape), the jobs running (7 waiting
+    behind 98 running are runners starting); `waited` is how long the jobs that started lately
+    waited."""
+    if fleet.value(Signal.MAX_WAIT, name) is not None:
+        return QUEUED_AFFECTED
+    registered = fleet.value(Signal.REGISTERED, name)
+    if registered is not None:
+        runners = registered
+    else:
+        runners = fleet.value(Signal.BUSY, name) or fleet.value(Signal.RUNNING, name) or 0.0
+    if waited is not None and waited < QUEUED_AFTER_SECONDS:
+        # Jobs that started lately waited less than the alert's 5 minutes: most of those not
+        # yet running have just arrived, and only a count well above it is a queue.
+        return max(2 * QUEUED_AFFECTED, 0.5 * runners)
+    return max(QUEUED_AFFECTED, 0.25 * runners)
+
+
+def queue_in_doubt(fleet: FleetSignals, state: RunnerTypeState) -> bool:
+    """Where the longest current wait is not measured (actions-runner-controller's metrics),
+    jobs waiting now are told by those that started lately, which waited before now: the queue
+    may have drained since, unless the jobs not yet running are many (twice a queue's count)."""
+    if state.max_wait_seconds is not None:
+        return False
+    return (state.queued or 0.0) < 2 * queue_floor(fleet, state.name, None)
+
+
 def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     """One runner type as the fleet's signals describe it now."""
 
@@ -44,21 +74,7 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     if waited is None:
         waited = get(Signal.QUEUE_TIME_MEAN)
     busy = get(Signal.BUSY)
-    # Where the longest wait is measured (job events), `queued` is the alert's own count of
-    # jobs waiting over 5 minutes. Elsewhere it counts every job not yet running, and is
-    # measured against the runners there are: registered, or, where only jobs are counted (a
-    # lean scrape), the jobs running (7 waiting behind 98 running are runners starting).
-    if wait is not None:
-        runners = 0.0
-    elif registered is not None:
-        runners = registered
-    else:
-        runners = busy or get(Signal.RUNNING) or 0.0
-    floor = max(QUEUED_AFFECTED, 0.25 * runners)
-    if wait is None and waited is not None and waited < QUEUED_AFTER_SECONDS:
-        # Jobs that started lately waited less than the alert's 5 minutes: most of those not
-        # yet running have just arrived, and only a count well above it is a queue.
-        floor = max(2 * QUEUED_AFFECTED, 0.5 * runners)
+    floor = queue_floor(fleet, name, waited)
     queueing = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= floor
     usual = usual_queue(fleet, name)
     beyond = True

@@ -36,6 +36,7 @@ from bot.diagnostics.runner_checks import (
     Check,
     filled_above_usual,
     not_coming,
+    not_turning_over,
     waits_as_usual,
 )
 from bot.diagnostics.signals import FleetSignals
@@ -72,6 +73,23 @@ def infer(
     if _eliminated(verdicts, fleet, state) and (found := not_coming(fleet, state)):
         verdicts[Cause.INFRASTRUCTURE][name] = (Verdict.LIKELY, (found,))
         return Cause.INFRASTRUCTURE, Confidence.LOW
+    if (
+        _likely(verdicts, name) == [Cause.AUTOSCALING_LIMITS]
+        and state.max is None
+        and (stalled := not_turning_over(fleet, state)) is not None
+    ):
+        # Held, but not turning over: no ceiling.
+        verdicts[Cause.INFRASTRUCTURE][name] = (
+            Verdict.LIKELY,
+            (stalled, *verdicts[Cause.INFRASTRUCTURE][name][1]),
+        )
+        held = verdicts[Cause.AUTOSCALING_LIMITS][name][1]
+        why = "held, but not turning over as runners at a ceiling do (see infrastructure)"
+        verdicts[Cause.AUTOSCALING_LIMITS][name] = (
+            Verdict.RULED_OUT,
+            tuple(e.model_copy(update={"why": why}) if i == 0 else e for i, e in enumerate(held)),
+        )
+        return Cause.INFRASTRUCTURE, Confidence.MEDIUM
     if not _filled(verdicts, name):
         return None
     more_work: tuple[tuple[Callable[[], Evidence | None], Confidence], ...] = (
@@ -132,7 +150,7 @@ def _eliminated(
             usual
             and _demand_as_usual(fleet, state.name)
             and busy is not None
-            and _at_usual_level(busy)
+            and _at_usual_level(busy, usual_load(fleet, state.name))
             and before is not None
             and (before.queued or 0.0) < QUEUED_AFFECTED
             and (before.max_wait_seconds or 0.0) < WAIT_AFFECTED_SECONDS
@@ -140,9 +158,22 @@ def _eliminated(
     return usual and not others
 
 
-def _at_usual_level(busy: Supply) -> bool:
-    """Busy runners held at the level usually busy at this hour, or above."""
-    return busy.usual is not None and busy.top >= CEILING_AT_USUAL * busy.usual
+def _at_usual_level(busy: Supply, load: float | None = None) -> bool:
+    """Busy runners held at the level usually busy at this hour (or the usual `load`, where
+    higher), or above."""
+    if busy.usual is None:
+        return False
+    return busy.top >= CEILING_AT_USUAL * max(busy.usual, load or 0.0)
+
+
+def usual_load(fleet: FleetSignals, name: str) -> float | None:
+    """Runners the usual demand keeps busy on average at this hour (Little's law: jobs started
+    a minute over the hour times the minutes a job runs). A few busy runners read at one moment
+    waver below it: a ceiling at that reading is full at the usual demand, and queues."""
+    started, seconds = fleet.base(Signal.STARTED_HOUR, name), fleet.base(Signal.DURATION_MEAN, name)
+    if started is None or seconds is None:
+        return None
+    return started * seconds / 60.0
 
 
 def _demand_as_usual(fleet: FleetSignals, name: str) -> bool:
@@ -174,14 +205,16 @@ def _filled(verdicts: dict[Cause, dict[str, Check]], name: str) -> bool:
 
 def below_usual_guess(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     """A ceiling guessed from busy runners (no maximum measured) below the level usually busy
-    at this hour: a lowered maximum, or runners failing to start where no source sees them
-    (machines that never register) - the same numbers."""
+    at this hour, or below the usual load: a lowered maximum, or runners failing to start where
+    no source sees them (machines that never register) - the same numbers."""
     busy = supply(fleet, state.name)
-    return (
-        state.max is None
-        and busy is not None
-        and busy.usual is not None
-        and busy.top < SHORT_OF_USUAL * busy.usual
+    if state.max is not None or busy is None or busy.usual is None:
+        return False
+    # Busy runners read at one moment waver: below them by a margin. The usual load is an
+    # average over the hour's jobs: below it by less.
+    load = usual_load(fleet, state.name)
+    return busy.top < SHORT_OF_USUAL * busy.usual or (
+        load is not None and busy.top < CEILING_AT_USUAL * load
     )
 
 

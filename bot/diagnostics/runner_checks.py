@@ -51,11 +51,19 @@ CEILING_MIN_EXTRA = 3.0
 STARTS_SHORT = 0.6
 GAP_JOBS = 5.0
 STARTS_SHORT_Z = 2.0
+#: Jobs started over the last hour at this share or less of those busy runners held at a
+#: ceiling would start at the usual job time: they are not turning over.
+TURNOVER_SHORT = 0.5
+TURNOVER_Z = 1.5
 #: Jobs that started in the window waited this many times their usual wait, and this many
 #: seconds more, before runners can be said not to come: a queue that formed just now behind
 #: runners taking jobs as quickly as usual is a scale-up under way.
 WAITED_LONGER = 1.5
 WAITED_MORE_SECONDS = 120.0
+#: ...and this many times, and this many seconds more, while busy runners rise above the usual:
+#: runners that come, but long after the jobs asked for them.
+WAITED_FAR_LONGER = 5.0
+WAITED_FAR_MORE_SECONDS = 600.0
 
 Check = tuple[Verdict, tuple[Evidence, ...]]
 
@@ -252,12 +260,71 @@ def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
     if busy is None or busy.usual is None:
         return None
     if busy.now > busy.usual + max(1.0, 0.1 * busy.usual):
-        return None
+        # More runners busy than usual: the backlog of runners slow to come, where the jobs
+        # that started waited many times the usual; else work the demand did not tell.
+        return _slow_to_come(fleet, state, busy)
     signal = busy_signal(fleet, state.name)
     found = evidence(fleet, signal, state.name, "busy runners", now=busy.now)
     why = (
         f"no more than usual while {amount(state.queued, '')} jobs wait, at usual demand and"
         " job time: runners are not coming (failing to start, register or take jobs?)"
+    )
+    return found.model_copy(update={"why": why})
+
+
+def _slow_to_come(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> Evidence | None:
+    """Busy runners rising, above the usual, yet the jobs that started waited many times their
+    usual wait and minutes more: each runner comes long after its job asked for it (slow to
+    provision or register), and the backlog keeps those that come busy."""
+    if not busy.catching_up:
+        return None
+    for signal in (Signal.QUEUE_TIME_P50, Signal.QUEUE_TIME_MEAN):
+        waited, usual = fleet.value(signal, state.name), fleet.base(signal, state.name)
+        if waited is None or usual is None:
+            continue
+        if waited < WAITED_FAR_LONGER * usual + WAITED_FAR_MORE_SECONDS:
+            return None
+        center = "median" if signal is Signal.QUEUE_TIME_P50 else "mean"
+        measure = f"{center} wait of jobs started"
+        found = evidence(fleet, signal, state.name, measure, unit="s")
+        why = (
+            f"{waited / max(usual, 1.0):.0f}x the usual while busy runners rose from"
+            f" {amount(busy.before[-1], '')} to {amount(busy.now, '')} in half an hour, at usual"
+            " demand and job time: runners come long after jobs ask for them (slow to start"
+            " or register?)"
+        )
+        return found.model_copy(update={"why": why})
+    return None
+
+
+def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """Busy runners held at one level, but starting far fewer jobs over the hour than runners
+    held at a ceiling turn over at the usual job time, by more than chance explains: no
+    maximum holds them (its runners would take a new job as each one ends); jobs left running
+    hold them while new runners do not come."""
+    busy = supply(fleet, state.name)
+    started, usual_started = (
+        fleet.value(Signal.STARTED_HOUR, state.name),
+        fleet.base(Signal.STARTED_HOUR, state.name),
+    )
+    if busy is None or not busy.flat or busy.top < CEILING_MIN or started is None:
+        return None
+    seconds = fleet.base(Signal.DURATION_MEAN, state.name)
+    if seconds is None and busy.usual and usual_started:
+        seconds = 60.0 * busy.usual / usual_started  # the usual hold (Little's law)
+    if not seconds:
+        return None
+    turnover = busy.top * 60.0 / seconds  # jobs a minute a ceiling of busy.top would start
+    if started > TURNOVER_SHORT * turnover:
+        return None
+    if not significant_rise(turnover, started, 60.0, TURNOVER_Z):
+        return None
+    found = evidence(fleet, Signal.STARTED_HOUR, state.name, "jobs started per minute, last hour")
+    why = (
+        f"{amount(started * 60.0, '')} started in the last hour where {amount(busy.top, '')}"
+        f" runners held at a ceiling would start {amount(turnover * 60.0, '')} at the usual job"
+        f" time ({amount(seconds / 60.0, '')} min): the runners are held by jobs left running,"
+        " and new ones do not come (failing to start or register?)"
     )
     return found.model_copy(update={"why": why})
 

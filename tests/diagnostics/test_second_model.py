@@ -136,10 +136,11 @@ def test_the_model_runs_the_same_fleet_from_the_same_seed(case: Case) -> None:
     ]
 
 
-def _at(case: Case, seed: int, hour: int, day: int = 24) -> FleetRun:
-    """A fleet of six types whose run ends at `hour`:(7 * seed) on `day` November 2026."""
+def _at(case: Case, seed: int, hour: int, day: int = 24, types: int = 6) -> FleetRun:
+    """A fleet of `types` runner types whose run ends at `hour`:(7 * seed) on `day` November
+    2026."""
     end = datetime(2026, 11, day, hour, 7 * seed, tzinfo=UTC)
-    return run(plan(case, seed=seed, types=6, end=end))
+    return run(plan(case, seed=seed, types=types, end=end))
 
 
 async def test_a_workflow_moved_in_is_more_work_even_at_a_ceiling(tmp_path: Path) -> None:
@@ -334,22 +335,26 @@ async def test_types_held_below_their_usual_level_at_once_are_runners_failing_ac
     tmp_path: Path,
 ) -> None:
     # Nine in ten new machines never boot on every type (a VM fleet: nothing registers). Read
-    # from job events, four types show runners not coming; one holds busy runners at a level
-    # below its usual, which alone reads as a lowered maximum, and one has no cause of its own
-    # and nothing against runners failing. Maxima lowered on several types at once are
-    # unlikelier than one cause everywhere.
+    # from job events, four types show runners not coming (one of them slow to come: its jobs
+    # waited 55 minutes where 4 seconds are usual); two hold busy runners at a level below
+    # their usual (one below its usual load: 12 where the usual demand keeps 13.6 busy), which
+    # alone reads as a lowered maximum. Maxima lowered on several types at once are unlikelier
+    # than one cause everywhere.
     found = await _failing_across_the_fleet(_at(Case.OUTAGE, 2, 3, day=26), 6, tmp_path)
     counted = [e for e in found.evidence if e.measure == "runner types short of runners"]
-    assert counted and all(e.now == 5.0 for e in counted)
+    assert {e.runner_type for e in counted} == {"linux-arm64-4cpu", "linux-x64-2cpu"}
+    assert all(e.now == 6.0 for e in counted)
 
 
-async def test_few_runners_busy_are_no_slowdown_and_a_ceiling_below_the_usual_is_no_certainty(
+async def test_few_runners_busy_are_no_slowdown_and_runners_not_turning_over_no_ceiling(
     tmp_path: Path,
 ) -> None:
-    # Nine in ten new machines never boot and never register (a VM fleet): 4 runners busy
-    # where 25 are usual, one job completing in ten minutes after 1h48m. Slower jobs keep
-    # more runners busy, not fewer; and a ceiling of 4 below the usual 25 is what a lowered
-    # maximum and machines that never register both look like: no high confidence.
+    # Nine in ten new machines never boot and never register (a VM fleet): 4 or 5 runners busy
+    # for half an hour where 25 are usual, 39 jobs waiting 87 minutes, one job completing in
+    # ten minutes after 1h48m. Slower jobs keep more runners busy, not fewer. Held at one
+    # level reads as a lowered maximum, but runners at a ceiling take a new job as each one
+    # ends (five runners of 30-minute jobs start about ten an hour); these started three. Jobs
+    # left running hold them, and new runners do not come: not certain, but no ceiling.
     fleet = _at(Case.FAILING_STARTS, 1, 16, day=26)
     assert fleet.plan.kind == "vm"
     assert truth_of(fleet).primary_cause == "infrastructure"
@@ -358,21 +363,61 @@ async def test_few_runners_busy_are_no_slowdown_and_a_ceiling_below_the_usual_is
         slower = found["long_running_jobs"]
         assert slower.verdict.value == "ruled_out", judged.combination
         assert "slower jobs would keep more runners busy" in slower.evidence[0].why
-        assert found["autoscaling_limits"].verdict.value == "likely", judged.combination
-        assert judged.confidence in ("medium", "low"), judged.combination
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        assert judged.confidence == "medium", judged.combination
+        stalled = found["infrastructure"].evidence[0]
+        assert stalled.measure == "jobs started per minute, last hour"
+        assert "new ones do not come" in stalled.why
+        limits = found["autoscaling_limits"]
+        assert limits.verdict.value == "ruled_out", judged.combination
+        assert "not turning over" in limits.evidence[0].why
 
 
 async def test_a_ceiling_seen_in_job_events_alone_is_no_certainty(tmp_path: Path) -> None:
     # Six in seven new machines of a small type never boot (three types, at night): busy
     # runners held at 5-6 where 4 are usual, 16 jobs waiting 28 minutes. Job events show a
-    # ceiling, not whether runners sit idle, offline or never come: medium at most.
-    end = datetime(2026, 11, 26, 3, 7, tzinfo=UTC)
-    fleet = run(plan(Case.FAILING_STARTS, seed=1, types=3, end=end))
+    # ceiling, not whether runners sit idle, offline or never come; the runners list shows one
+    # idle while jobs wait, which a ceiling would not leave: medium at most.
+    fleet = _at(Case.FAILING_STARTS, 1, 3, day=26, types=3)
     assert truth_of(fleet).primary_cause == "infrastructure"
-    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
-    limits = next(f for f in judged.report.findings if f.cause.value == "autoscaling_limits")
-    assert limits.verdict.value == "likely"
-    assert judged.confidence == "medium"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        limits = next(f for f in judged.report.findings if f.cause.value == "autoscaling_limits")
+        assert limits.verdict.value == "likely", judged.combination
+        assert judged.confidence == "medium", judged.combination
+
+
+async def test_a_ceiling_at_the_busy_reading_but_below_the_usual_load_is_a_limit(
+    tmp_path: Path,
+) -> None:
+    # A small type's maximum lowered to 2 at night: 34 jobs wait 87 minutes. Two runners are
+    # what was busy at this minute on the usual days, but the usual demand (0.45 jobs a minute
+    # of 8 minutes each) keeps 3.5 busy on average: a ceiling of 2 is full at the usual demand,
+    # not one the usual demand fitted beneath. A limit, not runners failing to come.
+    fleet = _at(Case.LOWERED_MAX, 1, 3, day=26, types=3)
+    assert truth_of(fleet).primary_cause == "autoscaling_limits"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "autoscaling_limits" and judged.located, judged.combination
+        assert judged.confidence == "medium", judged.combination
+        infrastructure = next(
+            f for f in judged.report.findings if f.cause.value == "infrastructure"
+        )
+        assert infrastructure.verdict.value == "ruled_out", judged.combination
+
+
+async def test_runners_that_come_long_after_their_jobs_are_slow_to_come(tmp_path: Path) -> None:
+    # New runners of a type take twelve times their usual start (three types, late evening):
+    # busy runners rise from 9 to 18 in half an hour, above the usual 14, while 27 jobs wait
+    # up to 29 minutes at the usual demand and job time. The jobs that started waited 28
+    # minutes where one is usual: runners come, long after the jobs asked for them.
+    fleet = _at(Case.FAILING_STARTS, 1, 22, day=26, types=3)
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        assert judged.confidence == "low", judged.combination
+        found = next(f for f in judged.report.findings if f.cause.value == "infrastructure")
+        assert found.evidence[0].measure == "median wait of jobs started"
+        assert (found.evidence[0].now, found.evidence[0].baseline) == (1699.0, 60.0)
+        assert "runners come long after jobs ask for them" in found.evidence[0].why
 
 
 def test_each_days_runners_end_with_that_day() -> None:

@@ -23,10 +23,11 @@ def binaries() -> tuple[str, str]:
     )
 
 
-def _at(case: Case, seed: int, hour: int, day: int) -> FleetRun:
-    """A fleet of six types whose run ends at `hour`:(7 * seed) on `day` November 2026."""
+def _at(case: Case, seed: int, hour: int, day: int, types: int = 6) -> FleetRun:
+    """A fleet of `types` runner types whose run ends at `hour`:(7 * seed) on `day` November
+    2026."""
     end = datetime(2026, 11, day, hour, 7 * seed, tzinfo=UTC)
-    return run(plan(case, seed=seed, types=6, end=end))
+    return run(plan(case, seed=seed, types=types, end=end))
 
 
 def _finding(report: Report, cause: str) -> Finding:
@@ -109,3 +110,33 @@ async def test_runners_starting_at_the_maximum_are_turnover_not_failing_starts(
     (state,) = [s for s in judged.report.runner_types if s.affected]
     assert state.at_max and (state.desired or 0.0) - (state.registered or 0.0) >= 10
     assert _finding(judged.report, "infrastructure").verdict.value != "likely"
+
+
+async def test_runners_slow_to_come_on_arc_are_told_by_the_mean_wait(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # New runners take twelve times their usual start: busy runners rise from 9 to 18 while
+    # about 30 jobs wait. ARC's lean scrape has no percentile of the wait: the mean of the jobs
+    # that started, 28 minutes where a minute and a half is usual, tells the runners are slow.
+    fleet = _at(Case.FAILING_STARTS, 1, 22, day=26, types=3)
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        assert judged.confidence == "low", judged.combination
+        found = _finding(judged.report, "infrastructure").evidence[0]
+        assert "wait of jobs started" in found.measure, judged.combination
+        assert "runners come long after jobs ask for them" in found.why
+
+
+async def test_a_queue_told_only_by_jobs_already_started_is_no_certainty(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # Jobs of one workflow take 3.8x longer on a scale set at its maximum of 30. The jobs that
+    # started in the last ten minutes waited 16 minutes on the mean, but the queue has drained
+    # since: 4 jobs wait, the longest under 9 minutes, no incident. ARC measures no current
+    # wait: 9 jobs not yet running behind 29 runners cannot tell a queue now from one that
+    # was, so whatever is named is named at medium at most.
+    fleet = _at(Case.SLOW_JOBS, 1, 22, day=26)
+    assert truth_of(fleet).primary_cause == "none"
+    for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
+        assert judged.confidence != "high", judged.combination
