@@ -5,7 +5,12 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
   jobs started over the hour than arrived, or no more runners busy than usual while jobs wait
   through half an hour and the jobs that started waited longer than usual; or a ceiling
   guessed at the level usually busy at this hour, which the usual demand fitted beneath
-  without a queue (infrastructure, low confidence);
+  without a queue, the usual load by Little's law included (infrastructure, low confidence);
+  or more runners busy than usual and rising while the jobs that started waited many times
+  their usual wait: runners slow to come (infrastructure, low confidence);
+- busy runners held at one level (no maximum measured) that start far fewer jobs than a
+  ceiling turns over at the usual job time: jobs left running hold them, new runners do not
+  come (infrastructure, medium confidence);
 - a ceiling filled above the usual: busy runners held well above those usually busy at this
   hour while jobs wait, where more demand could not be told from chance (more work, medium
   confidence);
