@@ -8,9 +8,9 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
   without a queue, the usual load by Little's law included (infrastructure, low confidence);
   or more runners busy than usual and rising while the jobs that started waited many times
   their usual wait: runners slow to come (infrastructure, low confidence);
-- busy runners held at one level (no maximum measured) that start far fewer jobs than a
-  ceiling turns over at the usual job time: jobs left running hold them, new runners do not
-  come (infrastructure, medium confidence);
+- busy runners held at one level below the usual (no maximum measured) that start far fewer
+  jobs than a ceiling turns over at the usual job time: jobs left running hold them, new
+  runners do not come (infrastructure, medium confidence);
 - a ceiling filled above the usual: busy runners held well above those usually busy at this
   hour while jobs wait, where more demand could not be told from chance (more work, medium
   confidence);
@@ -80,10 +80,12 @@ def infer(
         return Cause.INFRASTRUCTURE, Confidence.LOW
     if (
         _likely(verdicts, name) == [Cause.AUTOSCALING_LIMITS]
-        and state.max is None
+        and below_usual_guess(fleet, state)
         and (stalled := not_turning_over(fleet, state)) is not None
     ):
-        # Held, but not turning over: no ceiling.
+        # Held below the usual level, a lowered maximum or runners not coming: a ceiling turns
+        # over, runners held by jobs left running do not. (Above the usual level, work new to
+        # the type may take longer than the usual job time.)
         verdicts[Cause.INFRASTRUCTURE][name] = (
             Verdict.LIKELY,
             (stalled, *verdicts[Cause.INFRASTRUCTURE][name][1]),
