@@ -90,11 +90,11 @@ def infer(
             Verdict.LIKELY,
             (stalled, *verdicts[Cause.INFRASTRUCTURE][name][1]),
         )
-        held = verdicts[Cause.AUTOSCALING_LIMITS][name][1]
+        first, *rest = verdicts[Cause.AUTOSCALING_LIMITS][name][1]
         why = "held, but not turning over as runners at a ceiling do (see infrastructure)"
         verdicts[Cause.AUTOSCALING_LIMITS][name] = (
             Verdict.RULED_OUT,
-            tuple(e.model_copy(update={"why": why}) if i == 0 else e for i, e in enumerate(held)),
+            (first.model_copy(update={"why": why}), *rest),
         )
         return Cause.INFRASTRUCTURE, Confidence.MEDIUM
     if not _filled(verdicts, name):

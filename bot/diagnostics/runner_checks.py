@@ -276,24 +276,30 @@ def _slow_to_come(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> 
     """Busy runners rising, above the usual, yet the jobs that started waited many times their
     usual wait and minutes more: each runner comes long after its job asked for it (slow to
     provision or register), and the backlog keeps those that come busy."""
-    if not busy.catching_up:
+    wait = _started_wait(fleet, state.name)
+    if not busy.catching_up or wait is None:
         return None
+    signal, waited, usual = wait
+    if waited < WAITED_FAR_LONGER * usual + WAITED_FAR_MORE_SECONDS:
+        return None
+    center = "median" if signal is Signal.QUEUE_TIME_P50 else "mean"
+    found = evidence(fleet, signal, state.name, f"{center} wait of jobs started", unit="s")
+    why = (
+        f"{waited / max(usual, 1.0):.0f}x the usual while busy runners rose from"
+        f" {amount(busy.before[-1], '')} to {amount(busy.now, '')} in half an hour, at usual"
+        " demand and job time: runners come long after jobs ask for them (slow to start"
+        " or register?)"
+    )
+    return found.model_copy(update={"why": why})
+
+
+def _started_wait(fleet: FleetSignals, name: str) -> tuple[Signal, float, float] | None:
+    """How long the jobs that started in the window waited, and usually: the median where
+    measured with its usual, else the mean."""
     for signal in (Signal.QUEUE_TIME_P50, Signal.QUEUE_TIME_MEAN):
-        waited, usual = fleet.value(signal, state.name), fleet.base(signal, state.name)
-        if waited is None or usual is None:
-            continue
-        if waited < WAITED_FAR_LONGER * usual + WAITED_FAR_MORE_SECONDS:
-            return None
-        center = "median" if signal is Signal.QUEUE_TIME_P50 else "mean"
-        measure = f"{center} wait of jobs started"
-        found = evidence(fleet, signal, state.name, measure, unit="s")
-        why = (
-            f"{waited / max(usual, 1.0):.0f}x the usual while busy runners rose from"
-            f" {amount(busy.before[-1], '')} to {amount(busy.now, '')} in half an hour, at usual"
-            " demand and job time: runners come long after jobs ask for them (slow to start"
-            " or register?)"
-        )
-        return found.model_copy(update={"why": why})
+        waited, usual = fleet.value(signal, name), fleet.base(signal, name)
+        if waited is not None and usual is not None:
+            return signal, waited, usual
     return None
 
 
@@ -332,11 +338,8 @@ def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
 def waits_as_usual(fleet: FleetSignals, name: str) -> bool:
     """The jobs that started in the window waited not much longer than usual (the median wait
     where measured, else the mean): the runners take jobs about as quickly as ever."""
-    for signal in (Signal.QUEUE_TIME_P50, Signal.QUEUE_TIME_MEAN):
-        waited, usual = fleet.value(signal, name), fleet.base(signal, name)
-        if waited is not None and usual is not None:
-            return waited < WAITED_LONGER * usual + WAITED_MORE_SECONDS
-    return False
+    wait = _started_wait(fleet, name)
+    return wait is not None and wait[1] < WAITED_LONGER * wait[2] + WAITED_MORE_SECONDS
 
 
 def _starts_short(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
