@@ -32,9 +32,9 @@ from bot.diagnostics.evidence import (
     demand,
     evidence,
     queue_in_doubt,
-    queue_size,
     ratio_of,
     runner_state,
+    severity,
     significant_rise,
     supply,
     waited_through,
@@ -44,7 +44,7 @@ from bot.diagnostics.job_time import long_running
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check, infrastructure, resources
 from bot.diagnostics.signals import FleetSignals, window_minutes
-from bot.diagnostics.workload import moved_from, top_workflows
+from bot.diagnostics.workload import hold_ratio, moved_from, top_workflows
 from bot.domain.diagnosis import (
     Cause,
     Confidence,
@@ -71,10 +71,6 @@ PRECEDENCE = (
     Cause.INCREASED_WORKLOAD,
     Cause.AUTOSCALING_LIMITS,
 )
-
-
-def _severity(state: RunnerTypeState) -> float:
-    return queue_size(state.queued, state.max_wait_seconds)
 
 
 def _idle_while_waiting(state: RunnerTypeState) -> bool:
@@ -252,10 +248,35 @@ def _limit_unproven(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     )
 
 
+def _demand_outweighs(fleet: FleetSignals, name: str) -> bool:
+    """Where both more jobs and longer jobs are found, the jobs a minute rose by the larger
+    factor of the extra work (jobs a minute times their time): work moved in or new, whose
+    jobs happen to be longer, not the same jobs slower. Each factor at its highest measure:
+    demand over the window or the hour; the mean job time (else p90) or the time a job holds
+    its runner."""
+    asked = demand(fleet, name)
+    more = [ratio_of(asked.now, asked.usual, 0.1) if asked is not None else None]
+    more.append(
+        ratio_of(
+            fleet.value(Signal.ARRIVALS_HOUR, name), fleet.base(Signal.ARRIVALS_HOUR, name), 0.1
+        )
+    )
+    longer = [hold_ratio(fleet, name)]
+    for signal in (Signal.DURATION_MEAN, Signal.DURATION_P90):
+        longer.append(ratio_of(fleet.value(signal, name), fleet.base(signal, name), 1.0))
+        if longer[-1] is not None:
+            break
+    return max((r for r in more if r is not None), default=0.0) > max(
+        (r for r in longer if r is not None), default=0.0
+    )
+
+
 def diagnose(fleet: FleetSignals) -> Report:
     """Turn the fleet's signals into a ranked report."""
     states = sorted(
-        (runner_state(fleet, name) for name in fleet.runner_types()), key=_severity, reverse=True
+        (runner_state(fleet, name) for name in fleet.runner_types()),
+        key=lambda state: severity(fleet, state),
+        reverse=True,
     )
     affected = [s for s in states if s.affected]
     verdicts: dict[Cause, dict[str, Check]] = {cause: {} for cause in Cause}
@@ -273,17 +294,23 @@ def diagnose(fleet: FleetSignals) -> Report:
     rank: dict[Cause, tuple[float, int]] = {}
     for state in affected:
         likely = [c for c in PRECEDENCE if verdicts[c][state.name][0] is Verdict.LIKELY]
+        both = {Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD} <= set(likely)
+        if both and _demand_outweighs(fleet, state.name):
+            likely.remove(Cause.INCREASED_WORKLOAD)
+            likely.insert(likely.index(Cause.LONG_RUNNING_JOBS), Cause.INCREASED_WORKLOAD)
         if likely and primary is None:
             primary = likely[0]
             confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})
             if (
-                primary is Cause.AUTOSCALING_LIMITS and _limit_unproven(fleet, state)
-            ) or queue_in_doubt(fleet, state):
+                (primary is Cause.AUTOSCALING_LIMITS and _limit_unproven(fleet, state))
+                or queue_in_doubt(fleet, state)
+                or both
+            ):
                 confidence = min(confidence, Confidence.MEDIUM, key=CONFIDENCE_ORDER.index)
             if state.name in guessed and guessed[state.name][0] is primary:
                 confidence = guessed[state.name][1]
         for cause in likely:
-            rank.setdefault(cause, (_severity(state), -PRECEDENCE.index(cause)))
+            rank.setdefault(cause, (severity(fleet, state), -PRECEDENCE.index(cause)))
 
     findings = [_finding(cause, verdicts[cause], affected) for cause in Cause]
     findings.sort(

@@ -60,6 +60,21 @@ def queue_in_doubt(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     return (state.queued or 0.0) < 2 * queue_floor(fleet, state.name, None)
 
 
+def recent_wait(fleet: FleetSignals, name: str) -> float | None:
+    """How long `name`'s jobs wait: the longest current wait, or, where that is not measured
+    (actions-runner-controller's metrics), the p90 (else the mean) wait of the jobs that
+    started lately."""
+    for signal in (Signal.MAX_WAIT, Signal.QUEUE_TIME_P90, Signal.QUEUE_TIME_MEAN):
+        if (value := fleet.value(signal, name)) is not None:
+            return value
+    return None
+
+
+def severity(fleet: FleetSignals, state: RunnerTypeState) -> float:
+    """How badly `state` queues, as the alert ranks queues, with the wait `recent_wait` reads."""
+    return queue_size(state.queued, recent_wait(fleet, state.name))
+
+
 def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     """One runner type as the fleet's signals describe it now."""
 
@@ -68,11 +83,7 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
 
     queued, wait = get(Signal.QUEUED), get(Signal.MAX_WAIT)
     registered = get(Signal.REGISTERED)
-    # Where the longest current wait is not measured (actions-runner-controller's metrics),
-    # the waits of the jobs that started lately tell whether jobs wait long.
-    waited = wait if wait is not None else get(Signal.QUEUE_TIME_P90)
-    if waited is None:
-        waited = get(Signal.QUEUE_TIME_MEAN)
+    waited = recent_wait(fleet, name)
     busy = get(Signal.BUSY)
     floor = queue_floor(fleet, name, waited)
     queueing = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= floor

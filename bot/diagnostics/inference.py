@@ -17,9 +17,10 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
 - work new to the type (workflows that usually send it next to none) filling a ceiling,
   with demand above usual if too little to tell from chance (more work, medium confidence);
 - runners failing across the fleet: runners failing, or held at a ceiling guessed below the
-  usual level, on half the types queueing (three or more), which counts with them the types
-  held so, those whose cause was only guessed and those with no cause nor anything against
-  runners failing (infrastructure, low confidence);
+  usual level, on half the types queueing (three or more, or two failing by their own
+  signature), which counts with them the types held at a ceiling guessed at any level, those
+  whose cause was only guessed and those with no cause nor anything against runners failing
+  (infrastructure, low confidence);
 - a queue far beyond the usual one at the usual ceiling of a type that queues every day: the
   ceiling did not come down and jobs take their usual time (more work, low confidence).
 """
@@ -60,6 +61,8 @@ QUEUE_BEYOND_USUAL = 2.0
 #: this share of them: one cause across the fleet.
 FLEET_WIDE_TYPES = 3
 FLEET_WIDE_SHARE = 1 / 2
+#: ...or runners failing by their own signature on this many (a small fleet's half).
+FLEET_WIDE_FAILING = 2
 
 
 #: Causes told by a type's own signature: a type found with one keeps it across the fleet.
@@ -233,11 +236,13 @@ def across_fleet(
 ) -> dict[str, Guess]:
     """Runners failing, or busy runners held at a ceiling guessed below their usual level (a
     maximum lowered and machines that never register read the same), on half the types
-    queueing: one cause across the fleet (the cloud, GitHub's registration) is likelier than
-    one of each type's own, or than maxima lowered on many types at once. Counted with them
-    (low confidence): the types so held, those whose cause was only guessed from what the
-    others leave, and those with no cause found and nothing against runners failing. A type
-    with a cause told by its own signature keeps it. Returns the types so counted."""
+    queueing, three or more of them or two failing by their own signature: one cause across
+    the fleet (the cloud, GitHub's registration) is likelier than one of each type's own, or
+    than maxima lowered on many types at once. Counted with them (low confidence): the types
+    held at a ceiling guessed at any level (runners that stop coming leave those there busy),
+    those whose cause was only guessed from what the others leave, and those with no cause
+    found and nothing against runners failing. A type with a cause told by its own signature
+    keeps it. Returns the types so counted."""
     infra = verdicts[Cause.INFRASTRUCTURE]
     names = [state.name for state in affected]
     likely = {name: _likely(verdicts, name) for name in names}
@@ -248,13 +253,21 @@ def across_fleet(
         if likely[state.name] == [Cause.AUTOSCALING_LIMITS] and below_usual_guess(fleet, state)
     ]
     short = failing + held
-    if len(short) < FLEET_WIDE_TYPES or len(short) < FLEET_WIDE_SHARE * len(names):
+    enough = len(short) >= FLEET_WIDE_TYPES or len(failing) >= FLEET_WIDE_FAILING
+    if not enough or len(short) < FLEET_WIDE_SHARE * len(names):
         return {}
+    # Runners that stopped coming leave those already there busy: a ceiling guessed at any
+    # level reads the same.
+    ceilings = {
+        state.name
+        for state in affected
+        if likely[state.name] == [Cause.AUTOSCALING_LIMITS] and state.max is None
+    }
     counted: dict[str, Guess] = {}
     for name in names:
         found = likely[name]
         if any(cause in found for cause in OWN_SIGNATURE) or not (
-            name in held
+            name in ceilings
             or name in guessed
             # Nothing found, nor said against runners failing (starting, or quick as usual).
             or (not found and not infra[name][1] and not waits_as_usual(fleet, name))

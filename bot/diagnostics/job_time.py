@@ -43,7 +43,8 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         return Verdict.NO_DATA, ()
     ratio = ratio_of(now, base, 1.0) or 0.0
     center = Signal.DURATION_P50 if signal is Signal.DURATION_P90 else Signal.DURATION_P90
-    ratio_center = ratio_of(fleet.value(center, name), fleet.base(center, name), 1.0) or 0.0
+    measured_center = ratio_of(fleet.value(center, name), fleet.base(center, name), 1.0)
+    ratio_center = measured_center or 0.0
     minutes = window_minutes(fleet.window)
     jobs = (
         fleet.value(Signal.COMPLETED_PER_MINUTE, name)
@@ -52,12 +53,14 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     ) * minutes
     # A percentile of a few jobs moves by chance (by a histogram bucket, x1.3-1.5): with few
     # jobs a rise counts when another measure of the job time rose too (the median, or the
-    # time a job holds its runner), or it doubled.
+    # time a job holds its runner), or it doubled while the median did not fall (a p90 of
+    # three jobs doubled with their median a third of usual is their spread, not a slowdown).
     held_ratio = hold_ratio(fleet, name)
+    center_fell = measured_center is not None and measured_center < 1.0
     likely = ratio >= RATIO_LIKELY and (
         jobs >= ENOUGH_JOBS
         or ratio_center >= RATIO_LIKELY
-        or ratio >= SLOWDOWN_FEW_JOBS
+        or (ratio >= SLOWDOWN_FEW_JOBS and not center_fell)
         or (held_ratio is not None and held_ratio >= HELD_AGREES)
     )
     hold = hold_time(fleet, name)

@@ -31,6 +31,12 @@ IDLE_SHARE = 0.5
 #: runners point to failing starts there only when they are most of those listed.
 OFFLINE_SHARE_AT_CEILING = 2 / 3
 OFFLINE_MIN = 3.0
+#: Runners still starting come online within minutes: offline ones are a scale-up under way
+#: where busy runners rose over the half hour by at least this share of them, or where they
+#: are no more than this many for each job waiting (one runner per job asked for; the alert's
+#: count leaves out jobs waiting under 5 minutes).
+STARTING_ONLINE_SHARE = 0.25
+STARTING_PER_JOB = 2.0
 FAILING_SHARE = 0.1
 FAILING_RATIO = 2.5
 FAILING_MIN_JOBS = 10.0
@@ -60,8 +66,8 @@ TURNOVER_Z = 1.5
 #: runners taking jobs as quickly as usual is a scale-up under way.
 WAITED_LONGER = 1.5
 WAITED_MORE_SECONDS = 120.0
-#: ...and this many times, and this many seconds more, while busy runners rise above the usual:
-#: runners that come, but long after the jobs asked for them.
+#: ...and this many times their usual wait, and at least this many seconds more than it, while
+#: busy runners rise above the usual: runners that come, but long after the jobs asked for them.
 WAITED_FAR_LONGER = 5.0
 WAITED_FAR_MORE_SECONDS = 600.0
 
@@ -122,7 +128,7 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         likely = likely or (
             offline >= OFFLINE_MIN
             and offline >= share * total
-            and not (busy is not None and busy.catching_up)
+            and not _still_starting(busy, offline, state.queued)
         )
         found.append(evidence(fleet, Signal.OFFLINE, name, "runners offline", baseline=False))
     if busy is not None:
@@ -160,7 +166,7 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         # Many runners offline under "ruled out" reads as a contradiction: say what they are.
         at = next(i for i, e in enumerate(found) if e.measure == "runners offline")
         total = offline + (fleet.value(Signal.REGISTERED, name) or 0.0)
-        why = _offline_why(offline, total, busy, fleet.base(Signal.OFFLINE, name))
+        why = _offline_why(offline, total, busy, fleet.base(Signal.OFFLINE, name), state.queued)
         found[at] = found[at].model_copy(update={"why": why})
         found.insert(0, found.pop(at))
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
@@ -188,7 +194,22 @@ def _not_taking_jobs(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
     return found.model_copy(update={"why": why})
 
 
-def _offline_why(offline: float, total: float, busy: Supply | None, usual: float | None) -> str:
+def _still_starting(busy: Supply | None, offline: float, queued: float | None) -> bool:
+    """Runners listed offline are starting, not failing: busy runners are catching up, and
+    either came online over the half hour by a good share of the offline count, or the offline
+    ones are about one per job waiting. 13 more busy in half an hour beside 165 offline for 51
+    jobs waiting is a trickle through a failure."""
+    if busy is None or not busy.catching_up or not busy.before:
+        return False
+    return (
+        busy.now - busy.before[-1] >= STARTING_ONLINE_SHARE * offline
+        or offline <= STARTING_PER_JOB * (queued or 0.0) + OFFLINE_MIN
+    )
+
+
+def _offline_why(
+    offline: float, total: float, busy: Supply | None, usual: float | None, queued: float | None
+) -> str:
     """What offline runners are when they are no sign of failing runners."""
     share = offline / total if total else 0.0
     if busy is not None and busy.flat and OFFLINE_SHARE <= share < OFFLINE_SHARE_AT_CEILING:
@@ -198,7 +219,7 @@ def _offline_why(offline: float, total: float, busy: Supply | None, usual: float
         )
     if usual is not None and offline <= 1.5 * usual + OFFLINE_MIN:
         return f"about the usual for this fleet (usual {amount(usual, '')})"
-    if busy is not None and busy.catching_up:
+    if busy is not None and _still_starting(busy, offline, queued):
         return (
             f"runners still starting ({share:.0%} of {amount(total, '')} listed): busy runners"
             f" rose from {amount(busy.before[-1], '')} to {amount(busy.now, '')} in half an hour"
@@ -280,7 +301,7 @@ def _slow_to_come(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> 
     if not busy.catching_up or wait is None:
         return None
     signal, waited, usual = wait
-    if waited < WAITED_FAR_LONGER * usual + WAITED_FAR_MORE_SECONDS:
+    if waited < max(WAITED_FAR_LONGER * usual, usual + WAITED_FAR_MORE_SECONDS):
         return None
     center = "median" if signal is Signal.QUEUE_TIME_P50 else "mean"
     found = evidence(fleet, signal, state.name, f"{center} wait of jobs started", unit="s")

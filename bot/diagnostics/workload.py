@@ -34,6 +34,11 @@ HELD_MIN_STARTS = 5.0
 NEW_WORK_USUAL = 0.1
 NEW_WORK_SHARE = 0.25
 NEW_WORK_MIN_JOBS = 2.0
+#: A workflow that ran on the type before counts as slower (against a changed mix) where its
+#: time rose HELD_TIMED_RATIO over at least this many jobs, or doubled over fewer: the mean of
+#: one or two jobs moves by more than a fifth by chance.
+SLOWER_MIN_JOBS = 5.0
+SLOWER_FEW_JOBS = 2.0
 _PER_MINUTE = frozenset({Signal.ARRIVALS_PER_MINUTE, Signal.STARTED_PER_MINUTE})
 
 
@@ -242,19 +247,29 @@ def new_work(jobs: Grouped, times: dict[str, float]) -> tuple[float, tuple[str, 
     return sum(new.values()) / total, tuple(sorted(new, key=new.__getitem__, reverse=True))
 
 
+def _slower(group: str, times: Grouped, counted: dict[str, float]) -> bool:
+    """`group` ran on the type before and its jobs take longer now beyond chance: by
+    HELD_TIMED_RATIO over enough jobs, or twice its usual time over fewer."""
+    now, base = times
+    if group not in base or now[group] < HELD_TIMED_RATIO * base[group]:
+        return False
+    return counted.get(group, 0.0) >= SLOWER_MIN_JOBS or now[group] >= SLOWER_FEW_JOBS * base[group]
+
+
 def mix_explains(fleet: FleetSignals, name: str) -> tuple[str, ...]:
     """Workflows or repositories new to `name` that explain its longer job time: where they
     bring a good share of its jobs and none of those that ran there before takes longer than
     usual, the job mix changed (more work of another kind), not the jobs. Empty where that is
     not so, or where no job time is measured per workflow or repository."""
+    minutes = window_minutes(fleet.window)
     for jobs, timed in _groupings(fleet, name).values():
         share, new = new_work(jobs, timed[0][0])
         # The first measure of job time with a usual to compare with: mean, else p90.
         times = next(((now, base) for now, base in timed if now and base), None)
         if share < NEW_WORK_SHARE or times is None:
             continue
-        now, base = times
-        if not any(w in base and v >= HELD_TIMED_RATIO * base[w] for w, v in now.items()):
+        counted = {group: rate * minutes for group, rate in jobs[0].items()}
+        if not any(_slower(group, times, counted) for group in times[0]):
             return new
     return ()
 

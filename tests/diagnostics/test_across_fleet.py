@@ -78,11 +78,25 @@ def test_fewer_than_half_the_types_short_of_runners_count_no_other() -> None:
 
 
 def test_a_ceiling_at_the_usual_level_is_no_runners_short() -> None:
-    likely = {"a": INFRA, "b": INFRA, "ceiling": LIMITS, "x": OWN}
+    likely = {"a": INFRA, "b": INFRA, "ceiling": LIMITS, "x": OWN, "y": OWN}
     busy = {name: (10.0, 10.0) for name in likely} | {"ceiling": (30.0, 30.0)}
     counted, verdicts = _run(likely, busy)
     assert counted == {}
     assert verdicts[Cause.INFRASTRUCTURE]["ceiling"][0] is Verdict.RULED_OUT
+    # Held below its usual level, the same type is short of runners: 3 of the 5.
+    counted, verdicts = _run(likely, busy | {"ceiling": (9.0, 30.0)})
+    assert counted == {"ceiling": (Cause.INFRASTRUCTURE, Confidence.LOW)}
+
+
+def test_two_types_failing_of_three_count_a_ceiling_at_any_level() -> None:
+    likely = {"a": INFRA, "b": INFRA, "ceiling": LIMITS}
+    busy = {name: (10.0, 10.0) for name in likely} | {"ceiling": (12.0, 7.0)}
+    counted, verdicts = _run(likely, busy)
+    assert counted == {"ceiling": (Cause.INFRASTRUCTURE, Confidence.LOW)}
+    assert "2 of the 3 types queueing" in verdicts[Cause.INFRASTRUCTURE]["ceiling"][1][0].why
+    # One type failing beside a ceiling is two causes, not one across the fleet.
+    counted, _ = _run({"a": INFRA, "ceiling": LIMITS}, busy)
+    assert counted == {}
 
 
 def test_a_cause_of_its_own_is_kept_and_a_guess_or_none_is_counted() -> None:
