@@ -17,8 +17,12 @@ measured it (bot.diagnostics.evidence):
 
 Causes, not symptoms: a surge or a slowdown drives a runner type to its maximum, so the maximum
 is the primary cause only when demand and job time are usual. No signal, no verdict: "not
-measured" is said, never "ruled out" (starts cannot show a surge at the maximum). The primary
-cause is that of the worst-queueing type, with a confidence; healthy data gets no cause.
+measured" is said, never "ruled out" (starts cannot show a surge at the maximum). Where both
+more jobs and longer jobs are found on a type, the one that rose by the larger factor comes
+first, at medium confidence at most (both signatures hold). The primary cause is that of the
+worst-queueing type (the longest wait, or where that is not measured the wait of the jobs
+started lately, in minutes, plus the jobs waiting), with a confidence; healthy data gets no
+cause.
 """
 
 from __future__ import annotations
@@ -248,26 +252,24 @@ def _limit_unproven(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     )
 
 
-def _demand_outweighs(fleet: FleetSignals, name: str) -> bool:
-    """Where both more jobs and longer jobs are found, the jobs a minute rose by the larger
-    factor of the extra work (jobs a minute times their time): work moved in or new, whose
-    jobs happen to be longer, not the same jobs slower. Each factor at its highest measure:
-    demand over the window or the hour; the mean job time (else p90) or the time a job holds
-    its runner."""
+def _factors(fleet: FleetSignals, name: str) -> tuple[float, float]:
+    """Where both more jobs and longer jobs are found, how much each rose: the two factors of
+    the extra work (jobs a minute times their time). The larger one is the primary cause: work
+    moved in or new whose jobs happen to be longer, or the same jobs slower. Each factor at its
+    highest measure: demand over the window or the hour; the mean job time (else p90) or the
+    time a job holds its runner."""
     asked = demand(fleet, name)
     more = [ratio_of(asked.now, asked.usual, 0.1) if asked is not None else None]
-    more.append(
-        ratio_of(
-            fleet.value(Signal.ARRIVALS_HOUR, name), fleet.base(Signal.ARRIVALS_HOUR, name), 0.1
-        )
-    )
+    hour = (fleet.value(Signal.ARRIVALS_HOUR, name), fleet.base(Signal.ARRIVALS_HOUR, name))
+    more.append(ratio_of(*hour, 0.1))
     longer = [hold_ratio(fleet, name)]
     for signal in (Signal.DURATION_MEAN, Signal.DURATION_P90):
         longer.append(ratio_of(fleet.value(signal, name), fleet.base(signal, name), 1.0))
         if longer[-1] is not None:
             break
-    return max((r for r in more if r is not None), default=0.0) > max(
-        (r for r in longer if r is not None), default=0.0
+    return (
+        max((r for r in more if r is not None), default=0.0),
+        max((r for r in longer if r is not None), default=0.0),
     )
 
 
@@ -292,12 +294,20 @@ def diagnose(fleet: FleetSignals) -> Report:
     primary: Cause | None = None
     confidence: Confidence | None = None
     rank: dict[Cause, tuple[float, int]] = {}
+    weighed: list[str] = []
     for state in affected:
         likely = [c for c in PRECEDENCE if verdicts[c][state.name][0] is Verdict.LIKELY]
         both = {Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD} <= set(likely)
-        if both and _demand_outweighs(fleet, state.name):
-            likely.remove(Cause.INCREASED_WORKLOAD)
-            likely.insert(likely.index(Cause.LONG_RUNNING_JOBS), Cause.INCREASED_WORKLOAD)
+        if both:
+            more, longer = _factors(fleet, state.name)
+            larger = "more jobs" if more > longer else "longer jobs"
+            weighed.append(
+                f"{state.name}: jobs a minute {more:.1f}x usual and job time {longer:.1f}x:"
+                f" {larger} are the larger part of the extra work."
+            )
+            if more > longer:
+                likely.remove(Cause.INCREASED_WORKLOAD)
+                likely.insert(likely.index(Cause.LONG_RUNNING_JOBS), Cause.INCREASED_WORKLOAD)
         if likely and primary is None:
             primary = likely[0]
             confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})
@@ -322,17 +332,21 @@ def diagnose(fleet: FleetSignals) -> Report:
             [Verdict.LIKELY, Verdict.RULED_OUT, Verdict.NO_DATA].index(f.verdict),
         )
     )
-    notes = [
-        f"{state.name}: {state.idle:g} idle runners while {state.queued:g} jobs wait:"
-        " a label or scheduling problem, not capacity."
-        for state in affected
-        if _idle_while_waiting(state)
-    ] + [
-        f"{state.name}: {past_text(_queue_now(state))} now, as usual at this time"
-        f" ({past_text(state.usual)}): not an incident."
-        for state in states
-        if state.queueing and not state.affected and state.usual is not None
-    ]
+    notes = (
+        weighed
+        + [
+            f"{state.name}: {state.idle:g} idle runners while {state.queued:g} jobs wait:"
+            " a label or scheduling problem, not capacity."
+            for state in affected
+            if _idle_while_waiting(state)
+        ]
+        + [
+            f"{state.name}: {past_text(_queue_now(state))} now, as usual at this time"
+            f" ({past_text(state.usual)}): not an incident."
+            for state in states
+            if state.queueing and not state.affected and state.usual is not None
+        ]
+    )
     missing = tuple(f"{signal.value}: {reason}" for signal, reason in sorted(fleet.missing.items()))
     return Report(
         at=fleet.at,

@@ -1,0 +1,127 @@
+"""The checks on small fleets of the second model (three runner types), read through real
+sources: where a few jobs, a few types or a few runners make one reading look like another."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.domain.diagnosis import Finding, Report
+from fleetmodel import Case, FleetRun, plan, run, truth_of
+from tests.support.fleet_reading import diagnose_run
+from tests.support.integration import require_binary
+
+
+@pytest.fixture
+def binaries() -> tuple[str, str]:
+    return (
+        require_binary("prometheus", "apt-get install -y prometheus"),
+        require_binary("promtool", "apt-get install -y prometheus"),
+    )
+
+
+def _small(case: Case, hour: int) -> FleetRun:
+    """Three runner types, seed 2, the run ending at `hour`:14 on 26 November 2026."""
+    end = datetime(2026, 11, 26, hour, 14, tzinfo=UTC)
+    return run(plan(case, seed=2, types=3, end=end))
+
+
+def _finding(report: Report, cause: str) -> Finding:
+    return next(f for f in report.findings if f.cause.value == cause)
+
+
+async def test_a_p90_of_three_jobs_is_no_slowdown_where_their_median_fell(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A type held at its maximum of 3 at night: 8 jobs wait 35 minutes. Three jobs completed in
+    # the window, their p90 twice the usual and their median a third of it: their spread, not
+    # slower jobs. The limit is named; the other type queueing (runners too small) is second.
+    fleet = _small(Case.MIX, 3)
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "autoscaling_limits"
+    assert truth.affected["linux-x64-32cpu"] == "autoscaling_limits"
+    judged = await diagnose_run(fleet, tmp_path, ("jobs", "arc"), binaries=binaries)
+    for one in judged:
+        assert one.named == "autoscaling_limits" and one.located, one.combination
+        slower = _finding(one.report, "long_running_jobs")
+        assert slower.verdict.value != "likely" or "linux-x64-32cpu" not in slower.runner_types
+    # ARC measures no longest wait: the type is ranked first by how long the jobs that started
+    # lately waited (40 minutes), not only by its count of jobs not yet running (10 against 20).
+    first, second = judged[1].report.runner_types[:2]
+    assert (first.name, first.queued) == ("linux-x64-32cpu", 10)
+    assert (second.name, second.queued) == ("win-2022-8cpu", 20)
+
+
+async def test_work_moved_in_with_longer_jobs_is_more_work(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A workflow moved onto a type brings jobs of 30 minutes where the type's own take 10: its
+    # job time rose 1.6x. The workflows that ran there before are slower only by chance (one
+    # job at 1.4x): the job mix changed, not the jobs.
+    fleet = _small(Case.MOVED_WORKFLOW, 10)
+    assert truth_of(fleet).primary_cause == "increased_workload"
+    judged = await diagnose_run(fleet, tmp_path, ("jobs", "arc", "arc-lean"), binaries=binaries)
+    for one in judged[:2]:
+        assert one.named == "increased_workload" and one.located, one.combination
+        slower = _finding(one.report, "long_running_jobs")
+        assert slower.verdict.value == "ruled_out", one.combination
+        assert "workflows new to this type" in slower.evidence[0].why, one.combination
+    # A lean scrape has no workflow to tell the mix by: both signatures hold, and the one that
+    # rose by the larger factor (jobs a minute 2.1x, job time 1.7x) comes first, at medium.
+    lean = judged[2]
+    assert lean.named == "increased_workload" and lean.confidence == "medium"
+    assert _finding(lean.report, "long_running_jobs").verdict.value == "likely"
+    assert any("more jobs are the larger part" in note for note in lean.report.notes)
+
+
+async def test_two_types_of_three_without_runners_name_the_third_ceiling_with_them(
+    tmp_path: Path,
+) -> None:
+    # New runners fail on every type: two show it (busy runners falling, or no more than usual
+    # while jobs wait); the worst, with 37 jobs waiting 38 minutes, holds 12 busy runners, a
+    # ceiling above its usual 7 that its last runners make. One cause across the fleet.
+    fleet = _small(Case.OUTAGE, 10)
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "infrastructure" and len(truth.affected) == 3
+    for one in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert one.named == "infrastructure" and one.located, one.combination
+        assert one.confidence == "low", one.combination
+        found = _finding(one.report, "infrastructure")
+        assert set(found.runner_types) == set(truth.affected), one.combination
+        assert found.evidence[0].measure == "runner types short of runners", one.combination
+        assert "2 of the 3 types queueing" in found.evidence[0].why, one.combination
+
+
+async def test_runners_offline_far_beyond_those_coming_online_are_failing(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # New runners of a type mostly fail to start: 165 listed offline, 26 online, while busy
+    # runners rose from 13 to 26 in half an hour and 51 jobs wait 20 minutes. A scale-up under
+    # way brings about one runner per job waiting, online within minutes: this is a trickle
+    # through a failure.
+    fleet = _small(Case.FAILING_STARTS, 16)
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    judged = await diagnose_run(
+        fleet, tmp_path, ("jobs", "jobs+runners", "arc-lean"), binaries=binaries
+    )
+    by = {one.combination: one for one in judged}
+    listed = by["jobs+runners"]
+    assert listed.named == "infrastructure" and listed.located
+    offline = next(
+        e
+        for e in _finding(listed.report, "infrastructure").evidence
+        if e.measure == "runners offline"
+    )
+    assert offline.now == 165
+    # Without the runners list: the jobs that started waited six times their usual 3.5 minutes
+    # (the median on job events, the mean on a lean scrape) while busy runners rose above the
+    # usual: runners slow to come.
+    for combination in ("jobs", "arc-lean"):
+        one = by[combination]
+        assert one.named == "infrastructure" and one.located, combination
+        assert one.confidence == "low", combination
+        first = _finding(one.report, "infrastructure").evidence[0]
+        assert first.measure.endswith("wait of jobs started"), combination
+        assert "runners come long after jobs ask for them" in first.why, combination
