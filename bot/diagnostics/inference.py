@@ -8,9 +8,10 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
   without a queue, the usual load by Little's law included (infrastructure, low confidence);
   or more runners busy than usual and rising while the jobs that started waited many times
   their usual wait: runners slow to come (infrastructure, low confidence);
-- busy runners held at one level below the usual (no maximum measured) that start far fewer
-  jobs than a ceiling turns over at the usual job time: jobs left running hold them, new
-  runners do not come (infrastructure, medium confidence);
+- busy runners held at one level (no maximum measured), below the usual or with the jobs
+  completing no longer than usual, that start far fewer jobs than a ceiling turns over at the
+  usual job time: jobs left running hold them, new runners do not come (infrastructure,
+  medium confidence);
 - a ceiling filled above the usual: busy runners held well above those usually busy at this
   hour while jobs wait, where more demand could not be told from chance (more work, medium
   confidence);
@@ -83,12 +84,13 @@ def infer(
         return Cause.INFRASTRUCTURE, Confidence.LOW
     if (
         _likely(verdicts, name) == [Cause.AUTOSCALING_LIMITS]
-        and below_usual_guess(fleet, state)
+        and (below_usual_guess(fleet, state) or _jobs_no_longer(fleet, name))
         and (stalled := not_turning_over(fleet, state)) is not None
     ):
         # Held below the usual level, a lowered maximum or runners not coming: a ceiling turns
-        # over, runners held by jobs left running do not. (Above the usual level, work new to
-        # the type may take longer than the usual job time.)
+        # over, runners held by jobs left running do not. Above the usual level, only where
+        # the jobs completing take no longer than usual (work new to the type may take longer
+        # than the usual job time, and turn over slower).
         verdicts[Cause.INFRASTRUCTURE][name] = (
             Verdict.LIKELY,
             (stalled, *verdicts[Cause.INFRASTRUCTURE][name][1]),
@@ -197,6 +199,16 @@ def _demand_as_usual(fleet: FleetSignals, name: str) -> bool:
         return hour <= DEMAND_AS_USUAL * usual_hour
     asked = demand(fleet, name)
     return asked is not None and asked.now <= DEMAND_AS_USUAL * asked.usual
+
+
+def _jobs_no_longer(fleet: FleetSignals, name: str) -> bool:
+    """The jobs completing in the window take no longer than usual (the mean, else the
+    median): a ceiling of busy runners turns over at least as fast as at the usual job time."""
+    for signal in (Signal.DURATION_MEAN, Signal.DURATION_P50):
+        now, usual = fleet.value(signal, name), fleet.base(signal, name)
+        if now is not None and usual is not None:
+            return now <= usual
+    return False
 
 
 def _likely(verdicts: dict[Cause, dict[str, Check]], name: str) -> list[Cause]:
