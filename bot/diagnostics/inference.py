@@ -30,6 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bot.diagnostics.busy_runners import (
+    filled_above_usual,
+    not_coming,
+    not_turning_over,
+    waits_as_usual,
+)
 from bot.diagnostics.evidence import (
     QUEUED_AFFECTED,
     WAIT_AFFECTED_SECONDS,
@@ -38,14 +44,7 @@ from bot.diagnostics.evidence import (
     supply,
 )
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.runner_checks import (
-    SHORT_OF_USUAL,
-    Check,
-    filled_above_usual,
-    not_coming,
-    not_turning_over,
-    waits_as_usual,
-)
+from bot.diagnostics.runner_checks import SHORT_OF_USUAL, Check
 from bot.diagnostics.signals import FleetSignals
 from bot.diagnostics.workload import work_new_to
 from bot.domain.diagnosis import Cause, Confidence, Evidence, RunnerTypeState, Verdict

@@ -1,0 +1,200 @@
+"""What busy runners and the jobs they start tell where no cause shows its own signature
+(bot.diagnostics.inference decides when that is): runners not coming, runners slow to come,
+runners held but not turning over, or a ceiling filled above the usual."""
+
+from __future__ import annotations
+
+from bot.diagnostics.evidence import (
+    Supply,
+    busy_signal,
+    evidence,
+    significant_rise,
+    supply,
+    waited_through,
+)
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.runner_checks import CEILING_MIN
+from bot.diagnostics.signals import FleetSignals
+from bot.domain.diagnosis import Evidence, RunnerTypeState
+from bot.render.diagnosis_text import amount
+
+#: Busy runners held at a ceiling this many times those usually busy at this hour, and this
+#: many more: the ceiling serves more than the usual demand.
+CEILING_ABOVE_USUAL = 1.3
+CEILING_MIN_EXTRA = 3.0
+#: Jobs started over the last hour at this share or less of those arriving (and of those usually
+#: started), by this many jobs and more than chance explains: the runners did not start them.
+STARTS_SHORT = 0.6
+GAP_JOBS = 5.0
+STARTS_SHORT_Z = 2.0
+#: Jobs started over the last hour at this share or less of those busy runners held at a
+#: ceiling would start (a job's time and its runner's start each): they are not turning over.
+TURNOVER_SHORT = 0.5
+TURNOVER_Z = 1.5
+#: Jobs that started in the window waited this many times their usual wait, and this many
+#: seconds more, before runners can be said not to come: a queue that formed just now behind
+#: runners taking jobs as quickly as usual is a scale-up under way.
+WAITED_LONGER = 1.5
+WAITED_MORE_SECONDS = 120.0
+#: ...and this many times their usual wait, and at least this many seconds more than it, while
+#: busy runners rise above the usual: runners that come, but long after the jobs asked for them.
+WAITED_FAR_LONGER = 5.0
+WAITED_FAR_MORE_SECONDS = 600.0
+
+
+def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """Where demand and job time are as usual and no ceiling holds, while jobs have waited
+    through half an hour: far fewer jobs started over the hour than arrived; or busy runners no
+    more than usual, and the jobs that started waited longer than usual. Healthy runners would
+    have taken the usual demand without a queue, so runners are not coming (failing to start,
+    to register or to take jobs), whatever no source measures of them. Told by elimination:
+    low confidence."""
+    if not waited_through(fleet, state.name):
+        return None
+    if (short := _starts_short(fleet, state)) is not None:
+        return short
+    if waits_as_usual(fleet, state.name):
+        return None
+    busy = supply(fleet, state.name)
+    if busy is None or busy.usual is None:
+        return None
+    if busy.now > busy.usual + max(1.0, 0.1 * busy.usual):
+        # More runners busy than usual: the backlog of runners slow to come, where the jobs
+        # that started waited many times the usual; else work the demand did not tell.
+        return _slow_to_come(fleet, state, busy)
+    signal = busy_signal(fleet, state.name)
+    found = evidence(fleet, signal, state.name, "busy runners", now=busy.now)
+    why = (
+        f"no more than usual while {amount(state.queued, '')} jobs wait, at usual demand and"
+        " job time: runners are not coming (failing to start, register or take jobs?)"
+    )
+    return found.model_copy(update={"why": why})
+
+
+def _slow_to_come(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> Evidence | None:
+    """Busy runners rising, above the usual, yet the jobs that started waited many times their
+    usual wait and minutes more: each runner comes long after its job asked for it (slow to
+    provision or register), and the backlog keeps those that come busy."""
+    wait = _started_wait(fleet, state.name)
+    if not busy.catching_up or wait is None:
+        return None
+    signal, waited, usual = wait
+    if waited < max(WAITED_FAR_LONGER * usual, usual + WAITED_FAR_MORE_SECONDS):
+        return None
+    center = "median" if signal is Signal.QUEUE_TIME_P50 else "mean"
+    found = evidence(fleet, signal, state.name, f"{center} wait of jobs started", unit="s")
+    why = (
+        f"{waited / max(usual, 1.0):.0f}x the usual while busy runners rose from"
+        f" {amount(busy.before[-1], '')} to {amount(busy.now, '')} in half an hour, at usual"
+        " demand and job time: runners come long after jobs ask for them (slow to start"
+        " or register?)"
+    )
+    return found.model_copy(update={"why": why})
+
+
+def _started_wait(fleet: FleetSignals, name: str) -> tuple[Signal, float, float] | None:
+    """How long the jobs that started in the window waited, and usually: the median where
+    measured with its usual, else the mean."""
+    for signal in (Signal.QUEUE_TIME_P50, Signal.QUEUE_TIME_MEAN):
+        waited, usual = fleet.value(signal, name), fleet.base(signal, name)
+        if waited is not None and usual is not None:
+            return signal, waited, usual
+    return None
+
+
+def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """Busy runners held at one level, but starting far fewer jobs over the hour than runners
+    held at a ceiling turn over (each slot: a job's time, the usual or now where shorter, and
+    its next runner's start, the usual wait), by more than chance explains: no maximum holds
+    them (its runners would take a new job as each one ends); jobs left running hold them
+    while new runners do not come."""
+    busy = supply(fleet, state.name)
+    started, usual_started = (
+        fleet.value(Signal.STARTED_HOUR, state.name),
+        fleet.base(Signal.STARTED_HOUR, state.name),
+    )
+    if busy is None or not busy.flat or busy.top < CEILING_MIN or started is None:
+        return None
+    seconds = fleet.base(Signal.DURATION_MEAN, state.name)
+    if seconds is None and busy.usual and usual_started:
+        seconds = 60.0 * busy.usual / usual_started  # the usual hold (Little's law)
+    if not seconds:
+        return None
+    # Jobs completing quicker than usual turn a ceiling over quicker still; between two jobs a
+    # slot waits for its next runner to start (ephemeral runners), about the usual wait.
+    seconds = min(seconds, fleet.value(Signal.DURATION_MEAN, state.name) or seconds)
+    wait = _started_wait(fleet, state.name)
+    cycle = seconds + (wait[2] if wait is not None else 0.0)
+    turnover = busy.top * 60.0 / cycle  # jobs a minute a ceiling of busy.top would start
+    if started > TURNOVER_SHORT * turnover:
+        return None
+    if not significant_rise(turnover, started, 60.0, TURNOVER_Z):
+        return None
+    found = evidence(fleet, Signal.STARTED_HOUR, state.name, "jobs started per minute, last hour")
+    why = (
+        f"{amount(started * 60.0, '')} started in the last hour where {amount(busy.top, '')}"
+        f" runners held at a ceiling would start {amount(turnover * 60.0, '')} (jobs of"
+        f" {amount(seconds / 60.0, '')} min, each runner starting in {amount(cycle - seconds, '')}"
+        " s): the runners are held by jobs left running,"
+        " and new ones do not come (failing to start or register?)"
+    )
+    return found.model_copy(update={"why": why})
+
+
+def waits_as_usual(fleet: FleetSignals, name: str) -> bool:
+    """The jobs that started in the window waited not much longer than usual (the median wait
+    where measured, else the mean): the runners take jobs about as quickly as ever."""
+    wait = _started_wait(fleet, name)
+    return wait is not None and wait[1] < WAITED_LONGER * wait[2] + WAITED_MORE_SECONDS
+
+
+def _starts_short(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """Over the last hour, far fewer jobs started than arrived and than usually start, by more
+    than chance explains: with demand and job time as usual and no ceiling, healthy runners
+    would have started them."""
+    name = state.name
+    started, arrived = (
+        fleet.value(Signal.STARTED_HOUR, name),
+        fleet.value(Signal.ARRIVALS_HOUR, name),
+    )
+    usual = fleet.base(Signal.STARTED_HOUR, name)
+    if started is None or arrived is None or usual is None:
+        return None
+    if started > STARTS_SHORT * min(arrived, usual) or (arrived - started) * 60.0 < GAP_JOBS:
+        return None
+    if not significant_rise(arrived, started, 60.0, STARTS_SHORT_Z):
+        return None
+    found = evidence(fleet, Signal.STARTED_HOUR, name, "jobs started per minute, last hour")
+    why = (
+        f"{amount(started * 60.0, '')} started in the last hour where"
+        f" {amount(arrived * 60.0, '')} arrived, at usual demand and job time: runners are not"
+        " coming (failing to start, register or take jobs?)"
+    )
+    return found.model_copy(update={"why": why})
+
+
+def filled_above_usual(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """Busy runners held at a ceiling well above the number usually busy at this hour while
+    jobs have waited through half an hour: the usual demand would fit beneath it, so more work
+    than usual fills it, whatever too few jobs a minute to tell from chance say. The ceiling
+    is where the extra work stops, not why it came."""
+    busy = supply(fleet, state.name)
+    if busy is None or busy.usual is None or not (busy.flat or state.at_max):
+        return None
+    if not waited_through(fleet, state.name):
+        return None
+    if busy.top < CEILING_ABOVE_USUAL * busy.usual + CEILING_MIN_EXTRA:
+        return None
+    signal = busy_signal(fleet, state.name)
+    origin = fleet.origin(signal, state.name)
+    return Evidence(
+        runner_type=state.name,
+        measure="busy runners held at a ceiling",
+        now=busy.top,
+        baseline=busy.usual,
+        source=origin.value if origin else "",
+        why=(
+            f"{busy.top / max(busy.usual, 1.0):.1f}x the runners usually busy at this hour,"
+            " and jobs still wait: more work than usual fills it"
+        ),
+    )
