@@ -314,7 +314,7 @@ def diagnose(fleet: FleetSignals) -> Report:
             if (
                 (primary is Cause.AUTOSCALING_LIMITS and _limit_unproven(fleet, state))
                 or queue_in_doubt(fleet, state)
-                or both
+                or (both and primary in (Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD))
             ):
                 confidence = min(confidence, Confidence.MEDIUM, key=CONFIDENCE_ORDER.index)
             if state.name in guessed and guessed[state.name][0] is primary:
