@@ -28,7 +28,7 @@ STARTS_SHORT = 0.6
 GAP_JOBS = 5.0
 STARTS_SHORT_Z = 2.0
 #: Jobs started over the last hour at this share or less of those busy runners held at a
-#: ceiling would start (a job's time and its runner's start each): they are not turning over.
+#: ceiling would start (each a job's usual time, then the usual wait): not turning over.
 TURNOVER_SHORT = 0.5
 TURNOVER_Z = 1.5
 #: Jobs that started in the window waited this many times their usual wait, and this many
@@ -104,10 +104,10 @@ def _started_wait(fleet: FleetSignals, name: str) -> tuple[Signal, float, float]
 
 def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
     """Busy runners held at one level, but starting far fewer jobs over the hour than runners
-    held at a ceiling turn over (each slot: a job's time, the usual or now where shorter, and
-    its next runner's start, the usual wait), by more than chance explains: no maximum holds
-    them (its runners would take a new job as each one ends); jobs left running hold them
-    while new runners do not come."""
+    held at a ceiling turn over (each one a job's usual time, then its successor's start,
+    about the usual wait), by more than chance explains: no maximum holds them (its runners
+    would take a new job as each one ends); jobs left running hold them while new runners do
+    not come."""
     busy = supply(fleet, state.name)
     started, usual_started = (
         fleet.value(Signal.STARTED_HOUR, state.name),
@@ -120,12 +120,11 @@ def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
         seconds = 60.0 * busy.usual / usual_started  # the usual hold (Little's law)
     if not seconds:
         return None
-    # Jobs completing quicker than usual turn a ceiling over quicker still; between two jobs a
-    # slot waits for its next runner to start (ephemeral runners), about the usual wait.
-    seconds = min(seconds, fleet.value(Signal.DURATION_MEAN, state.name) or seconds)
+    # Between two jobs a runner's place waits for the next runner to start (ephemeral
+    # runners): about the usual wait of the jobs started at this hour.
     wait = _started_wait(fleet, state.name)
-    cycle = seconds + (wait[2] if wait is not None else 0.0)
-    turnover = busy.top * 60.0 / cycle  # jobs a minute a ceiling of busy.top would start
+    between = wait[2] if wait is not None else 0.0
+    turnover = busy.top * 60.0 / (seconds + between)  # jobs a minute busy.top would start
     if started > TURNOVER_SHORT * turnover:
         return None
     if not significant_rise(turnover, started, 60.0, TURNOVER_Z):
@@ -133,12 +132,16 @@ def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
     found = evidence(fleet, Signal.STARTED_HOUR, state.name, "jobs started per minute, last hour")
     why = (
         f"{amount(started * 60.0, '')} started in the last hour where {amount(busy.top, '')}"
-        f" runners held at a ceiling would start {amount(turnover * 60.0, '')} (jobs of"
-        f" {amount(seconds / 60.0, '')} min, each runner starting in {amount(cycle - seconds, '')}"
-        " s): the runners are held by jobs left running,"
-        " and new ones do not come (failing to start or register?)"
+        f" runners held at a ceiling would start {amount(turnover * 60.0, '')} at the usual job"
+        f" time ({amount(seconds / 60.0, '')} min{_and_wait(between)}): the runners are held by"
+        " jobs left running, and new ones do not come (failing to start or register?)"
     )
     return found.model_copy(update={"why": why})
+
+
+def _and_wait(seconds: float) -> str:
+    """The usual wait between two jobs of a runner's place, where there is one to say."""
+    return f", then the usual wait of {amount(seconds / 60.0, '')} min" if seconds >= 30.0 else ""
 
 
 def waits_as_usual(fleet: FleetSignals, name: str) -> bool:

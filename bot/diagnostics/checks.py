@@ -256,17 +256,16 @@ def _factors(fleet: FleetSignals, name: str) -> tuple[float, float]:
     """Where both more jobs and longer jobs are found, how much each rose: the two factors of
     the extra work (jobs a minute times their time). The larger one is the primary cause: work
     moved in or new whose jobs happen to be longer, or the same jobs slower. Each factor at its
-    highest measure: demand over the window or the hour; the mean job time (else p90) or the
-    time a job holds its runner."""
+    highest measure: demand over the window or the hour; the p90 or mean job time, or the time
+    a job holds its runner."""
     asked = demand(fleet, name)
     more = [ratio_of(asked.now, asked.usual, 0.1) if asked is not None else None]
     hour = (fleet.value(Signal.ARRIVALS_HOUR, name), fleet.base(Signal.ARRIVALS_HOUR, name))
     more.append(ratio_of(*hour, 0.1))
-    longer = [hold_ratio(fleet, name)]
-    for signal in (Signal.DURATION_MEAN, Signal.DURATION_P90):
-        longer.append(ratio_of(fleet.value(signal, name), fleet.base(signal, name), 1.0))
-        if longer[-1] is not None:
-            break
+    longer = [hold_ratio(fleet, name)] + [
+        ratio_of(fleet.value(signal, name), fleet.base(signal, name), 1.0)
+        for signal in (Signal.DURATION_P90, Signal.DURATION_MEAN)
+    ]
     return (
         max((r for r in more if r is not None), default=0.0),
         max((r for r in longer if r is not None), default=0.0),

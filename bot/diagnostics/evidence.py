@@ -30,6 +30,11 @@ USUAL_RATIO = 1.5
 USUAL_MARGIN = 5.0
 
 
+#: How long a type's jobs wait, from the first of these measured: the longest current wait,
+#: else (actions-runner-controller's metrics) the p90, else the mean, of the jobs started lately.
+WAITS = (Signal.MAX_WAIT, Signal.QUEUE_TIME_P90, Signal.QUEUE_TIME_MEAN)
+
+
 def queue_floor(fleet: FleetSignals, name: str, waited: float | None) -> float:
     """How many jobs not yet running make a queue. Where the longest wait is measured (job
     events), `queued` is the alert's own count of jobs waiting over 5 minutes. Elsewhere it
@@ -64,7 +69,7 @@ def recent_wait(fleet: FleetSignals, name: str) -> float | None:
     """How long `name`'s jobs wait: the longest current wait, or, where that is not measured
     (actions-runner-controller's metrics), the p90 (else the mean) wait of the jobs that
     started lately."""
-    for signal in (Signal.MAX_WAIT, Signal.QUEUE_TIME_P90, Signal.QUEUE_TIME_MEAN):
+    for signal in WAITS:
         if (value := fleet.value(signal, name)) is not None:
             return value
     return None
@@ -138,7 +143,7 @@ def usual_queue(fleet: FleetSignals, name: str) -> PastQueue | None:
     queued = fleet.base(Signal.QUEUED, name)
     if queued is None:
         return None
-    for signal in (Signal.MAX_WAIT, Signal.QUEUE_TIME_P90, Signal.QUEUE_TIME_MEAN):
+    for signal in WAITS:
         if fleet.value(signal, name) is not None:
             return PastQueue(queued=queued, max_wait_seconds=fleet.base(signal, name))
     return PastQueue(queued=queued, max_wait_seconds=None)

@@ -8,18 +8,18 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
   without a queue, the usual load by Little's law included (infrastructure, low confidence);
   or more runners busy than usual and rising while the jobs that started waited many times
   their usual wait: runners slow to come (infrastructure, low confidence);
-- busy runners held at one level (no maximum measured), below the usual or with the jobs
-  completing no longer than usual, that start far fewer jobs than a ceiling turns over at the
-  usual job time: jobs left running hold them, new runners do not come (infrastructure,
-  medium confidence);
+- busy runners held at one level below the usual (no maximum measured) that start far fewer
+  jobs than a ceiling turns over (each runner a job's usual time and its next one's start,
+  about the usual wait): jobs left running hold them, new runners do not come
+  (infrastructure, medium confidence);
 - a ceiling filled above the usual: busy runners held well above those usually busy at this
   hour while jobs wait, where more demand could not be told from chance (more work, medium
   confidence);
 - work new to the type (workflows that usually send it next to none) filling a ceiling,
   with demand above usual if too little to tell from chance (more work, medium confidence);
 - runners failing across the fleet: runners failing, or held at a ceiling guessed below the
-  usual level, on half the types queueing (three or more, or two failing by their own
-  signature), which counts with them the types held at a ceiling guessed at any level, those
+  usual level, on half the types queueing (three or more, or two with runners failing),
+  which counts with them the types held at a ceiling guessed at any level, those
   whose cause was only guessed and those with no cause nor anything against runners failing
   (infrastructure, low confidence);
 - a queue far beyond the usual one at the usual ceiling of a type that queues every day: the
@@ -61,7 +61,8 @@ QUEUE_BEYOND_USUAL = 2.0
 #: this share of them: one cause across the fleet.
 FLEET_WIDE_TYPES = 3
 FLEET_WIDE_SHARE = 1 / 2
-#: ...or runners failing by their own signature on this many (a small fleet's half).
+#: ...or runners failing on this many (a small fleet's half), by their own signature or by
+#: elimination.
 FLEET_WIDE_FAILING = 2
 
 
@@ -83,13 +84,13 @@ def infer(
         return Cause.INFRASTRUCTURE, Confidence.LOW
     if (
         _likely(verdicts, name) == [Cause.AUTOSCALING_LIMITS]
-        and (below_usual_guess(fleet, state) or _jobs_no_longer(fleet, name))
+        and below_usual_guess(fleet, state)
         and (stalled := not_turning_over(fleet, state)) is not None
     ):
         # Held below the usual level, a lowered maximum or runners not coming: a ceiling turns
-        # over, runners held by jobs left running do not. Above the usual level, only where
-        # the jobs completing take no longer than usual (work new to the type may take longer
-        # than the usual job time, and turn over slower).
+        # over, runners held by jobs left running do not. (Above the usual level, work new to
+        # the type may take longer than the usual job time; the jobs completing do not show
+        # the long ones still running.)
         verdicts[Cause.INFRASTRUCTURE][name] = (
             Verdict.LIKELY,
             (stalled, *verdicts[Cause.INFRASTRUCTURE][name][1]),
@@ -200,16 +201,6 @@ def _demand_as_usual(fleet: FleetSignals, name: str) -> bool:
     return asked is not None and asked.now <= DEMAND_AS_USUAL * asked.usual
 
 
-def _jobs_no_longer(fleet: FleetSignals, name: str) -> bool:
-    """The jobs completing in the window take no longer than usual (the mean, else the
-    median): a ceiling of busy runners turns over at least as fast as at the usual job time."""
-    for signal in (Signal.DURATION_MEAN, Signal.DURATION_P50):
-        now, usual = fleet.value(signal, name), fleet.base(signal, name)
-        if now is not None and usual is not None:
-            return now <= usual
-    return False
-
-
 def _likely(verdicts: dict[Cause, dict[str, Check]], name: str) -> list[Cause]:
     """The causes found likely for `name` so far."""
     return [cause for cause in Cause if verdicts[cause][name][0] is Verdict.LIKELY]
@@ -247,7 +238,7 @@ def across_fleet(
 ) -> dict[str, Guess]:
     """Runners failing, or busy runners held at a ceiling guessed below their usual level (a
     maximum lowered and machines that never register read the same), on half the types
-    queueing, three or more of them or two failing by their own signature: one cause across
+    queueing, three or more of them or two with runners failing: one cause across
     the fleet (the cloud, GitHub's registration) is likelier than one of each type's own, or
     than maxima lowered on many types at once. Counted with them (low confidence): the types
     held at a ceiling guessed at any level (runners that stop coming leave those there busy),

@@ -53,10 +53,11 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     ) * minutes
     # A percentile of a few jobs moves by chance (by a histogram bucket, x1.3-1.5): with few
     # jobs a rise counts when another measure of the job time rose too (the median, or the
-    # time a job holds its runner), or it doubled while the median did not fall (a p90 of
-    # three jobs doubled with their median a third of usual is their spread, not a slowdown).
+    # time a job holds its runner), or it doubled while the median did not fall well below
+    # usual (a p90 of three jobs doubled with their median a third of usual is their spread,
+    # not a slowdown).
     held_ratio = hold_ratio(fleet, name)
-    center_fell = measured_center is not None and measured_center < 1.0
+    center_fell = measured_center is not None and measured_center < 1.0 / RATIO_LIKELY
     likely = ratio >= RATIO_LIKELY and (
         jobs >= ENOUGH_JOBS
         or ratio_center >= RATIO_LIKELY

@@ -30,6 +30,8 @@ IDLE_SHARE = 0.5
 #: runners point to failing starts there only when they are most of those listed.
 OFFLINE_SHARE_AT_CEILING = 2 / 3
 OFFLINE_MIN = 3.0
+#: Runners offline up to this many times the usual (and OFFLINE_MIN more): as on any day.
+OFFLINE_AS_USUAL = 1.5
 #: Runners still starting come online within minutes: offline ones are a scale-up under way
 #: where busy runners rose over the half hour by at least this share of them, or where they
 #: are no more than this many for each job waiting (one runner per job asked for; the alert's
@@ -101,10 +103,12 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         # Runners still starting are listed offline too: while more come online each quarter
         # hour, offline ones are the scale-up under way, not a failure.
         share = OFFLINE_SHARE_AT_CEILING if busy is not None and busy.flat else OFFLINE_SHARE
+        usual = fleet.base(Signal.OFFLINE, name)
         likely = likely or (
             offline >= OFFLINE_MIN
             and offline >= share * total
             and not _still_starting(busy, offline, state.queued)
+            and not (usual is not None and offline <= OFFLINE_AS_USUAL * usual + OFFLINE_MIN)
         )
         found.append(evidence(fleet, Signal.OFFLINE, name, "runners offline", baseline=False))
     if busy is not None:
@@ -193,7 +197,7 @@ def _offline_why(
             f"{share:.0%} of the {amount(total, '')} runners listed while busy runners hold at"
             f" {amount(busy.top, '')}: runners replacing those whose jobs ended, starting"
         )
-    if usual is not None and offline <= 1.5 * usual + OFFLINE_MIN:
+    if usual is not None and offline <= OFFLINE_AS_USUAL * usual + OFFLINE_MIN:
         return f"about the usual for this fleet (usual {amount(usual, '')})"
     if busy is not None and _still_starting(busy, offline, queued):
         return (

@@ -35,8 +35,9 @@ NEW_WORK_USUAL = 0.1
 NEW_WORK_SHARE = 0.25
 NEW_WORK_MIN_JOBS = 2.0
 #: A workflow that ran on the type before counts as slower (against a changed mix) where its
-#: time rose HELD_TIMED_RATIO over at least this many jobs, or doubled over fewer: the mean of
-#: one or two jobs moves by more than a fifth by chance.
+#: time rose HELD_TIMED_RATIO with at least this many of its jobs in the window (arriving, or
+#: started: about as many as are timed), or doubled with fewer: the mean of one or two jobs
+#: moves by more than a fifth by chance.
 SLOWER_MIN_JOBS = 5.0
 SLOWER_FEW_JOBS = 2.0
 _PER_MINUTE = frozenset({Signal.ARRIVALS_PER_MINUTE, Signal.STARTED_PER_MINUTE})
