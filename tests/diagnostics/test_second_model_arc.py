@@ -142,3 +142,24 @@ async def test_a_queue_told_only_by_jobs_already_started_is_no_certainty(
         shown = {state.name: state for state in judged.report.runner_types}
         assert shown["linux-arm64-16cpu"].affected, judged.combination
         assert judged.named != "none" and judged.confidence == "medium", judged.combination
+
+
+async def test_runners_too_small_are_resource_constraints_on_both_shapes(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A scale set's pods too small for its jobs: OOM-killed and CPU-throttled, 47% of jobs
+    # failing where 3% are usual, and the jobs left take longer. Slower jobs and a full scale
+    # set follow from it: the runners' own signature names the cause, on either ARC shape.
+    fleet = _at(Case.TOO_SMALL, 1, 10, day=26, types=3)
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "resource_constraints"
+    for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
+        assert judged.named == "resource_constraints" and judged.located, judged.combination
+        assert judged.confidence == "high", judged.combination
+        found = {e.measure: e for e in _finding(judged.report, "resource_constraints").evidence}
+        failing = found["jobs failing"]
+        assert failing.now is not None and failing.baseline is not None
+        assert failing.now > 10 * failing.baseline, judged.combination
+        if judged.combination == "arc":
+            assert (found["OOM kills"].now or 0.0) > 0
+            assert (found["CPU throttled"].now or 0.0) > 0.5
