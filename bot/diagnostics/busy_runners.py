@@ -29,7 +29,8 @@ GAP_JOBS = 5.0
 STARTS_SHORT_Z = 2.0
 #: Jobs started over the last hour at this share or less of those busy runners held at a
 #: ceiling would start (each a job's usual time, then the usual wait): not turning over.
-TURNOVER_SHORT = 0.5
+#: Lowered maxima started 0.7-1.1 of it counting the job time alone; the wait adds to that.
+TURNOVER_SHORT = 0.6
 TURNOVER_Z = 1.5
 #: Jobs that started in the window waited this many times their usual wait, and this many
 #: seconds more, before runners can be said not to come: a queue that formed just now behind
