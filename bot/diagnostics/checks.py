@@ -259,9 +259,12 @@ def _factors(fleet: FleetSignals, name: str) -> tuple[float, float]:
     highest measure: demand over the window or the hour; the p90 or mean job time, or the time
     a job holds its runner."""
     asked = demand(fleet, name)
-    more = [ratio_of(asked.now, asked.usual, 0.1) if asked is not None else None]
-    hour = (fleet.value(Signal.ARRIVALS_HOUR, name), fleet.base(Signal.ARRIVALS_HOUR, name))
-    more.append(ratio_of(*hour, 0.1))
+    more = [
+        ratio_of(asked.now, asked.usual, 0.1) if asked is not None else None,
+        ratio_of(
+            fleet.value(Signal.ARRIVALS_HOUR, name), fleet.base(Signal.ARRIVALS_HOUR, name), 0.1
+        ),
+    ]
     longer = [hold_ratio(fleet, name)] + [
         ratio_of(fleet.value(signal, name), fleet.base(signal, name), 1.0)
         for signal in (Signal.DURATION_P90, Signal.DURATION_MEAN)
@@ -270,6 +273,25 @@ def _factors(fleet: FleetSignals, name: str) -> tuple[float, float]:
         max((r for r in more if r is not None), default=0.0),
         max((r for r in longer if r is not None), default=0.0),
     )
+
+
+def _weigh(fleet: FleetSignals, name: str, likely: list[Cause], notes: list[str]) -> list[Cause]:
+    """`likely` (both more jobs and longer jobs among them) with more jobs before longer jobs
+    where demand rose by the larger factor (PRECEDENCE has longer jobs first), and a note of
+    both factors added to `notes`."""
+    more, longer = _factors(fleet, name)
+    larger = "more jobs" if more > longer else "longer jobs"
+    notes.append(
+        f"{name}: jobs a minute {more:.1f}x usual and job time {longer:.1f}x:"
+        f" {larger} are the larger part of the extra work."
+    )
+    if more <= longer:
+        return likely
+    swapped = {
+        Cause.LONG_RUNNING_JOBS: Cause.INCREASED_WORKLOAD,
+        Cause.INCREASED_WORKLOAD: Cause.LONG_RUNNING_JOBS,
+    }
+    return [swapped.get(cause, cause) for cause in likely]
 
 
 def diagnose(fleet: FleetSignals) -> Report:
@@ -298,15 +320,7 @@ def diagnose(fleet: FleetSignals) -> Report:
         likely = [c for c in PRECEDENCE if verdicts[c][state.name][0] is Verdict.LIKELY]
         both = {Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD} <= set(likely)
         if both:
-            more, longer = _factors(fleet, state.name)
-            larger = "more jobs" if more > longer else "longer jobs"
-            weighed.append(
-                f"{state.name}: jobs a minute {more:.1f}x usual and job time {longer:.1f}x:"
-                f" {larger} are the larger part of the extra work."
-            )
-            if more > longer:
-                likely.remove(Cause.INCREASED_WORKLOAD)
-                likely.insert(likely.index(Cause.LONG_RUNNING_JOBS), Cause.INCREASED_WORKLOAD)
+            likely = _weigh(fleet, state.name, likely, weighed)
         if likely and primary is None:
             primary = likely[0]
             confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})

@@ -249,22 +249,19 @@ def across_fleet(
     names = [state.name for state in affected]
     likely = {name: _likely(verdicts, name) for name in names}
     failing = [n for n in names if Cause.INFRASTRUCTURE in likely[n]]
-    held = [
-        state.name
+    # Ceilings guessed from busy runners (no maximum measured), with no other cause; those
+    # below the usual level count as short of runners. Once the fleet is, a ceiling at any
+    # level reads the same: runners that stopped coming leave those already there busy.
+    ceilings = {
+        state.name: state
         for state in affected
-        if likely[state.name] == [Cause.AUTOSCALING_LIMITS] and below_usual_guess(fleet, state)
-    ]
+        if likely[state.name] == [Cause.AUTOSCALING_LIMITS] and state.max is None
+    }
+    held = [name for name, state in ceilings.items() if below_usual_guess(fleet, state)]
     short = failing + held
     enough = len(short) >= FLEET_WIDE_TYPES or len(failing) >= FLEET_WIDE_FAILING
     if not enough or len(short) < FLEET_WIDE_SHARE * len(names):
         return {}
-    # Runners that stopped coming leave those already there busy: a ceiling guessed at any
-    # level reads the same.
-    ceilings = {
-        state.name
-        for state in affected
-        if likely[state.name] == [Cause.AUTOSCALING_LIMITS] and state.max is None
-    }
     counted: dict[str, Guess] = {}
     for name in names:
         found = likely[name]

@@ -95,20 +95,19 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         found.append(
             evidence(fleet, Signal.PENDING_RUNNERS, name, "pending runners", baseline=False)
         )
-    offline = fleet.value(Signal.OFFLINE, name)
+    offline, usual_offline = fleet.value(Signal.OFFLINE, name), fleet.base(Signal.OFFLINE, name)
+    total = (offline or 0.0) + (fleet.value(Signal.REGISTERED, name) or 0.0)
     busy = supply(fleet, name)
     if offline is not None:
         measured = True
-        total = offline + (fleet.value(Signal.REGISTERED, name) or 0.0)
         # Runners still starting are listed offline too: while more come online each quarter
         # hour, offline ones are the scale-up under way, not a failure.
         share = OFFLINE_SHARE_AT_CEILING if busy is not None and busy.flat else OFFLINE_SHARE
-        usual = fleet.base(Signal.OFFLINE, name)
         likely = likely or (
             offline >= OFFLINE_MIN
             and offline >= share * total
             and not _still_starting(busy, offline, state.queued)
-            and not (usual is not None and offline <= OFFLINE_AS_USUAL * usual + OFFLINE_MIN)
+            and not _offline_as_usual(offline, usual_offline)
         )
         found.append(evidence(fleet, Signal.OFFLINE, name, "runners offline", baseline=False))
     if busy is not None:
@@ -145,8 +144,7 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     if not likely and offline is not None and offline >= OFFLINE_MIN:
         # Many runners offline under "ruled out" reads as a contradiction: say what they are.
         at = next(i for i, e in enumerate(found) if e.measure == "runners offline")
-        total = offline + (fleet.value(Signal.REGISTERED, name) or 0.0)
-        why = _offline_why(offline, total, busy, fleet.base(Signal.OFFLINE, name), state.queued)
+        why = _offline_why(offline, total, busy, usual_offline, state.queued)
         found[at] = found[at].model_copy(update={"why": why})
         found.insert(0, found.pop(at))
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
@@ -187,6 +185,11 @@ def _still_starting(busy: Supply | None, offline: float, queued: float | None) -
     )
 
 
+def _offline_as_usual(offline: float, usual: float | None) -> bool:
+    """About as many runners offline as usual for this fleet (stale ones it always lists)."""
+    return usual is not None and offline <= OFFLINE_AS_USUAL * usual + OFFLINE_MIN
+
+
 def _offline_why(
     offline: float, total: float, busy: Supply | None, usual: float | None, queued: float | None
 ) -> str:
@@ -197,7 +200,7 @@ def _offline_why(
             f"{share:.0%} of the {amount(total, '')} runners listed while busy runners hold at"
             f" {amount(busy.top, '')}: runners replacing those whose jobs ended, starting"
         )
-    if usual is not None and offline <= OFFLINE_AS_USUAL * usual + OFFLINE_MIN:
+    if usual is not None and _offline_as_usual(offline, usual):
         return f"about the usual for this fleet (usual {amount(usual, '')})"
     if busy is not None and _still_starting(busy, offline, queued):
         return (
