@@ -277,15 +277,25 @@ def _factors(fleet: FleetSignals, name: str) -> tuple[float, float]:
 
 def _weigh(fleet: FleetSignals, name: str, likely: list[Cause], notes: list[str]) -> list[Cause]:
     """`likely` (both more jobs and longer jobs among them) with more jobs before longer jobs
-    where demand rose by the larger factor (PRECEDENCE has longer jobs first), and a note of
-    both factors added to `notes`."""
+    where demand rose by the larger factor (PRECEDENCE has longer jobs first), or where no job
+    time by workflow tells the jobs apart: more jobs arriving is work whatever they are, while
+    a longer mean may be only the jobs that came on top (a new mix); a note of both factors is
+    added to `notes`."""
     more, longer = _factors(fleet, name)
-    larger = "more jobs" if more > longer else "longer jobs"
-    notes.append(
-        f"{name}: jobs a minute {more:.1f}x usual and job time {longer:.1f}x:"
-        f" {larger} are the larger part of the extra work."
+    told_apart = any(
+        fleet.workflows.get(signal, {}).get(name)
+        for signal in (Signal.DURATION_MEAN_BY_WORKFLOW, Signal.DURATION_P90_BY_WORKFLOW)
     )
-    if more <= longer:
+    factors = f"{name}: jobs a minute {more:.1f}x usual and job time {longer:.1f}x"
+    if not told_apart:
+        notes.append(
+            f"{factors}: more jobs first, as no job time by workflow tells whether the jobs that"
+            " came on top are the longer ones."
+        )
+    else:
+        larger = "more jobs" if more > longer else "longer jobs"
+        notes.append(f"{factors}: {larger} are the larger part of the extra work.")
+    if told_apart and more <= longer:
         return likely
     swapped = {
         Cause.LONG_RUNNING_JOBS: Cause.INCREASED_WORKLOAD,

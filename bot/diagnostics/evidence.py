@@ -76,8 +76,17 @@ def recent_wait(fleet: FleetSignals, name: str) -> float | None:
 
 
 def severity(fleet: FleetSignals, state: RunnerTypeState) -> float:
-    """How badly `state` queues, as the alert ranks queues, with the wait `recent_wait` reads."""
-    return queue_size(state.queued, recent_wait(fleet, state.name))
+    """How badly `state` queues, as the alert ranks queues, with the wait `recent_wait` reads;
+    where no job started lately to tell it (runners held by long jobs), the wait the queue
+    implies: the jobs waiting over those arriving a minute (Little's law)."""
+    waited = recent_wait(fleet, state.name)
+    if waited is None and state.queued:
+        arriving = fleet.value(Signal.ARRIVALS_HOUR, state.name)
+        if arriving is None:
+            arriving = fleet.value(Signal.STARTED_HOUR, state.name)
+        if arriving:
+            waited = 60.0 * state.queued / arriving
+    return queue_size(state.queued, waited)
 
 
 def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:

@@ -68,12 +68,50 @@ async def test_work_moved_in_with_longer_jobs_is_more_work(
         slower = _finding(one.report, "long_running_jobs")
         assert slower.verdict.value == "ruled_out", one.combination
         assert "workflows new to this type" in slower.evidence[0].why, one.combination
-    # A lean scrape has no workflow to tell the mix by: both signatures hold, and the one that
-    # rose by the larger factor (jobs a minute 2.1x, job time 1.7x) comes first, at medium.
+    # A lean scrape has no workflow to tell the mix by: both signatures hold (jobs a minute
+    # 2.1x, job time 1.7x), and more jobs come first, at medium.
     lean = judged[2]
     assert lean.named == "increased_workload" and lean.confidence == "medium"
     assert _finding(lean.report, "long_running_jobs").verdict.value == "likely"
-    assert any("more jobs are the larger part" in note for note in lean.report.notes)
+    assert any("more jobs first, as no job time by workflow" in n for n in lean.report.notes)
+
+
+async def test_more_jobs_come_first_where_the_moved_ones_are_far_longer_on_a_lean_scrape(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # At night a workflow moved onto a Windows type brings jobs about four times longer than
+    # its own: jobs a minute 2.1x usual, the mean job time 2.5x and the time a job holds its
+    # runner 2.9x. Without job times by workflow a longer mean may be only the jobs that came
+    # on top; more jobs arriving is more work whatever they are.
+    fleet = _small(Case.MOVED_WORKFLOW, 22)
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "increased_workload"
+    (lean,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), binaries=binaries)
+    assert lean.named == "increased_workload" and lean.located
+    assert lean.confidence == "medium"
+    assert _finding(lean.report, "long_running_jobs").verdict.value == "likely"
+    (note,) = [n for n in lean.report.notes if "job time" in n]
+    assert "jobs a minute 2.1x usual and job time 2.9x: more jobs first" in note
+
+
+async def test_a_type_that_started_nothing_lately_is_ranked_by_the_wait_its_queue_implies(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A GPU type held by a lowered maximum at 8 runners with 51 jobs not yet running started no
+    # job in the last 20 minutes, so a lean scrape measures no wait of jobs started there. The
+    # other type queueing (jobs running longer) has 53 jobs not yet running that waited about
+    # half an hour. The GPU queue, 51 jobs arriving 0.8 a minute, implies an hour's wait: it
+    # is the worst, and its limit the primary cause.
+    fleet = _small(Case.MIX, 16)
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "autoscaling_limits"
+    assert truth.affected["gpu-h100-8gpu"] == "autoscaling_limits"
+    (lean,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), binaries=binaries)
+    first, second = lean.report.runner_types[:2]
+    assert (first.name, first.queued, first.max_wait_seconds) == ("gpu-h100-8gpu", 51, None)
+    assert (second.name, second.queued) == ("linux-x64-16cpu", 53)
+    assert lean.named == "autoscaling_limits" and lean.located
+    assert lean.confidence == "medium"
 
 
 async def test_two_types_of_three_without_runners_name_the_third_ceiling_with_them(
