@@ -44,11 +44,11 @@ from bot.diagnostics.evidence import (
     waited_through,
 )
 from bot.diagnostics.inference import Guess, across_fleet, below_usual_guess, infer
-from bot.diagnostics.job_time import long_running
+from bot.diagnostics.job_time import long_running, weigh
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check, infrastructure, resources
 from bot.diagnostics.signals import FleetSignals, window_minutes
-from bot.diagnostics.workload import hold_ratio, moved_from, top_workflows
+from bot.diagnostics.workload import moved_from, top_workflows
 from bot.domain.diagnosis import (
     Cause,
     Confidence,
@@ -252,58 +252,6 @@ def _limit_unproven(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     )
 
 
-def _factors(fleet: FleetSignals, name: str) -> tuple[float, float]:
-    """Where both more jobs and longer jobs are found, how much each rose: the two factors of
-    the extra work (jobs a minute times their time). The larger one is the primary cause: work
-    moved in or new whose jobs happen to be longer, or the same jobs slower. Each factor at its
-    highest measure: demand over the window or the hour; the p90 or mean job time, or the time
-    a job holds its runner."""
-    asked = demand(fleet, name)
-    more = [
-        ratio_of(asked.now, asked.usual, 0.1) if asked is not None else None,
-        ratio_of(
-            fleet.value(Signal.ARRIVALS_HOUR, name), fleet.base(Signal.ARRIVALS_HOUR, name), 0.1
-        ),
-    ]
-    longer = [hold_ratio(fleet, name)] + [
-        ratio_of(fleet.value(signal, name), fleet.base(signal, name), 1.0)
-        for signal in (Signal.DURATION_P90, Signal.DURATION_MEAN)
-    ]
-    return (
-        max((r for r in more if r is not None), default=0.0),
-        max((r for r in longer if r is not None), default=0.0),
-    )
-
-
-def _weigh(fleet: FleetSignals, name: str, likely: list[Cause], notes: list[str]) -> list[Cause]:
-    """`likely` (both more jobs and longer jobs among them) with more jobs before longer jobs
-    where demand rose by the larger factor (PRECEDENCE has longer jobs first), or where no job
-    time by workflow tells the jobs apart: more jobs arriving is work whatever they are, while
-    a longer mean may be only the jobs that came on top (a new mix); a note of both factors is
-    added to `notes`."""
-    more, longer = _factors(fleet, name)
-    told_apart = any(
-        fleet.workflows.get(signal, {}).get(name)
-        for signal in (Signal.DURATION_MEAN_BY_WORKFLOW, Signal.DURATION_P90_BY_WORKFLOW)
-    )
-    factors = f"{name}: jobs a minute {more:.1f}x usual and job time {longer:.1f}x"
-    if not told_apart:
-        notes.append(
-            f"{factors}: more jobs first, as no job time by workflow tells whether the jobs that"
-            " came on top are the longer ones."
-        )
-    else:
-        larger = "more jobs" if more > longer else "longer jobs"
-        notes.append(f"{factors}: {larger} are the larger part of the extra work.")
-    if told_apart and more <= longer:
-        return likely
-    swapped = {
-        Cause.LONG_RUNNING_JOBS: Cause.INCREASED_WORKLOAD,
-        Cause.INCREASED_WORKLOAD: Cause.LONG_RUNNING_JOBS,
-    }
-    return [swapped.get(cause, cause) for cause in likely]
-
-
 def diagnose(fleet: FleetSignals) -> Report:
     """Turn the fleet's signals into a ranked report."""
     states = sorted(
@@ -330,7 +278,7 @@ def diagnose(fleet: FleetSignals) -> Report:
         likely = [c for c in PRECEDENCE if verdicts[c][state.name][0] is Verdict.LIKELY]
         both = {Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD} <= set(likely)
         if both:
-            likely = _weigh(fleet, state.name, likely, weighed)
+            likely = weigh(fleet, state.name, likely, weighed)
         if likely and primary is None:
             primary = likely[0]
             confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})

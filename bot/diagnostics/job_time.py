@@ -1,9 +1,10 @@
 """The runbook's check on job time: long-running jobs, told from the jobs completing (p90,
-median, mean) and from the runners they keep busy (Little's law), by workflow where measured."""
+median, mean) and from the runners they keep busy (Little's law), by workflow where measured;
+and, where more jobs and longer jobs are both found, which of the two comes first."""
 
 from __future__ import annotations
 
-from bot.diagnostics.evidence import RATIO_LIKELY, evidence, ratio_of, supply
+from bot.diagnostics.evidence import RATIO_LIKELY, demand, evidence, ratio_of, supply
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check
 from bot.diagnostics.signals import FleetSignals, window_minutes
@@ -17,7 +18,7 @@ from bot.diagnostics.workload import (
     mix_explains,
     top_workflows,
 )
-from bot.domain.diagnosis import RunnerTypeState, Verdict
+from bot.domain.diagnosis import Cause, RunnerTypeState, Verdict
 from bot.render.diagnosis_text import amount
 
 #: Job times: with fewer jobs than this in the window, a rise counts only with the median (or
@@ -109,3 +110,55 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         label = "p50 job time" if center is Signal.DURATION_P50 else "p90 job time"
         found.append(evidence(fleet, center, name, label, unit="s"))
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
+
+
+def _factors(fleet: FleetSignals, name: str) -> tuple[float, float]:
+    """Where both more jobs and longer jobs are found, how much each rose: the two factors of
+    the extra work (jobs a minute times their time). The larger one is the primary cause: work
+    moved in or new whose jobs happen to be longer, or the same jobs slower. Each factor at its
+    highest measure: demand over the window or the hour; the p90 or mean job time, or the time
+    a job holds its runner."""
+    asked = demand(fleet, name)
+    more = [
+        ratio_of(asked.now, asked.usual, 0.1) if asked is not None else None,
+        ratio_of(
+            fleet.value(Signal.ARRIVALS_HOUR, name), fleet.base(Signal.ARRIVALS_HOUR, name), 0.1
+        ),
+    ]
+    longer = [hold_ratio(fleet, name)] + [
+        ratio_of(fleet.value(signal, name), fleet.base(signal, name), 1.0)
+        for signal in (Signal.DURATION_P90, Signal.DURATION_MEAN)
+    ]
+    return (
+        max((r for r in more if r is not None), default=0.0),
+        max((r for r in longer if r is not None), default=0.0),
+    )
+
+
+def weigh(fleet: FleetSignals, name: str, likely: list[Cause], notes: list[str]) -> list[Cause]:
+    """`likely` (both more jobs and longer jobs among them) with more jobs before longer jobs
+    where demand rose by the larger factor (PRECEDENCE has longer jobs first), or where no job
+    time by workflow tells the jobs apart: more jobs arriving is work whatever they are, while
+    a longer mean may be only the jobs that came on top (a new mix); a note of both factors is
+    added to `notes`."""
+    more, longer = _factors(fleet, name)
+    told_apart = any(
+        fleet.workflows.get(signal, {}).get(name)
+        for signal in (Signal.DURATION_MEAN_BY_WORKFLOW, Signal.DURATION_P90_BY_WORKFLOW)
+    )
+    factors = f"{name}: jobs a minute {more:.1f}x usual and job time {longer:.1f}x"
+    if not told_apart:
+        notes.append(
+            f"{factors}: more jobs first, as no job time by workflow tells whether the jobs that"
+            " came on top are the longer ones."
+        )
+    else:
+        larger = "more jobs" if more > longer else "longer jobs"
+        notes.append(f"{factors}: {larger} are the larger part of the extra work.")
+    if told_apart and more <= longer:
+        return likely
+    swapped = {
+        Cause.LONG_RUNNING_JOBS: Cause.INCREASED_WORKLOAD,
+        Cause.INCREASED_WORKLOAD: Cause.LONG_RUNNING_JOBS,
+    }
+    return [swapped.get(cause, cause) for cause in likely]
