@@ -106,10 +106,9 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     if usual is not None:
         # Like with like: where the usual wait is not known, the jobs waiting alone.
         now_wait = waited if usual.max_wait_seconds is not None else None
-        beyond = (
-            queue_size(queued, now_wait)
-            > USUAL_RATIO * queue_size(usual.queued, usual.max_wait_seconds) + USUAL_MARGIN
-        )
+        usual_size = queue_size(usual.queued, usual.max_wait_seconds)
+        beyond = queue_size(queued, now_wait) > USUAL_RATIO * usual_size + USUAL_MARGIN
+        beyond = beyond or (_waits_beyond_usual(wait, waited, usual) and (queued or 0.0) >= floor)
     (queued_then, queued_week), (wait_then, wait_week) = (
         fleet.days_before(Signal.QUEUED, name),
         fleet.days_before(Signal.MAX_WAIT, name),
@@ -137,6 +136,19 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
             if queued_week is not None
             else None
         ),
+    )
+
+
+def _waits_beyond_usual(longest: float | None, waited: float | None, usual: PastQueue) -> bool:
+    """Where the longest current wait is not measured (actions-runner-controller's metrics),
+    the jobs not yet running count those that arrived a moment ago: a batch that arrives at
+    this time every day makes a usual queue their count alone cannot rise above. The jobs that
+    started lately waiting well beyond their usual wait (and past the alert's 5 minutes) are a
+    queue beyond the usual all the same."""
+    if longest is not None or waited is None or usual.max_wait_seconds is None:
+        return False
+    return waited >= max(
+        WAIT_AFFECTED_SECONDS, USUAL_RATIO * usual.max_wait_seconds + QUEUED_AFTER_SECONDS
     )
 
 

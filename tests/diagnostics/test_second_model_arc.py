@@ -163,3 +163,24 @@ async def test_runners_too_small_are_resource_constraints_on_both_shapes(
         if judged.combination == "arc":
             assert (found["OOM kills"].now or 0.0) > 0
             assert (found["CPU throttled"].now or 0.0) > 0.5
+
+
+async def test_a_nightly_batch_queue_waiting_three_times_its_usual_is_an_incident(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A GPU scale set at its maximum of 36 every night, when a batch leaves about 28 jobs not
+    # yet running for five minutes. Tonight its jobs run twice as long: 35 jobs not yet
+    # running, a count the batch alone nearly makes, but the jobs that started waited 14
+    # minutes where under 5 are usual. That is a queue beyond the usual (15 jobs waiting over
+    # 5 minutes, the longest 16, by GitHub's events), on either ARC shape.
+    fleet = _at(Case.MIX, 1, 22, day=26)
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "long_running_jobs"
+    assert truth.affected["gpu-h100-8gpu"] == "long_running_jobs"
+    for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
+        shown = {state.name: state for state in judged.report.runner_types}
+        gpu = shown["gpu-h100-8gpu"]
+        assert gpu.affected, judged.combination
+        assert gpu.usual is not None and (gpu.usual.queued or 0.0) >= 0.75 * (gpu.queued or 0.0)
+        assert judged.named == "long_running_jobs" and judged.located, judged.combination
+        assert not any("gpu-h100-8gpu" in n and "as usual" in n for n in judged.report.notes)
