@@ -248,29 +248,45 @@ def new_work(jobs: Grouped, times: dict[str, float]) -> tuple[float, tuple[str, 
     return sum(new.values()) / total, tuple(sorted(new, key=new.__getitem__, reverse=True))
 
 
-def _slower(group: str, times: Grouped, counted: dict[str, float]) -> bool:
+def _slower(group: str, times: Grouped, counted: dict[str, float], moved: bool) -> bool:
     """`group` ran on the type before and its jobs take longer now beyond chance: by
-    HELD_TIMED_RATIO over enough jobs, or twice its usual time over fewer."""
+    HELD_TIMED_RATIO over enough jobs, or twice its usual time over fewer. Beside work `moved`
+    here (seen leaving another type), only twice its usual time: a few jobs' spread of a fifth
+    or more says less than work that left one type as it came to this one."""
     now, base = times
     if group not in base or now[group] < HELD_TIMED_RATIO * base[group]:
         return False
-    return counted.get(group, 0.0) >= SLOWER_MIN_JOBS or now[group] >= SLOWER_FEW_JOBS * base[group]
+    if now[group] >= SLOWER_FEW_JOBS * base[group]:
+        return True
+    return not moved and counted.get(group, 0.0) >= SLOWER_MIN_JOBS
+
+
+def _workflows_of(grouping: str, groups: tuple[str, ...]) -> tuple[str, ...]:
+    """The workflows `groups` name: workflows, or a repository's workflows ("owner/repo:
+    workflow"); none for repositories."""
+    if grouping == Breakdown.REPOSITORY_WORKFLOW.value:
+        return tuple(group.partition(": ")[2] for group in groups)
+    return groups if grouping == "workflow" else ()
 
 
 def mix_explains(fleet: FleetSignals, name: str) -> tuple[str, ...]:
     """Workflows or repositories new to `name` that explain its longer job time: where they
     bring a good share of its jobs and none of those that ran there before takes longer than
-    usual, the job mix changed (more work of another kind), not the jobs. Empty where that is
-    not so, or where no job time is measured per workflow or repository."""
+    usual, the job mix changed (more work of another kind), not the jobs. Where their
+    workflows left another type as they came here, the work moved, and only a doubling makes
+    those that ran here before slower. Empty where that is not so, or where no job time is
+    measured per workflow or repository."""
     minutes = window_minutes(fleet.window)
-    for jobs, timed in _groupings(fleet, name).values():
+    for grouping, (jobs, timed) in _groupings(fleet, name).items():
         share, new = new_work(jobs, timed[0][0])
         # The first measure of job time with a usual to compare with: mean, else p90.
         times = next(((now, base) for now, base in timed if now and base), None)
         if share < NEW_WORK_SHARE or times is None:
             continue
         counted = {group: rate * minutes for group, rate in jobs[0].items()}
-        if not any(_slower(group, times, counted) for group in times[0]):
+        named = _workflows_of(grouping, new)
+        moved = bool(named) and bool(moved_from(fleet, name, named))
+        if not any(_slower(group, times, counted, moved) for group in times[0]):
             return new
     return ()
 

@@ -163,3 +163,24 @@ async def test_runners_offline_far_beyond_those_coming_online_are_failing(
         first = _finding(one.report, "infrastructure").evidence[0]
         assert first.measure.endswith("wait of jobs started"), combination
         assert "runners come long after jobs ask for them" in first.why, combination
+
+
+async def test_work_seen_leaving_another_type_explains_a_longer_job_time(
+    tmp_path: Path,
+) -> None:
+    # At night a repository's `Ci` jobs move from an arm64 type (5.9 a minute there usually, none
+    # now) onto a small x64 type, whose own repositories also run a workflow called `Ci`: jobs a
+    # minute 2.5x, job time 2.8x. The type's own `Ci` jobs completed 1.4x slower over eleven
+    # jobs, within a few jobs' spread; work seen leaving one type as it came to this one is the
+    # job mix changing, not slower jobs.
+    end = datetime(2026, 11, 26, 22, 28, tzinfo=UTC)
+    fleet = run(plan(Case.MOVED_WORKFLOW, seed=4, types=3, end=end))
+    assert truth_of(fleet).primary_cause == "increased_workload"
+    (jobs,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert jobs.named == "increased_workload" and jobs.located
+    slower = _finding(jobs.report, "long_running_jobs")
+    assert slower.verdict.value == "ruled_out"
+    assert "globex-eng/service-api: Ci" in slower.evidence[0].why
+    workload = _finding(jobs.report, "increased_workload")
+    moved = [e for e in workload.evidence if e.measure.endswith("(moved away?)")]
+    assert [(e.runner_type, e.now) for e in moved] == [("linux-arm64-4cpu", 0.0)]
