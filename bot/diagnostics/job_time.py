@@ -146,15 +146,15 @@ def weigh(fleet: FleetSignals, name: str, likely: list[Cause], notes: list[str])
         fleet.workflows.get(signal, {}).get(name)
         for signal in (Signal.DURATION_MEAN_BY_WORKFLOW, Signal.DURATION_P90_BY_WORKFLOW)
     )
-    factors = f"{name}: jobs a minute {more:.1f}x usual and job time {longer:.1f}x"
-    if not told_apart:
-        notes.append(
-            f"{factors}: more jobs first, as no job time by workflow tells whether the jobs that"
-            " came on top are the longer ones."
-        )
-    else:
+    if told_apart:
         larger = "more jobs" if more > longer else "longer jobs"
-        notes.append(f"{factors}: {larger} are the larger part of the extra work.")
+        why = f"{larger} are the larger part of the extra work."
+    else:
+        why = (
+            "more jobs first, as no job time by workflow tells whether the jobs that came on top"
+            " are the longer ones."
+        )
+    notes.append(f"{name}: jobs a minute {more:.1f}x usual and job time {longer:.1f}x: {why}")
     if told_apart and more <= longer:
         return likely
     swapped = {

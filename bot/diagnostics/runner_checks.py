@@ -200,7 +200,7 @@ def _offline_why(
             f"{share:.0%} of the {amount(total, '')} runners listed while busy runners hold at"
             f" {amount(busy.top, '')}: runners replacing those whose jobs ended, starting"
         )
-    if usual is not None and _offline_as_usual(offline, usual):
+    if _offline_as_usual(offline, usual):
         return f"about the usual for this fleet (usual {amount(usual, '')})"
     if busy is not None and _still_starting(busy, offline, queued):
         return (

@@ -109,6 +109,9 @@ async def test_a_type_that_started_nothing_lately_is_ranked_by_the_wait_its_queu
     (lean,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), binaries=binaries)
     first, second = lean.report.runner_types[:2]
     assert (first.name, first.queued, first.max_wait_seconds) == ("gpu-h100-8gpu", 51, None)
+    # No wait of jobs started is read there now, so none is compared with its usual either.
+    assert first.usual is not None and first.usual.max_wait_seconds is None
+    assert second.usual is not None and second.usual.max_wait_seconds is not None
     assert (second.name, second.queued) == ("linux-x64-16cpu", 53)
     assert lean.named == "autoscaling_limits" and lean.located
     assert lean.confidence == "medium"
