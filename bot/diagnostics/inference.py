@@ -28,7 +28,7 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from bot.diagnostics.busy_runners import (
     filled_above_usual,
@@ -64,6 +64,10 @@ FLEET_WIDE_SHARE = 1 / 2
 #: ...or runners failing on this many (a small fleet's half), by their own signature or by
 #: elimination.
 FLEET_WIDE_FAILING = 2
+#: ...or, where every type queueing (three or more) is held at a ceiling or short of runners,
+#: runners failing on one and short on another, their queues begun within this many seconds
+#: of each other where measured: runners stopped coming everywhere at once.
+FLEET_WIDE_TOGETHER_SECONDS = 1800.0
 
 
 #: Causes told by a type's own signature: a type found with one keeps it across the fleet.
@@ -259,7 +263,11 @@ def across_fleet(
     }
     held = [name for name, state in ceilings.items() if below_usual_guess(fleet, state)]
     short = failing + held
-    enough = len(short) >= FLEET_WIDE_TYPES or len(failing) >= FLEET_WIDE_FAILING
+    enough = (
+        len(short) >= FLEET_WIDE_TYPES
+        or len(failing) >= FLEET_WIDE_FAILING
+        or _stopped_together(affected, failing, short, {*ceilings, *guessed})
+    )
     if not enough or len(short) < FLEET_WIDE_SHARE * len(names):
         return {}
     counted: dict[str, Guess] = {}
@@ -286,3 +294,20 @@ def across_fleet(
         infra[name] = (Verdict.LIKELY, (evidence, *infra[name][1]))
         counted[name] = Cause.INFRASTRUCTURE, Confidence.LOW
     return counted
+
+
+def _stopped_together(
+    affected: list[RunnerTypeState], failing: list[str], short: list[str], others: Iterable[str]
+) -> bool:
+    """Three or more types queueing, every one of them short of runners, held at a ceiling or
+    with a cause only guessed from what the others leave; one with runners failing by its own
+    signature and another short; where their queues began is measured, within half an hour of
+    each other. Runners that stop coming on every type at once leave those already there busy;
+    maxima are not lowered on every type at once."""
+    names = {state.name for state in affected}
+    if len(names) < FLEET_WIDE_TYPES or not failing or len(short) < 2:
+        return False
+    if not names <= set(short) | set(others):
+        return False
+    began = [state.since for state in affected if state.since is not None]
+    return len(began) < len(names) or max(began) - min(began) <= FLEET_WIDE_TOGETHER_SECONDS

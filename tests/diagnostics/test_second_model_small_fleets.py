@@ -135,6 +135,28 @@ async def test_two_types_of_three_without_runners_name_the_third_ceiling_with_th
         assert "2 of the 3 types queueing" in found.evidence[0].why, one.combination
 
 
+async def test_three_queues_begun_together_one_without_runners_are_one_cause(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # New runners fail on every type, three of three queueing within 11 minutes of each other.
+    # One type shows it (busy runners 14 to 5 while 48 jobs wait); the worst, 108 jobs waiting
+    # 76 minutes, holds 51 busy where 95 are usual; the third holds a ceiling above its usual.
+    # Each of the last two alone reads as a limit; maxima are not lowered on every type at once.
+    end = datetime(2026, 11, 26, 10, 28, tzinfo=UTC)
+    fleet = run(plan(Case.OUTAGE, seed=4, types=3, end=end))
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "infrastructure" and len(truth.affected) == 3
+    judged = await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries)
+    began = [s.since for s in judged[0].report.runner_types if s.affected and s.since]
+    assert len(began) == 3 and max(began) - min(began) <= 11 * 60
+    for one in judged:
+        assert one.named == "infrastructure" and one.located, one.combination
+        assert one.confidence == "low", one.combination
+        found = _finding(one.report, "infrastructure")
+        assert set(found.runner_types) == set(truth.affected), one.combination
+        assert "2 of the 3 types queueing" in found.evidence[0].why, one.combination
+
+
 async def test_runners_offline_far_beyond_those_coming_online_are_failing(
     tmp_path: Path, binaries: tuple[str, str]
 ) -> None:
