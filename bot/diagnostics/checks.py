@@ -35,9 +35,11 @@ from bot.diagnostics.evidence import (
     busy_signal,
     demand,
     evidence,
+    near_usual,
     queue_in_doubt,
     ratio_of,
     runner_state,
+    scaling_up,
     severity,
     significant_rise,
     supply,
@@ -46,7 +48,13 @@ from bot.diagnostics.evidence import (
 from bot.diagnostics.inference import Guess, across_fleet, below_usual_guess, infer
 from bot.diagnostics.job_time import long_running, weigh
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.runner_checks import Check, infrastructure, resources
+from bot.diagnostics.runner_checks import (
+    GAP_MIN,
+    OFFLINE_SHARE_AT_CEILING,
+    Check,
+    infrastructure,
+    resources,
+)
 from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.diagnostics.workload import moved_from, top_workflows
 from bot.domain.diagnosis import (
@@ -75,6 +83,15 @@ PRECEDENCE = (
     Cause.INCREASED_WORKLOAD,
     Cause.AUTOSCALING_LIMITS,
 )
+
+
+def _runners_missing(state: RunnerTypeState) -> bool:
+    """Fewer runners registered than even a ceiling's turnover leaves (replacements starting
+    for those whose jobs ended are up to two thirds of those asked for)."""
+    desired, registered = state.desired, state.registered
+    if desired is None or registered is None:
+        return False
+    return desired - registered >= max(GAP_MIN, OFFLINE_SHARE_AT_CEILING * desired)
 
 
 def _idle_while_waiting(state: RunnerTypeState) -> bool:
@@ -151,6 +168,15 @@ def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
             evidence(fleet, Signal.MAX_RUNNERS, name, "maximum runners", baseline=False),
         )
         likely = state.at_max and not _idle_while_waiting(state)
+        if likely and _runners_missing(state):
+            # The autoscaler asks for its maximum but most of those runners never came: the
+            # maximum is not what holds the queue.
+            why = (
+                f"{state.registered:g} of the {state.desired:g} runners asked for registered:"
+                " the maximum is not what holds them"
+            )
+            first = at_max[0].model_copy(update={"why": why})
+            return Verdict.RULED_OUT, (first, *at_max[1:])
         return (Verdict.LIKELY if likely else Verdict.RULED_OUT), at_max
     busy = supply(fleet, name)
     if busy is None:
@@ -285,6 +311,7 @@ def diagnose(fleet: FleetSignals) -> Report:
             if (
                 (primary is Cause.AUTOSCALING_LIMITS and _limit_unproven(fleet, state))
                 or queue_in_doubt(fleet, state)
+                or near_usual(fleet, state)
                 or (both and primary in (Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD))
             ):
                 confidence = min(confidence, Confidence.MEDIUM, key=CONFIDENCE_ORDER.index)
@@ -314,6 +341,9 @@ def diagnose(fleet: FleetSignals) -> Report:
         + [
             f"{state.name}: {past_text(_queue_now(state))} now, as usual at this time"
             f" ({past_text(state.usual)}): not an incident."
+            if (scale_up := scaling_up(fleet, state.name, state.usual)) is None
+            else f"{state.name}: {state.queued:g} jobs not yet running, {scale_up}:"
+            " not an incident."
             for state in states
             if state.queueing and not state.affected and state.usual is not None
         ]

@@ -28,6 +28,13 @@ QUEUED_AFTER_SECONDS = 300.0
 #: incident (the usual's size, as the alert ranks queues, times this, plus this much).
 USUAL_RATIO = 1.5
 USUAL_MARGIN = 5.0
+#: A queue under this many times the usual one is the queue the type has every day at this
+#: hour, only larger: beyond the usual, but no certainty of an incident.
+NEAR_USUAL_RATIO = 2.0
+#: Registered runners risen over the half hour beyond this share of what they were, and this
+#: many more: the autoscaler's runners are coming.
+REGISTERED_RISING = 1.1
+REGISTERED_RISING_MIN = 3.0
 
 
 #: How long a type's jobs wait, from the first of these measured: the longest current wait,
@@ -109,6 +116,7 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
         usual_size = queue_size(usual.queued, usual.max_wait_seconds)
         beyond = queue_size(queued, now_wait) > USUAL_RATIO * usual_size + USUAL_MARGIN
         beyond = beyond or (_waits_beyond_usual(wait, waited, usual) and (queued or 0.0) >= floor)
+        beyond = beyond and scaling_up(fleet, name, usual) is None
     (queued_then, queued_week), (wait_then, wait_week) = (
         fleet.days_before(Signal.QUEUED, name),
         fleet.days_before(Signal.MAX_WAIT, name),
@@ -150,6 +158,47 @@ def _waits_beyond_usual(longest: float | None, waited: float | None, usual: Past
     return waited >= max(
         WAIT_AFFECTED_SECONDS, USUAL_RATIO * usual.max_wait_seconds + QUEUED_AFTER_SECONDS
     )
+
+
+def scaling_up(fleet: FleetSignals, name: str, usual: PastQueue | None) -> str | None:
+    """Where the longest current wait is not measured (actions-runner-controller's metrics),
+    jobs not yet running while the autoscaler adds runners for them (desired above registered
+    and below its maximum, registered risen over the half hour) and the jobs that started lately
+    waiting no longer than usual are a scale-up under way, not a queue: a scale-up in progress
+    is not a fault. What the scale-up is, in the report's words, or None."""
+    waited = recent_wait(fleet, name)
+    if fleet.value(Signal.MAX_WAIT, name) is not None or waited is None:
+        return None
+    if usual is None or usual.max_wait_seconds is None:
+        return None
+    desired, registered = fleet.value(Signal.DESIRED, name), fleet.value(Signal.REGISTERED, name)
+    if desired is None or registered is None or desired <= registered:
+        return None
+    ceiling = fleet.value(Signal.MAX_RUNNERS, name)
+    if ceiling is not None and desired >= ceiling:
+        return None
+    earlier = fleet.earlier.get(Signal.REGISTERED, [])
+    before = earlier[-1].get(name) if earlier else None
+    if before is None or registered < REGISTERED_RISING * before + REGISTERED_RISING_MIN:
+        return None
+    if waited >= WAIT_AFFECTED_SECONDS or waited > USUAL_RATIO * usual.max_wait_seconds:
+        return None
+    return (
+        f"the autoscaler adding runners for them (desired {desired:g}, registered {registered:g}"
+        f" from {before:g} half an hour before), the jobs started lately waiting"
+        f" {waited / 60.0:.0f} min as usual: a scale-up under way"
+    )
+
+
+def near_usual(fleet: FleetSignals, state: RunnerTypeState) -> bool:
+    """`state` queues beyond its usual, but less than twice the usual queue (as the alert ranks
+    queues): a type that queues every day at this hour, a little worse today."""
+    usual = state.usual
+    if usual is None:
+        return False
+    now_wait = recent_wait(fleet, state.name) if usual.max_wait_seconds is not None else None
+    usual_size = queue_size(usual.queued, usual.max_wait_seconds)
+    return queue_size(state.queued, now_wait) < NEAR_USUAL_RATIO * usual_size
 
 
 def queue_size(queued: float | None, waited: float | None) -> float:

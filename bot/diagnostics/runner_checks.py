@@ -21,6 +21,9 @@ from bot.render.diagnosis_text import amount
 FAILED_RUNNERS_LIKELY = 3.0
 FAILED_RUNNERS_SHARE = 0.05
 REGISTERED_STALL = 1.1
+#: ...or risen over the half hour by less than this share of those still missing: at that pace
+#: they would take over five hours to come, a trickle through a failure.
+REGISTERING_SHARE = 0.1
 THROTTLED_LIKELY = 0.25
 OFFLINE_SHARE = 0.3
 #: Idle runners this share of those online, while jobs wait through half an hour.
@@ -77,11 +80,20 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         # (a cold start beside short jobs): a gap counts there only as most of those desired.
         share = OFFLINE_SHARE_AT_CEILING if state.at_max else GAP_SHARE
         lasting = all(gap >= max(GAP_MIN, share * desired) for gap in gaps)
-        stalled = bool(registered_before) and registered <= (
-            REGISTERED_STALL * min(registered_before) + GAP_MIN
+        # Registered runners not rising, or rising by a trickle beside those missing.
+        stalled = bool(registered_before) and (
+            registered <= REGISTERED_STALL * min(registered_before) + GAP_MIN
+            or registered - min(registered_before) < REGISTERING_SHARE * gaps[0]
         )
         likely = likely or (lasting and stalled)
         found.append(evidence(fleet, Signal.REGISTERED, name, "registered runners", baseline=False))
+        if lasting and stalled:
+            why = (
+                f"{amount(registered, '')} of the {amount(desired, '')} asked for,"
+                f" {amount(min(registered_before), '')} in the half hour before:"
+                " runners are not coming up"
+            )
+            found[-1] = found[-1].model_copy(update={"why": why})
         found.append(evidence(fleet, Signal.DESIRED, name, "desired runners", baseline=False))
     failed = fleet.value(Signal.FAILED_RUNNERS, name)
     if failed is not None:

@@ -184,3 +184,61 @@ async def test_a_nightly_batch_queue_waiting_three_times_its_usual_is_an_inciden
         assert gpu.usual is not None and (gpu.usual.queued or 0.0) >= 0.75 * (gpu.queued or 0.0)
         assert judged.named == "long_running_jobs" and judged.located, judged.combination
         assert not any("gpu-h100-8gpu" in n and "as usual" in n for n in judged.report.notes)
+
+
+async def test_jobs_waiting_on_runners_the_autoscaler_is_adding_are_a_scale_up(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A GPU scale set with no maximum asked for 305 runners where it had 201 half an hour ago;
+    # registered runners rose from 177 to 225 and 80 are pending, one for each of the 80 jobs
+    # not yet running. Those that started lately waited 6 minutes, as usual: the count is three
+    # times the usual 24, but it is a scale-up under way, not a queue.
+    fleet = _at(Case.SCALE_UP, 3, 16, day=26, types=3)
+    assert truth_of(fleet).primary_cause == "none"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("arc",), binaries=binaries)
+    assert judged.named == "none"
+    assert not judged.report.affected
+    state = next(s for s in judged.report.runner_types if s.name == "gpu-a10g-4gpu")
+    assert (state.queued, state.registered, state.desired) == (80, 225, 305)
+    assert state.usual is not None and state.usual.queued == 24
+    (note,) = [n for n in judged.report.notes if n.startswith("gpu-a10g-4gpu")]
+    assert "80 jobs not yet running, the autoscaler adding runners for them" in note
+    assert "(desired 305, registered 225 from 177 half an hour before)" in note
+    assert note.endswith("a scale-up under way: not an incident.")
+
+
+async def test_a_maximum_asked_for_that_never_registers_is_runners_not_coming(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # New runners of a scale set fail to start: it asks for its maximum of 135, and 12 are
+    # registered (7 half an hour before) with 124 pending, while 130 jobs are not yet running.
+    # The autoscaler's maximum is asked for, but it is not what holds the queue: a limit is
+    # runners held at a ceiling, and these never came.
+    fleet = _at(Case.FAILING_STARTS, 3, 22, day=26, types=3)
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("arc",), binaries=binaries)
+    assert judged.named == "infrastructure" and judged.located
+    limits = _finding(judged.report, "autoscaling_limits")
+    assert limits.verdict.value == "ruled_out"
+    assert "12 of the 135 runners asked for registered" in limits.evidence[0].why
+    registered = _finding(judged.report, "infrastructure").evidence[0]
+    assert registered.measure == "registered runners"
+    assert registered.why == (
+        "12 of the 135 asked for, 7 in the half hour before: runners are not coming up"
+    )
+
+
+async def test_a_daily_queue_a_little_larger_is_no_certainty(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A Windows scale set at its maximum of 47 queues every morning: 212 jobs not yet running,
+    # waiting over an hour. Today 369 wait about as long, 1.5 times the usual queue: beyond it,
+    # but what an on-call finds in the job events (359 waiting 83 minutes, 211 usual) sits at
+    # the edge of the usual. Whatever is named there is not named with high confidence.
+    fleet = _at(Case.MIX, 4, 10, day=26)
+    assert truth_of(fleet).primary_cause == "none"
+    for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
+        first = judged.report.runner_types[0]
+        assert first.name == "win-2022-16cpu" and first.affected, judged.combination
+        assert first.usual is not None and first.usual.queued == 212, judged.combination
+        assert judged.confidence in ("", "low", "medium"), judged.combination
