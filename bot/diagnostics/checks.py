@@ -342,7 +342,7 @@ def diagnose(fleet: FleetSignals) -> Report:
             f"{state.name}: {past_text(_queue_now(state))} now, as usual at this time"
             f" ({past_text(state.usual)}): not an incident."
             if (scale_up := scaling_up(fleet, state.name, state.usual)) is None
-            else f"{state.name}: {state.queued:g} jobs not yet running, {scale_up}:"
+            else f"{state.name}: {state.queued:g} jobs not yet running, {scale_up},"
             " not an incident."
             for state in states
             if state.queueing and not state.affected and state.usual is not None

@@ -162,31 +162,40 @@ def _waits_beyond_usual(longest: float | None, waited: float | None, usual: Past
 
 def scaling_up(fleet: FleetSignals, name: str, usual: PastQueue | None) -> str | None:
     """Where the longest current wait is not measured (actions-runner-controller's metrics),
-    jobs not yet running while the autoscaler adds runners for them (desired above registered
-    and below its maximum, registered risen over the half hour) and the jobs that started lately
-    waiting no longer than usual are a scale-up under way, not a queue: a scale-up in progress
-    is not a fault. What the scale-up is, in the report's words, or None."""
+    jobs not yet running while runners come for them and the jobs that started lately waiting
+    no longer than usual are a scale-up under way, not a queue: a scale-up in progress is not a
+    fault. Runners come where the autoscaler asks for more than it has and less than its
+    maximum, and registered runners rose over the half hour; on a lean scrape (no runner
+    counts), where the jobs running rose. What the scale-up is, in the report's words, or
+    None."""
     waited = recent_wait(fleet, name)
     if fleet.value(Signal.MAX_WAIT, name) is not None or waited is None:
         return None
     if usual is None or usual.max_wait_seconds is None:
         return None
-    desired, registered = fleet.value(Signal.DESIRED, name), fleet.value(Signal.REGISTERED, name)
-    if desired is None or registered is None or desired <= registered:
-        return None
-    ceiling = fleet.value(Signal.MAX_RUNNERS, name)
-    if ceiling is not None and desired >= ceiling:
-        return None
-    earlier = fleet.earlier.get(Signal.REGISTERED, [])
-    before = earlier[-1].get(name) if earlier else None
-    if before is None or registered < REGISTERED_RISING * before + REGISTERED_RISING_MIN:
-        return None
     if waited >= WAIT_AFFECTED_SECONDS or waited > USUAL_RATIO * usual.max_wait_seconds:
         return None
+    desired, registered = fleet.value(Signal.DESIRED, name), fleet.value(Signal.REGISTERED, name)
+    if desired is not None and registered is not None:
+        ceiling = fleet.value(Signal.MAX_RUNNERS, name)
+        if desired <= registered or (ceiling is not None and desired >= ceiling):
+            return None
+        signal = Signal.REGISTERED
+    else:
+        signal = busy_signal(fleet, name)
+    now, before = fleet.value(signal, name), fleet.before(signal, name)
+    then = before[-1] if before else None
+    if now is None or then is None or now < REGISTERED_RISING * then + REGISTERED_RISING_MIN:
+        return None
+    coming = (
+        f"the autoscaler adding runners for them (desired {desired:g}, registered {now:g}"
+        f" from {then:g} half an hour before)"
+        if signal is Signal.REGISTERED
+        else f"runners coming for them (jobs running rose from {then:g} to {now:g} in half an hour)"
+    )
     return (
-        f"the autoscaler adding runners for them (desired {desired:g}, registered {registered:g}"
-        f" from {before:g} half an hour before), the jobs started lately waiting"
-        f" {waited / 60.0:.0f} min as usual: a scale-up under way"
+        f"{coming}, the jobs started lately waiting {waited / 60.0:.0f} min as usual:"
+        " a scale-up under way"
     )
 
 

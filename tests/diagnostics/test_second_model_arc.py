@@ -192,19 +192,24 @@ async def test_jobs_waiting_on_runners_the_autoscaler_is_adding_are_a_scale_up(
     # A GPU scale set with no maximum asked for 305 runners where it had 201 half an hour ago;
     # registered runners rose from 177 to 225 and 80 are pending, one for each of the 80 jobs
     # not yet running. Those that started lately waited 6 minutes, as usual: the count is three
-    # times the usual 24, but it is a scale-up under way, not a queue.
+    # times the usual 24, but it is a scale-up under way, not a queue. A lean scrape has no
+    # runner counts: the jobs running rose as much.
     fleet = _at(Case.SCALE_UP, 3, 16, day=26, types=3)
     assert truth_of(fleet).primary_cause == "none"
-    (judged,) = await diagnose_run(fleet, tmp_path, ("arc",), binaries=binaries)
-    assert judged.named == "none"
-    assert not judged.report.affected
-    state = next(s for s in judged.report.runner_types if s.name == "gpu-a10g-4gpu")
-    assert (state.queued, state.registered, state.desired) == (80, 225, 305)
-    assert state.usual is not None and state.usual.queued == 24
-    (note,) = [n for n in judged.report.notes if n.startswith("gpu-a10g-4gpu")]
+    full, lean = await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries)
+    for judged in (full, lean):
+        assert judged.named == "none", judged.combination
+        assert not judged.report.affected, judged.combination
+        state = next(s for s in judged.report.runner_types if s.name == "gpu-a10g-4gpu")
+        assert state.queued == 80 and state.usual is not None and state.usual.queued == 24
+    state = next(s for s in full.report.runner_types if s.name == "gpu-a10g-4gpu")
+    assert (state.registered, state.desired) == (225, 305)
+    (note,) = [n for n in full.report.notes if n.startswith("gpu-a10g-4gpu")]
     assert "80 jobs not yet running, the autoscaler adding runners for them" in note
     assert "(desired 305, registered 225 from 177 half an hour before)" in note
-    assert note.endswith("a scale-up under way: not an incident.")
+    assert note.endswith("a scale-up under way, not an incident.")
+    (note,) = [n for n in lean.report.notes if n.startswith("gpu-a10g-4gpu")]
+    assert "runners coming for them (jobs running rose from 175 to 225 in half an hour)" in note
 
 
 async def test_a_maximum_asked_for_that_never_registers_is_runners_not_coming(
