@@ -48,13 +48,7 @@ from bot.diagnostics.evidence import (
 from bot.diagnostics.inference import Guess, across_fleet, below_usual_guess, infer
 from bot.diagnostics.job_time import long_running, weigh
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.runner_checks import (
-    GAP_MIN,
-    OFFLINE_SHARE_AT_CEILING,
-    Check,
-    infrastructure,
-    resources,
-)
+from bot.diagnostics.runner_checks import Check, infrastructure, resources, runners_missing
 from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.diagnostics.workload import moved_from, top_workflows
 from bot.domain.diagnosis import (
@@ -83,15 +77,6 @@ PRECEDENCE = (
     Cause.INCREASED_WORKLOAD,
     Cause.AUTOSCALING_LIMITS,
 )
-
-
-def _runners_missing(state: RunnerTypeState) -> bool:
-    """Fewer runners registered than even a ceiling's turnover leaves (replacements starting
-    for those whose jobs ended are up to two thirds of those asked for)."""
-    desired, registered = state.desired, state.registered
-    if desired is None or registered is None:
-        return False
-    return desired - registered >= max(GAP_MIN, OFFLINE_SHARE_AT_CEILING * desired)
 
 
 def _idle_while_waiting(state: RunnerTypeState) -> bool:
@@ -168,7 +153,7 @@ def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
             evidence(fleet, Signal.MAX_RUNNERS, name, "maximum runners", baseline=False),
         )
         likely = state.at_max and not _idle_while_waiting(state)
-        if likely and _runners_missing(state):
+        if likely and runners_missing(state):
             # The autoscaler asks for its maximum but most of those runners never came: the
             # maximum is not what holds the queue.
             why = (

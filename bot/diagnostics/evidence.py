@@ -31,8 +31,8 @@ USUAL_MARGIN = 5.0
 #: A queue under this many times the usual one is the queue the type has every day at this
 #: hour, only larger: beyond the usual, but no certainty of an incident.
 NEAR_USUAL_RATIO = 2.0
-#: Registered runners risen over the half hour beyond this share of what they were, and this
-#: many more: the autoscaler's runners are coming.
+#: Runners risen over the half hour beyond this share of what they were, and this many more:
+#: the autoscaler's runners are coming (no more is a stall).
 REGISTERED_RISING = 1.1
 REGISTERED_RISING_MIN = 3.0
 
@@ -111,10 +111,8 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     usual = usual_queue(fleet, name)
     beyond = True
     if usual is not None:
-        # Like with like: where the usual wait is not known, the jobs waiting alone.
-        now_wait = waited if usual.max_wait_seconds is not None else None
-        usual_size = queue_size(usual.queued, usual.max_wait_seconds)
-        beyond = queue_size(queued, now_wait) > USUAL_RATIO * usual_size + USUAL_MARGIN
+        size, usual_size = _sizes(fleet, name, queued, usual)
+        beyond = size > USUAL_RATIO * usual_size + USUAL_MARGIN
         beyond = beyond or (_waits_beyond_usual(wait, waited, usual) and (queued or 0.0) >= floor)
         beyond = beyond and scaling_up(fleet, name, usual) is None
     (queued_then, queued_week), (wait_then, wait_week) = (
@@ -185,7 +183,7 @@ def scaling_up(fleet: FleetSignals, name: str, usual: PastQueue | None) -> str |
         signal = busy_signal(fleet, name)
     now, before = fleet.value(signal, name), fleet.before(signal, name)
     then = before[-1] if before else None
-    if now is None or then is None or now < REGISTERED_RISING * then + REGISTERED_RISING_MIN:
+    if now is None or then is None or not rose(now, then):
         return None
     coming = (
         f"the autoscaler adding runners for them (desired {desired:g}, registered {now:g}"
@@ -199,15 +197,27 @@ def scaling_up(fleet: FleetSignals, name: str, usual: PastQueue | None) -> str |
     )
 
 
+def rose(now: float, then: float) -> bool:
+    """Runners risen from `then` to `now` by more than they waver: coming, not stalled."""
+    return now > REGISTERED_RISING * then + REGISTERED_RISING_MIN
+
+
 def near_usual(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     """`state` queues beyond its usual, but less than twice the usual queue (as the alert ranks
     queues): a type that queues every day at this hour, a little worse today."""
-    usual = state.usual
-    if usual is None:
+    if state.usual is None:
         return False
-    now_wait = recent_wait(fleet, state.name) if usual.max_wait_seconds is not None else None
-    usual_size = queue_size(usual.queued, usual.max_wait_seconds)
-    return queue_size(state.queued, now_wait) < NEAR_USUAL_RATIO * usual_size
+    size, usual_size = _sizes(fleet, state.name, state.queued, state.usual)
+    return size < NEAR_USUAL_RATIO * usual_size
+
+
+def _sizes(
+    fleet: FleetSignals, name: str, queued: float | None, usual: PastQueue
+) -> tuple[float, float]:
+    """The queue now and the usual one, as the alert ranks queues, like with like: where the
+    usual wait is not known, the jobs waiting alone."""
+    now_wait = recent_wait(fleet, name) if usual.max_wait_seconds is not None else None
+    return queue_size(queued, now_wait), queue_size(usual.queued, usual.max_wait_seconds)
 
 
 def queue_size(queued: float | None, waited: float | None) -> float:

@@ -9,6 +9,7 @@ from bot.diagnostics.evidence import (
     Supply,
     busy_signal,
     evidence,
+    rose,
     significant_rise,
     supply,
     waited_through,
@@ -20,7 +21,6 @@ from bot.render.diagnosis_text import amount
 
 FAILED_RUNNERS_LIKELY = 3.0
 FAILED_RUNNERS_SHARE = 0.05
-REGISTERED_STALL = 1.1
 #: ...or risen over the half hour by less than this share of those still missing: at that pace
 #: they would take over five hours to come, a trickle through a failure.
 REGISTERING_SHARE = 0.1
@@ -79,10 +79,10 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         # At the maximum, runners replacing those whose jobs ended are starting all the time
         # (a cold start beside short jobs): a gap counts there only as most of those desired.
         share = OFFLINE_SHARE_AT_CEILING if state.at_max else GAP_SHARE
-        lasting = all(gap >= max(GAP_MIN, share * desired) for gap in gaps)
+        lasting = all(_missing(gap, desired, share) for gap in gaps)
         # Registered runners not rising, or rising by a trickle beside those missing.
         stalled = bool(registered_before) and (
-            registered <= REGISTERED_STALL * min(registered_before) + GAP_MIN
+            not rose(registered, min(registered_before))
             or registered - min(registered_before) < REGISTERING_SHARE * gaps[0]
         )
         likely = likely or (lasting and stalled)
@@ -160,6 +160,20 @@ def infrastructure(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         found[at] = found[at].model_copy(update={"why": why})
         found.insert(0, found.pop(at))
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
+
+
+def runners_missing(state: RunnerTypeState) -> bool:
+    """Fewer runners registered than even a ceiling's turnover leaves (replacements starting
+    for those whose jobs ended are up to two thirds of those asked for)."""
+    desired, registered = state.desired, state.registered
+    if desired is None or registered is None:
+        return False
+    return _missing(desired - registered, desired, OFFLINE_SHARE_AT_CEILING)
+
+
+def _missing(gap: float, desired: float, share: float) -> bool:
+    """Runners asked for and not registered: `share` of those asked for, and a few."""
+    return gap >= max(GAP_MIN, share * desired)
 
 
 def _not_taking_jobs(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
