@@ -41,6 +41,11 @@ WAITED_MORE_SECONDS = 120.0
 #: busy runners rise above the usual: runners that come, but long after the jobs asked for them.
 WAITED_FAR_LONGER = 5.0
 WAITED_FAR_MORE_SECONDS = 600.0
+#: A ceiling above the usual level is filled by more work only where the demand of the last
+#: hour (arrivals and job time against usual) reaches this share of it; counted over at least
+#: this many jobs (fewer cannot tell demand from chance).
+FILLED_SHARE = 0.9
+DEMAND_JOBS = 30.0
 
 
 def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
@@ -189,6 +194,9 @@ def filled_above_usual(fleet: FleetSignals, state: RunnerTypeState) -> Evidence 
         return None
     if busy.top < CEILING_ABOVE_USUAL * busy.usual + CEILING_MIN_EXTRA:
         return None
+    needed = demand_level(fleet, state.name, busy.usual)
+    if needed is not None and needed < FILLED_SHARE * busy.top:
+        return None
     signal = busy_signal(fleet, state.name)
     origin = fleet.origin(signal, state.name)
     return Evidence(
@@ -202,3 +210,57 @@ def filled_above_usual(fleet: FleetSignals, state: RunnerTypeState) -> Evidence 
             " and jobs still wait: more work than usual fills it"
         ),
     )
+
+
+def demand_level(fleet: FleetSignals, name: str, usual_busy: float) -> float | None:
+    """The busy runners the demand of the last hour keeps busy: those usually busy at this hour
+    times arrivals (over the hour, or the window where higher) and mean job time against their
+    usual. None where fewer jobs arrived over the hour than can tell demand from chance."""
+    hour, usual_hour = (
+        fleet.value(Signal.ARRIVALS_HOUR, name),
+        fleet.base(Signal.ARRIVALS_HOUR, name),
+    )
+    if hour is None or not usual_hour or hour * 60.0 < DEMAND_JOBS:
+        return None
+    ratio = hour / usual_hour
+    window, usual_window = (
+        fleet.value(Signal.ARRIVALS_PER_MINUTE, name),
+        fleet.base(Signal.ARRIVALS_PER_MINUTE, name),
+    )
+    if window is not None and usual_window:
+        ratio = max(ratio, window / usual_window)
+    seconds, usual_seconds = (
+        fleet.value(Signal.DURATION_MEAN, name),
+        fleet.base(Signal.DURATION_MEAN, name),
+    )
+    if seconds is not None and usual_seconds:
+        ratio *= seconds / usual_seconds
+    return usual_busy * ratio
+
+
+def unfilled_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """Busy runners held well above the usual level while jobs wait through half an hour, where
+    the demand of the last hour keeps clearly fewer busy and the jobs that started waited many
+    times their usual wait: no ceiling the work fills, and healthy runners would have cleared
+    the queue; the runners come too slowly (failing or slow to start, or to register)."""
+    busy = supply(fleet, state.name)
+    if busy is None or busy.usual is None or not busy.flat or not waited_through(fleet, state.name):
+        return None
+    if busy.top < CEILING_ABOVE_USUAL * busy.usual + CEILING_MIN_EXTRA:
+        return None
+    needed = demand_level(fleet, state.name, busy.usual)
+    wait = _started_wait(fleet, state.name)
+    if needed is None or needed >= FILLED_SHARE * busy.top or wait is None:
+        return None
+    signal, waited, usual = wait
+    if waited < max(WAITED_FAR_LONGER * usual, usual + WAITED_FAR_MORE_SECONDS):
+        return None
+    center = "median" if signal is Signal.QUEUE_TIME_P50 else "mean"
+    found = evidence(fleet, signal, state.name, f"{center} wait of jobs started", unit="s")
+    why = (
+        f"{waited / max(usual, 1.0):.0f}x the usual with {amount(busy.top, '')} runners busy,"
+        f" where the last hour's demand keeps about {amount(needed, '')} busy: no ceiling the"
+        " work fills, and the runners come too slowly to clear the queue (failing or slow to"
+        " start or register?)"
+    )
+    return found.model_copy(update={"why": why})

@@ -353,13 +353,24 @@ class Supply:
         now, before = self._levels()
         if not before:
             return False
-        high = max(before)
-        return now <= high - max(0.15 * high + 2.0, 2.0 * math.sqrt(high))
+        if _fell(now, before):
+            return True
+        # Busy read at each moment fell as far, and the peaks fell too (a ceiling keeps them).
+        if not self.peaks or not self.before or not _fell(self.now, self.before):
+            return False
+        high = max(self.peaks[1:])
+        return self.peaks[0] <= high - math.sqrt(high)
 
     @property
     def top(self) -> float:
         """The level runners are held at: the peak where measured."""
         return self.peaks[0] if self.peaks else self.now
+
+
+def _fell(now: float, before: tuple[float, ...]) -> bool:
+    """Clearly below the highest of `before`, by more than runners coming and going waver by."""
+    high = max(before)
+    return now <= high - max(0.15 * high + 2.0, 2.0 * math.sqrt(high))
 
 
 def busy_signal(fleet: FleetSignals, name: str) -> Signal:

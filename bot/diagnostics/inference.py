@@ -34,6 +34,7 @@ from bot.diagnostics.busy_runners import (
     filled_above_usual,
     not_coming,
     not_turning_over,
+    unfilled_ceiling,
     waits_as_usual,
 )
 from bot.diagnostics.evidence import (
@@ -108,6 +109,18 @@ def infer(
         return Cause.INFRASTRUCTURE, Confidence.MEDIUM
     if not _filled(verdicts, name):
         return None
+    if state.max is None and (slow := unfilled_ceiling(fleet, state)) is not None:
+        verdicts[Cause.INFRASTRUCTURE][name] = (
+            Verdict.LIKELY,
+            (slow, *verdicts[Cause.INFRASTRUCTURE][name][1]),
+        )
+        first, *rest = verdicts[Cause.AUTOSCALING_LIMITS][name][1]
+        why = "held above the level the demand needs: no ceiling holds it (see infrastructure)"
+        verdicts[Cause.AUTOSCALING_LIMITS][name] = (
+            Verdict.RULED_OUT,
+            (first.model_copy(update={"why": why}), *rest),
+        )
+        return Cause.INFRASTRUCTURE, Confidence.LOW
     more_work: tuple[tuple[Callable[[], Evidence | None], Confidence], ...] = (
         (lambda: filled_above_usual(fleet, state), Confidence.MEDIUM),
         (

@@ -1,0 +1,76 @@
+"""The checks on fleets of the second model where new runners of one type mostly never start:
+what the busy runners left do while jobs wait tells it from more work and from a ceiling."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.domain.diagnosis import Finding, Report
+from fleetmodel import Case, FleetRun, plan, run, truth_of
+from tests.support.fleet_reading import diagnose_run
+from tests.support.integration import require_binary
+
+
+@pytest.fixture
+def binaries() -> tuple[str, str]:
+    return (
+        require_binary("prometheus", "apt-get install -y prometheus"),
+        require_binary("promtool", "apt-get install -y prometheus"),
+    )
+
+
+def _failing_starts(hour: int) -> FleetRun:
+    """Six runner types, seed 3, the run ending at `hour`:21 on 26 November 2026."""
+    end = datetime(2026, 11, 26, hour, 21, tzinfo=UTC)
+    return run(plan(Case.FAILING_STARTS, seed=3, types=6, end=end))
+
+
+def _finding(report: Report, cause: str) -> Finding:
+    return next(f for f in report.findings if f.cause.value == cause)
+
+
+async def test_runners_held_above_what_the_demand_needs_are_slow_to_come_not_more_work(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # Most new runners of linux-x64-2cpu never start: 59 busy where 40 are usual, held there,
+    # 63 jobs waiting 40 minutes. Jobs arrive 1.2x as often as usual and take their usual time,
+    # which keeps about 51 busy: the work does not fill the level held, and the jobs that
+    # started waited 28 times their usual wait. Not more work, not a ceiling.
+    fleet = _failing_starts(10)
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        found = _finding(judged.report, "infrastructure")
+        assert found.runner_types == ("linux-x64-2cpu",)
+        (slow,) = [e for e in found.evidence if "no ceiling the work fills" in e.why]
+        assert slow.now is not None and slow.baseline is not None
+        assert slow.now >= 5 * slow.baseline, judged.combination
+        limits = _finding(judged.report, "autoscaling_limits")
+        assert limits.verdict.value == "ruled_out", judged.combination
+        assert "held above the level the demand needs" in limits.evidence[0].why
+        workload = _finding(judged.report, "increased_workload")
+        assert workload.verdict.value != "likely", judged.combination
+
+
+async def test_busy_runners_falling_while_jobs_wait_are_failing_runners(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # Most new runners of linux-arm64-4cpu never start: 42 jobs running half an hour ago, 29
+    # now (the most at once in ten minutes fell from 47 to 34) while 79 jobs wait half an
+    # hour. A ceiling keeps its runners busy; these are not replaced.
+    fleet = _failing_starts(16)
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    judgements = await diagnose_run(fleet, tmp_path, ("jobs", "arc", "arc-lean"), binaries=binaries)
+    for judged in judgements:
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        limits = _finding(judged.report, "autoscaling_limits")
+        assert limits.verdict.value != "likely", judged.combination
+    (jobs,) = [j for j in judgements if j.combination == "jobs"]
+    found = _finding(jobs.report, "infrastructure")
+    (busy,) = [e for e in found.evidence if e.measure == "busy runners"]
+    assert (busy.now, busy.baseline) == (29.0, 17.0)
+    (before,) = [e for e in found.evidence if e.measure == "busy runners 30 min before"]
+    assert before.now == 42.0
