@@ -14,6 +14,8 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
   (infrastructure, medium confidence);
 - a ceiling filled above the usual: busy runners held well above those usually busy at this
   hour while jobs wait, where more demand could not be told from chance (more work, medium
+  confidence); unless the last hour's demand, measured, keeps clearly fewer busy and the jobs
+  that started waited many times their usual: runners too slow to come (infrastructure, low
   confidence);
 - work new to the type (workflows that usually send it next to none) filling a ceiling,
   with demand above usual if too little to tell from chance (more work, medium confidence);
