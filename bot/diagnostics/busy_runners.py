@@ -239,15 +239,16 @@ def demand_level(fleet: FleetSignals, name: str, usual_busy: float) -> float | N
 
 
 def unfilled_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
-    """Busy runners held well above the usual level while jobs wait through half an hour, where
-    the demand of the last hour keeps clearly fewer busy and the jobs that started waited many
-    times their usual wait: no ceiling the work fills, and healthy runners would have cleared
-    the queue; the runners come too slowly (failing or slow to start, or to register)."""
+    """Busy runners held at one level, at or above the usual, while jobs wait through half an
+    hour, where the demand of the last hour keeps clearly fewer busy and the jobs that started
+    waited many times their usual wait: no ceiling the work fills, and healthy runners would
+    have cleared the queue; the runners come too slowly (failing or slow to start, or to
+    register)."""
     busy = supply(fleet, state.name)
     if busy is None or busy.usual is None or not busy.flat or not waited_through(fleet, state.name):
         return None
-    if busy.top < CEILING_ABOVE_USUAL * busy.usual + CEILING_MIN_EXTRA:
-        return None
+    if busy.top < busy.usual:
+        return None  # below the usual level: a lowered maximum reads the same
     needed = demand_level(fleet, state.name, busy.usual)
     wait = _started_wait(fleet, state.name)
     if needed is None or needed >= FILLED_SHARE * busy.top or wait is None:

@@ -22,10 +22,10 @@ def binaries() -> tuple[str, str]:
     )
 
 
-def _failing_starts(hour: int) -> FleetRun:
-    """Six runner types, seed 3, the run ending at `hour`:21 on 26 November 2026."""
+def _failing_starts(hour: int, types: int = 6) -> FleetRun:
+    """`types` runner types, seed 3, the run ending at `hour`:21 on 26 November 2026."""
     end = datetime(2026, 11, 26, hour, 21, tzinfo=UTC)
-    return run(plan(Case.FAILING_STARTS, seed=3, types=6, end=end))
+    return run(plan(Case.FAILING_STARTS, seed=3, types=types, end=end))
 
 
 def _finding(report: Report, cause: str) -> Finding:
@@ -74,3 +74,37 @@ async def test_busy_runners_falling_while_jobs_wait_are_failing_runners(
     assert (busy.now, busy.baseline) == (29.0, 17.0)
     (before,) = [e for e in found.evidence if e.measure == "busy runners 30 min before"]
     assert before.now == 42.0
+
+
+async def test_runners_twenty_times_slower_to_start_are_no_ceiling_at_the_usual_level(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # New runners of linux-x64-4cpu take twenty times as long to start: 9 to 11 busy (8 are
+    # usual), 117 jobs waiting 75 minutes. Jobs arrive about as usual and take less than their
+    # usual time, which keeps about 6 busy; the jobs that started waited 18 times their usual
+    # wait. Not a ceiling at the usual level, nor more work beyond it (a lean scrape's queue is
+    # far beyond its usual one).
+    fleet = _failing_starts(22, types=3)
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        found = _finding(judged.report, "infrastructure")
+        (slow,) = [e for e in found.evidence if "no ceiling the work fills" in e.why]
+        assert slow.runner_type == "linux-x64-4cpu"
+        assert _finding(judged.report, "autoscaling_limits").verdict.value == "ruled_out"
+        assert _finding(judged.report, "increased_workload").verdict.value != "likely"
+
+
+async def test_a_lowered_maximum_below_the_usual_level_stays_a_limit_at_low_demand(
+    tmp_path: Path,
+) -> None:
+    # gpu-h100-1gpu's maximum lowered to 17 where 30 are usually busy, 107 jobs waiting two
+    # hours; the evening's demand of the last hour would keep about 15 busy. Below the usual
+    # level a lowered maximum and runners failing read the same: the ceiling is not ruled out.
+    end = datetime(2026, 11, 26, 22, 7, tzinfo=UTC)
+    fleet = run(plan(Case.LOWERED_MAX, seed=1, types=6, end=end))
+    assert truth_of(fleet).primary_cause == "autoscaling_limits"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "autoscaling_limits" and judged.located
+    found = _finding(judged.report, "infrastructure")
+    assert not [e for e in found.evidence if "no ceiling the work fills" in e.why]
