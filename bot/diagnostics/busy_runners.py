@@ -81,14 +81,10 @@ def _slow_to_come(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> 
     """Busy runners rising, above the usual, yet the jobs that started waited many times their
     usual wait and minutes more: each runner comes long after its job asked for it (slow to
     provision or register), and the backlog keeps those that come busy."""
-    wait = _started_wait(fleet, state.name)
-    if not busy.catching_up or wait is None:
+    far = _waited_far_longer(fleet, state.name)
+    if not busy.catching_up or far is None:
         return None
-    signal, waited, usual = wait
-    if waited < max(WAITED_FAR_LONGER * usual, usual + WAITED_FAR_MORE_SECONDS):
-        return None
-    center = "median" if signal is Signal.QUEUE_TIME_P50 else "mean"
-    found = evidence(fleet, signal, state.name, f"{center} wait of jobs started", unit="s")
+    found, waited, usual = far
     why = (
         f"{waited / max(usual, 1.0):.0f}x the usual while busy runners rose from"
         f" {amount(busy.before[-1], '')} to {amount(busy.now, '')} in half an hour, at usual"
@@ -96,6 +92,20 @@ def _slow_to_come(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> 
         " or register?)"
     )
     return found.model_copy(update={"why": why})
+
+
+def _waited_far_longer(fleet: FleetSignals, name: str) -> tuple[Evidence, float, float] | None:
+    """The jobs that started in the window waited many times their usual wait and minutes
+    more: the evidence, their wait and the usual one."""
+    wait = _started_wait(fleet, name)
+    if wait is None:
+        return None
+    signal, waited, usual = wait
+    if waited < max(WAITED_FAR_LONGER * usual, usual + WAITED_FAR_MORE_SECONDS):
+        return None
+    center = "median" if signal is Signal.QUEUE_TIME_P50 else "mean"
+    found = evidence(fleet, signal, name, f"{center} wait of jobs started", unit="s")
+    return found, waited, usual
 
 
 def _started_wait(fleet: FleetSignals, name: str) -> tuple[Signal, float, float] | None:
@@ -250,14 +260,11 @@ def unfilled_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
     if busy.top < busy.usual:
         return None  # below the usual level: a lowered maximum reads the same
     needed = demand_level(fleet, state.name, busy.usual)
-    wait = _started_wait(fleet, state.name)
-    if needed is None or needed >= FILLED_SHARE * busy.top or wait is None:
+    if needed is None or needed >= FILLED_SHARE * busy.top:
         return None
-    signal, waited, usual = wait
-    if waited < max(WAITED_FAR_LONGER * usual, usual + WAITED_FAR_MORE_SECONDS):
+    if (far := _waited_far_longer(fleet, state.name)) is None:
         return None
-    center = "median" if signal is Signal.QUEUE_TIME_P50 else "mean"
-    found = evidence(fleet, signal, state.name, f"{center} wait of jobs started", unit="s")
+    found, waited, usual = far
     why = (
         f"{waited / max(usual, 1.0):.0f}x the usual with {amount(busy.top, '')} runners busy,"
         f" where the last hour's demand keeps about {amount(needed, '')} busy: no ceiling the"

@@ -98,30 +98,14 @@ def infer(
         # over, runners held by jobs left running do not. (Above the usual level, work new to
         # the type may take longer than the usual job time; the jobs completing do not show
         # the long ones still running.)
-        verdicts[Cause.INFRASTRUCTURE][name] = (
-            Verdict.LIKELY,
-            (stalled, *verdicts[Cause.INFRASTRUCTURE][name][1]),
-        )
-        first, *rest = verdicts[Cause.AUTOSCALING_LIMITS][name][1]
         why = "held, but not turning over as runners at a ceiling do (see infrastructure)"
-        verdicts[Cause.AUTOSCALING_LIMITS][name] = (
-            Verdict.RULED_OUT,
-            (first.model_copy(update={"why": why}), *rest),
-        )
+        _not_a_ceiling(verdicts, name, stalled, why)
         return Cause.INFRASTRUCTURE, Confidence.MEDIUM
     if not _filled(verdicts, name):
         return None
     if state.max is None and (slow := unfilled_ceiling(fleet, state)) is not None:
-        verdicts[Cause.INFRASTRUCTURE][name] = (
-            Verdict.LIKELY,
-            (slow, *verdicts[Cause.INFRASTRUCTURE][name][1]),
-        )
-        first, *rest = verdicts[Cause.AUTOSCALING_LIMITS][name][1]
         why = "held above the level the demand needs: no ceiling holds it (see infrastructure)"
-        verdicts[Cause.AUTOSCALING_LIMITS][name] = (
-            Verdict.RULED_OUT,
-            (first.model_copy(update={"why": why}), *rest),
-        )
+        _not_a_ceiling(verdicts, name, slow, why)
         return Cause.INFRASTRUCTURE, Confidence.LOW
     more_work: tuple[tuple[Callable[[], Evidence | None], Confidence], ...] = (
         (lambda: filled_above_usual(fleet, state), Confidence.MEDIUM),
@@ -137,6 +121,19 @@ def infer(
             workload[name] = (Verdict.LIKELY, (found, *workload[name][1]))
             return Cause.INCREASED_WORKLOAD, confidence
     return None
+
+
+def _not_a_ceiling(
+    verdicts: dict[Cause, dict[str, Check]], name: str, found: Evidence, why: str
+) -> None:
+    """Runners failing for `name`, told by `found`; the ceiling ruled out, saying `why`."""
+    infra = verdicts[Cause.INFRASTRUCTURE]
+    infra[name] = (Verdict.LIKELY, (found, *infra[name][1]))
+    first, *rest = verdicts[Cause.AUTOSCALING_LIMITS][name][1]
+    verdicts[Cause.AUTOSCALING_LIMITS][name] = (
+        Verdict.RULED_OUT,
+        (first.model_copy(update={"why": why}), *rest),
+    )
 
 
 def _beyond_usual_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
