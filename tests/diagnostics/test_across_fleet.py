@@ -138,3 +138,24 @@ def test_no_cause_where_started_jobs_waited_as_usual_is_not_counted() -> None:
     assert across_fleet(verdicts, fleet, [_state(n) for n in likely], {}) == {}
     fleet.now[Signal.QUEUE_TIME_P50] = {"quick": 1800.0}
     assert set(across_fleet(verdicts, fleet, [_state(n) for n in likely], {})) == {"quick"}
+
+
+def test_three_queues_begun_together_count_a_ceiling_beside_one_failing_and_one_short() -> None:
+    # One type with runners failing, one held below its usual level, one held above it: alone,
+    # two limits and a failure. Queues begun within half an hour of each other on every type
+    # are one cause across the fleet; begun hours apart, each type keeps its own.
+    likely = {"a": INFRA, "held": LIMITS, "ceiling": LIMITS}
+    busy = {"a": (10.0, 10.0), "held": (5.0, 20.0), "ceiling": (30.0, 20.0)}
+    start = AT.timestamp() - 3 * 3600
+
+    def counted_with(began: dict[str, float]) -> dict[str, Guess]:
+        verdicts = _verdicts(likely)
+        states = [_state(n).model_copy(update={"since": began[n]}) for n in likely]
+        return across_fleet(verdicts, _fleet(busy), states, {})
+
+    together = counted_with({"a": start, "held": start + 600, "ceiling": start + 1500})
+    assert together == {
+        "held": (Cause.INFRASTRUCTURE, Confidence.LOW),
+        "ceiling": (Cause.INFRASTRUCTURE, Confidence.LOW),
+    }
+    assert counted_with({"a": start, "held": start + 600, "ceiling": start + 7200}) == {}
