@@ -204,8 +204,7 @@ def filled_above_usual(fleet: FleetSignals, state: RunnerTypeState) -> Evidence 
         return None
     if busy.top < CEILING_ABOVE_USUAL * busy.usual + CEILING_MIN_EXTRA:
         return None
-    needed = demand_level(fleet, state.name, busy.usual)
-    if needed is not None and needed < FILLED_SHARE * busy.top:
+    if _demand_short_of(fleet, state.name, busy.usual, busy.top) is not None:
         return None
     signal = busy_signal(fleet, state.name)
     origin = fleet.origin(signal, state.name)
@@ -248,6 +247,15 @@ def demand_level(fleet: FleetSignals, name: str, usual_busy: float) -> float | N
     return usual_busy * ratio
 
 
+def _demand_short_of(
+    fleet: FleetSignals, name: str, usual_busy: float, level: float
+) -> float | None:
+    """The busy runners the last hour's demand keeps, where measured and clearly fewer than
+    the `level` held (under `FILLED_SHARE` of it): no work fills that level. Else None."""
+    needed = demand_level(fleet, name, usual_busy)
+    return needed if needed is not None and needed < FILLED_SHARE * level else None
+
+
 def unfilled_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
     """Busy runners held at one level, at or above the usual, while jobs wait through half an
     hour, where the demand of the last hour keeps clearly fewer busy and the jobs that started
@@ -259,8 +267,7 @@ def unfilled_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
         return None
     if busy.top < busy.usual:
         return None  # below the usual level: a lowered maximum reads the same
-    needed = demand_level(fleet, state.name, busy.usual)
-    if needed is None or needed >= FILLED_SHARE * busy.top:
+    if (needed := _demand_short_of(fleet, state.name, busy.usual, busy.top)) is None:
         return None
     if (far := _waited_far_longer(fleet, state.name)) is None:
         return None

@@ -33,8 +33,8 @@ USUAL_MARGIN = 5.0
 NEAR_USUAL_RATIO = 2.0
 #: Runners risen over the half hour beyond this share of what they were, and this many more:
 #: the autoscaler's runners are coming (no more is a stall).
-REGISTERED_RISING = 1.1
-REGISTERED_RISING_MIN = 3.0
+RUNNERS_RISING = 1.1
+RUNNERS_RISING_MIN = 3.0
 
 
 #: How long a type's jobs wait, from the first of these measured: the longest current wait,
@@ -199,7 +199,7 @@ def scaling_up(fleet: FleetSignals, name: str, usual: PastQueue | None) -> str |
 
 def rose(now: float, then: float) -> bool:
     """Runners risen from `then` to `now` by more than they waver: coming, not stalled."""
-    return now > REGISTERED_RISING * then + REGISTERED_RISING_MIN
+    return now > RUNNERS_RISING * then + RUNNERS_RISING_MIN
 
 
 def near_usual(fleet: FleetSignals, state: RunnerTypeState) -> bool:

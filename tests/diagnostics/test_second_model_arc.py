@@ -7,20 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
-
-from bot.domain.diagnosis import Finding, Report
 from fleetmodel import Case, FleetRun, plan, run, truth_of
-from tests.support.fleet_reading import diagnose_run
-from tests.support.integration import require_binary
-
-
-@pytest.fixture
-def binaries() -> tuple[str, str]:
-    return (
-        require_binary("prometheus", "apt-get install -y prometheus"),
-        require_binary("promtool", "apt-get install -y prometheus"),
-    )
+from tests.support.fleet_reading import diagnose_run, finding
 
 
 def _at(case: Case, seed: int, hour: int, day: int, types: int = 6) -> FleetRun:
@@ -28,10 +16,6 @@ def _at(case: Case, seed: int, hour: int, day: int, types: int = 6) -> FleetRun:
     2026."""
     end = datetime(2026, 11, day, hour, 7 * seed, tzinfo=UTC)
     return run(plan(case, seed=seed, types=types, end=end))
-
-
-def _finding(report: Report, cause: str) -> Finding:
-    return next(f for f in report.findings if f.cause.value == cause)
 
 
 async def test_jobs_not_yet_running_that_started_within_minutes_are_no_queue(
@@ -58,7 +42,7 @@ async def test_slow_jobs_at_a_maximum_are_told_by_the_time_each_job_holds_a_runn
     assert truth_of(fleet).primary_cause == "long_running_jobs"
     for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
         assert judged.named == "long_running_jobs" and judged.located, judged.combination
-        found = _finding(judged.report, "long_running_jobs")
+        found = finding(judged.report, "long_running_jobs")
         (held,) = [e for e in found.evidence if e.measure.startswith("time a job holds")]
         assert held.now is not None and held.baseline is not None
         assert held.now >= 1.5 * held.baseline, judged.combination
@@ -92,7 +76,7 @@ async def test_a_queue_formed_just_now_behind_runners_as_quick_as_usual_is_no_fa
     assert truth_of(fleet).primary_cause == "none"
     for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
         assert judged.named == "none", judged.combination
-        assert _finding(judged.report, "infrastructure").verdict.value != "likely"
+        assert finding(judged.report, "infrastructure").verdict.value != "likely"
 
 
 async def test_runners_starting_at_the_maximum_are_turnover_not_failing_starts(
@@ -109,7 +93,7 @@ async def test_runners_starting_at_the_maximum_are_turnover_not_failing_starts(
     assert judged.named == "increased_workload" and judged.located
     (state,) = [s for s in judged.report.runner_types if s.affected]
     assert state.at_max and (state.desired or 0.0) - (state.registered or 0.0) >= 10
-    assert _finding(judged.report, "infrastructure").verdict.value != "likely"
+    assert finding(judged.report, "infrastructure").verdict.value != "likely"
 
 
 async def test_runners_slow_to_come_on_arc_are_told_by_the_mean_wait(
@@ -123,7 +107,7 @@ async def test_runners_slow_to_come_on_arc_are_told_by_the_mean_wait(
     for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
         assert judged.named == "infrastructure" and judged.located, judged.combination
         assert judged.confidence == "low", judged.combination
-        found = _finding(judged.report, "infrastructure").evidence[0]
+        found = finding(judged.report, "infrastructure").evidence[0]
         assert "wait of jobs started" in found.measure, judged.combination
         assert "runners come long after jobs ask for them" in found.why
 
@@ -156,7 +140,7 @@ async def test_runners_too_small_are_resource_constraints_on_both_shapes(
     for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
         assert judged.named == "resource_constraints" and judged.located, judged.combination
         assert judged.confidence == "high", judged.combination
-        found = {e.measure: e for e in _finding(judged.report, "resource_constraints").evidence}
+        found = {e.measure: e for e in finding(judged.report, "resource_constraints").evidence}
         failing = found["jobs failing"]
         assert failing.now is not None and failing.baseline is not None
         assert failing.now > 10 * failing.baseline, judged.combination
@@ -223,10 +207,10 @@ async def test_a_maximum_asked_for_that_never_registers_is_runners_not_coming(
     assert truth_of(fleet).primary_cause == "infrastructure"
     (judged,) = await diagnose_run(fleet, tmp_path, ("arc",), binaries=binaries)
     assert judged.named == "infrastructure" and judged.located
-    limits = _finding(judged.report, "autoscaling_limits")
+    limits = finding(judged.report, "autoscaling_limits")
     assert limits.verdict.value == "ruled_out"
     assert "12 of the 135 runners asked for registered" in limits.evidence[0].why
-    registered = _finding(judged.report, "infrastructure").evidence[0]
+    registered = finding(judged.report, "infrastructure").evidence[0]
     assert registered.measure == "registered runners"
     assert registered.why == (
         "12 of the 135 asked for, 7 in the half hour before: runners are not coming up"

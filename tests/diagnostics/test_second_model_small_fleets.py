@@ -6,30 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
-
-from bot.domain.diagnosis import Finding, Report
 from fleetmodel import Case, FleetRun, plan, run, truth_of
-from tests.support.fleet_reading import diagnose_run
-from tests.support.integration import require_binary
-
-
-@pytest.fixture
-def binaries() -> tuple[str, str]:
-    return (
-        require_binary("prometheus", "apt-get install -y prometheus"),
-        require_binary("promtool", "apt-get install -y prometheus"),
-    )
+from tests.support.fleet_reading import diagnose_run, finding
 
 
 def _small(case: Case, hour: int) -> FleetRun:
     """Three runner types, seed 2, the run ending at `hour`:14 on 26 November 2026."""
     end = datetime(2026, 11, 26, hour, 14, tzinfo=UTC)
     return run(plan(case, seed=2, types=3, end=end))
-
-
-def _finding(report: Report, cause: str) -> Finding:
-    return next(f for f in report.findings if f.cause.value == cause)
 
 
 async def test_a_p90_of_three_jobs_is_no_slowdown_where_their_median_fell(
@@ -45,7 +29,7 @@ async def test_a_p90_of_three_jobs_is_no_slowdown_where_their_median_fell(
     judged = await diagnose_run(fleet, tmp_path, ("jobs", "arc"), binaries=binaries)
     for one in judged:
         assert one.named == "autoscaling_limits" and one.located, one.combination
-        slower = _finding(one.report, "long_running_jobs")
+        slower = finding(one.report, "long_running_jobs")
         assert slower.verdict.value != "likely" or "linux-x64-32cpu" not in slower.runner_types
     # ARC measures no longest wait: the type is ranked first by how long the jobs that started
     # lately waited (40 minutes), not only by its count of jobs not yet running (10 against 20).
@@ -65,14 +49,14 @@ async def test_work_moved_in_with_longer_jobs_is_more_work(
     judged = await diagnose_run(fleet, tmp_path, ("jobs", "arc", "arc-lean"), binaries=binaries)
     for one in judged[:2]:
         assert one.named == "increased_workload" and one.located, one.combination
-        slower = _finding(one.report, "long_running_jobs")
+        slower = finding(one.report, "long_running_jobs")
         assert slower.verdict.value == "ruled_out", one.combination
         assert "workflows new to this type" in slower.evidence[0].why, one.combination
     # A lean scrape has no workflow to tell the mix by: both signatures hold (jobs a minute
     # 2.1x, job time 1.7x), and more jobs come first, at medium.
     lean = judged[2]
     assert lean.named == "increased_workload" and lean.confidence == "medium"
-    assert _finding(lean.report, "long_running_jobs").verdict.value == "likely"
+    assert finding(lean.report, "long_running_jobs").verdict.value == "likely"
     assert any("more jobs first, as no job time by workflow" in n for n in lean.report.notes)
 
 
@@ -89,7 +73,7 @@ async def test_more_jobs_come_first_where_the_moved_ones_are_far_longer_on_a_lea
     (lean,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), binaries=binaries)
     assert lean.named == "increased_workload" and lean.located
     assert lean.confidence == "medium"
-    assert _finding(lean.report, "long_running_jobs").verdict.value == "likely"
+    assert finding(lean.report, "long_running_jobs").verdict.value == "likely"
     (note,) = [n for n in lean.report.notes if "job time" in n]
     assert "jobs a minute 2.1x usual and job time 2.9x: more jobs first" in note
 
@@ -129,7 +113,7 @@ async def test_two_types_of_three_without_runners_name_the_third_ceiling_with_th
     for one in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
         assert one.named == "infrastructure" and one.located, one.combination
         assert one.confidence == "low", one.combination
-        found = _finding(one.report, "infrastructure")
+        found = finding(one.report, "infrastructure")
         assert set(found.runner_types) == set(truth.affected), one.combination
         assert found.evidence[0].measure == "runner types short of runners", one.combination
         assert "2 of the 3 types queueing" in found.evidence[0].why, one.combination
@@ -153,7 +137,7 @@ async def test_three_queues_begun_together_one_without_runners_are_one_cause(
     for one in judged:
         assert one.named == "infrastructure" and one.located, one.combination
         assert one.confidence == "low", one.combination
-        found = _finding(one.report, "infrastructure")
+        found = finding(one.report, "infrastructure")
         assert set(found.runner_types) == set(truth.affected), one.combination
         assert "3 of the 3 types queueing" in found.evidence[0].why, one.combination
         (slow,) = [e for e in found.evidence if "no ceiling the work fills" in e.why]
@@ -177,7 +161,7 @@ async def test_runners_offline_far_beyond_those_coming_online_are_failing(
     assert listed.named == "infrastructure" and listed.located
     offline = next(
         e
-        for e in _finding(listed.report, "infrastructure").evidence
+        for e in finding(listed.report, "infrastructure").evidence
         if e.measure == "runners offline"
     )
     assert offline.now == 165
@@ -188,7 +172,7 @@ async def test_runners_offline_far_beyond_those_coming_online_are_failing(
         one = by[combination]
         assert one.named == "infrastructure" and one.located, combination
         assert one.confidence == "low", combination
-        first = _finding(one.report, "infrastructure").evidence[0]
+        first = finding(one.report, "infrastructure").evidence[0]
         assert first.measure.endswith("wait of jobs started"), combination
         assert "runners come long after jobs ask for them" in first.why, combination
 
@@ -206,9 +190,9 @@ async def test_work_seen_leaving_another_type_explains_a_longer_job_time(
     assert truth_of(fleet).primary_cause == "increased_workload"
     (jobs,) = await diagnose_run(fleet, tmp_path, ("jobs",))
     assert jobs.named == "increased_workload" and jobs.located
-    slower = _finding(jobs.report, "long_running_jobs")
+    slower = finding(jobs.report, "long_running_jobs")
     assert slower.verdict.value == "ruled_out"
     assert "globex-eng/service-api: Ci" in slower.evidence[0].why
-    workload = _finding(jobs.report, "increased_workload")
+    workload = finding(jobs.report, "increased_workload")
     moved = [e for e in workload.evidence if e.measure.endswith("(moved away?)")]
     assert [(e.runner_type, e.now) for e in moved] == [("linux-arm64-4cpu", 0.0)]

@@ -6,30 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
-
-from bot.domain.diagnosis import Finding, Report
 from fleetmodel import Case, FleetRun, plan, run, truth_of
-from tests.support.fleet_reading import diagnose_run
-from tests.support.integration import require_binary
-
-
-@pytest.fixture
-def binaries() -> tuple[str, str]:
-    return (
-        require_binary("prometheus", "apt-get install -y prometheus"),
-        require_binary("promtool", "apt-get install -y prometheus"),
-    )
+from tests.support.fleet_reading import diagnose_run, finding
 
 
 def _failing_starts(hour: int, types: int = 6) -> FleetRun:
     """`types` runner types, seed 3, the run ending at `hour`:21 on 26 November 2026."""
     end = datetime(2026, 11, 26, hour, 21, tzinfo=UTC)
     return run(plan(Case.FAILING_STARTS, seed=3, types=types, end=end))
-
-
-def _finding(report: Report, cause: str) -> Finding:
-    return next(f for f in report.findings if f.cause.value == cause)
 
 
 async def test_runners_held_above_what_the_demand_needs_are_slow_to_come_not_more_work(
@@ -43,15 +27,15 @@ async def test_runners_held_above_what_the_demand_needs_are_slow_to_come_not_mor
     assert truth_of(fleet).primary_cause == "infrastructure"
     for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
         assert judged.named == "infrastructure" and judged.located, judged.combination
-        found = _finding(judged.report, "infrastructure")
+        found = finding(judged.report, "infrastructure")
         assert found.runner_types == ("linux-x64-2cpu",)
         (slow,) = [e for e in found.evidence if "no ceiling the work fills" in e.why]
         assert slow.now is not None and slow.baseline is not None
         assert slow.now >= 5 * slow.baseline, judged.combination
-        limits = _finding(judged.report, "autoscaling_limits")
+        limits = finding(judged.report, "autoscaling_limits")
         assert limits.verdict.value == "ruled_out", judged.combination
         assert "held above the level the demand needs" in limits.evidence[0].why
-        workload = _finding(judged.report, "increased_workload")
+        workload = finding(judged.report, "increased_workload")
         assert workload.verdict.value != "likely", judged.combination
 
 
@@ -66,10 +50,10 @@ async def test_busy_runners_falling_while_jobs_wait_are_failing_runners(
     judgements = await diagnose_run(fleet, tmp_path, ("jobs", "arc", "arc-lean"), binaries=binaries)
     for judged in judgements:
         assert judged.named == "infrastructure" and judged.located, judged.combination
-        limits = _finding(judged.report, "autoscaling_limits")
+        limits = finding(judged.report, "autoscaling_limits")
         assert limits.verdict.value != "likely", judged.combination
     (jobs,) = [j for j in judgements if j.combination == "jobs"]
-    found = _finding(jobs.report, "infrastructure")
+    found = finding(jobs.report, "infrastructure")
     (busy,) = [e for e in found.evidence if e.measure == "busy runners"]
     assert (busy.now, busy.baseline) == (29.0, 17.0)
     (before,) = [e for e in found.evidence if e.measure == "busy runners 30 min before"]
@@ -88,11 +72,11 @@ async def test_runners_twenty_times_slower_to_start_are_no_ceiling_at_the_usual_
     assert truth_of(fleet).primary_cause == "infrastructure"
     for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
         assert judged.named == "infrastructure" and judged.located, judged.combination
-        found = _finding(judged.report, "infrastructure")
+        found = finding(judged.report, "infrastructure")
         (slow,) = [e for e in found.evidence if "no ceiling the work fills" in e.why]
         assert slow.runner_type == "linux-x64-4cpu"
-        assert _finding(judged.report, "autoscaling_limits").verdict.value == "ruled_out"
-        assert _finding(judged.report, "increased_workload").verdict.value != "likely"
+        assert finding(judged.report, "autoscaling_limits").verdict.value == "ruled_out"
+        assert finding(judged.report, "increased_workload").verdict.value != "likely"
 
 
 async def test_a_lowered_maximum_below_the_usual_level_stays_a_limit_at_low_demand(
@@ -106,5 +90,5 @@ async def test_a_lowered_maximum_below_the_usual_level_stays_a_limit_at_low_dema
     assert truth_of(fleet).primary_cause == "autoscaling_limits"
     (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
     assert judged.named == "autoscaling_limits" and judged.located
-    found = _finding(judged.report, "infrastructure")
+    found = finding(judged.report, "infrastructure")
     assert not [e for e in found.evidence if "no ceiling the work fills" in e.why]

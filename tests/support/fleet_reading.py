@@ -24,7 +24,7 @@ from bot.diagnostics.sources.github_runners import GitHubRunnersClient
 from bot.diagnostics.sources.job_history import load_history
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.diagnostics.sources.prometheus import PrometheusClient
-from bot.domain.diagnosis import Report
+from bot.domain.diagnosis import Finding, Report
 from bot.sandbox.github import GitHubSandbox
 from bot.store import open_store
 from fleetmodel import FleetRun, Truth, truth_of
@@ -38,6 +38,11 @@ TOKEN = "ghs_" + "second" * 7
 JOBS = JobsConfig(exclude=())
 #: The source combinations diagnostics are judged on.
 COMBINATIONS = ("jobs", "jobs+runners", "arc", "arc-lean", "all")
+
+
+def finding(report: Report, cause: str) -> Finding:
+    """`report`'s finding on `cause` (its value, e.g. "infrastructure")."""
+    return next(f for f in report.findings if f.cause.value == cause)
 
 
 @dataclass(frozen=True)
