@@ -4,7 +4,10 @@ runners held but not turning over, or a ceiling filled above the usual."""
 
 from __future__ import annotations
 
+import math
+
 from bot.diagnostics.evidence import (
+    QUEUED_AFFECTED,
     Supply,
     busy_signal,
     evidence,
@@ -46,6 +49,11 @@ WAITED_FAR_MORE_SECONDS = 600.0
 #: this many jobs (fewer cannot tell demand from chance).
 FILLED_SHARE = 0.9
 DEMAND_JOBS = 30.0
+#: The most runners busy at once above the level of an hour before by this share and this many
+#: more (and at least by its square root, what runners coming and going beneath a level waver
+#: by) while jobs waited all the while: risen beneath a queue.
+ROSE_SHARE = 0.15
+ROSE_MORE = 2.0
 
 
 def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
@@ -78,20 +86,31 @@ def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
 
 
 def _slow_to_come(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> Evidence | None:
-    """Busy runners rising, above the usual, yet the jobs that started waited many times their
-    usual wait and minutes more: each runner comes long after its job asked for it (slow to
-    provision or register), and the backlog keeps those that come busy."""
+    """Busy runners above the usual, rising or not held at any one level (no ceiling), yet the
+    jobs that started waited many times their usual wait and minutes more: each runner comes
+    long after its job asked for it (failing, or slow to provision or register), and the
+    backlog keeps those that come busy."""
     far = _waited_far_longer(fleet, state.name)
-    if not busy.catching_up or far is None:
+    if far is None or not (busy.catching_up or not busy.flat):
         return None
     found, waited, usual = far
+    moved = (
+        f"rose from {amount(busy.before[-1], '')} to {amount(busy.now, '')} in half an hour"
+        if busy.catching_up
+        else f"held at no one level ({_levels(busy)} over half an hour): no ceiling holds them"
+    )
     why = (
-        f"{waited / max(usual, 1.0):.0f}x the usual while busy runners rose from"
-        f" {amount(busy.before[-1], '')} to {amount(busy.now, '')} in half an hour, at usual"
-        " demand and job time: runners come long after jobs ask for them (slow to start"
-        " or register?)"
+        f"{waited / max(usual, 1.0):.0f}x the usual at usual demand and job time, while busy"
+        f" runners {moved}: runners come long after jobs ask for them (failing, or slow to"
+        " start or register?)"
     )
     return found.model_copy(update={"why": why})
+
+
+def _levels(busy: Supply) -> str:
+    """The levels busy runners were read at, the earliest first (their peaks where measured)."""
+    levels = busy.peaks or (busy.now, *busy.before)
+    return " → ".join(amount(level, "") for level in reversed(levels))
 
 
 def _waited_far_longer(fleet: FleetSignals, name: str) -> tuple[Evidence, float, float] | None:
@@ -151,6 +170,41 @@ def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
         f" runners held at a ceiling would start {amount(turnover * 60.0, '')} at the usual job"
         f" time ({amount(seconds / 60.0, '')} min{_and_wait(between)}): the runners are held by"
         " jobs left running, and new ones do not come (failing to start or register?)"
+    )
+    return found.model_copy(update={"why": why})
+
+
+def rose_beneath_queue(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
+    """Jobs waiting an hour ago and at each reading since, and the jobs that started lately
+    waiting longer than usual, while the most runners busy at once rose clearly above their
+    level of an hour before: no ceiling holds them (a ceiling stops busy runners rising while
+    jobs wait, and a raised one clears the queue). Runners come, but too slowly to keep up
+    (most failing to start or register, or slow to)."""
+    name = state.name
+    busy = supply(fleet, name)
+    then_peak = fleet.an_hour_ago(Signal.RUNNING_PEAK, name)
+    then_queued = fleet.an_hour_ago(Signal.QUEUED, name)
+    if busy is None or not busy.peaks or then_peak is None or then_queued is None:
+        return None
+    if then_queued < QUEUED_AFFECTED or not waited_through(fleet, name):
+        return None
+    if waits_as_usual(fleet, name) or _started_wait(fleet, name) is None:
+        return None
+    if busy.top < then_peak + max(ROSE_SHARE * then_peak + ROSE_MORE, math.sqrt(then_peak)):
+        return None
+    found = evidence(
+        fleet,
+        Signal.RUNNING_PEAK,
+        name,
+        f"most runners busy at once, last {fleet.window}",
+        now=busy.top,
+        baseline=False,
+    )
+    why = (
+        f"rose from {amount(then_peak, '')} an hour before while {amount(then_queued, '')} jobs"
+        " waited then and jobs waited since: no ceiling holds them (it would stop them rising"
+        " while jobs wait), and the runners come too slowly to keep up (most failing to start"
+        " or register, or slow to?)"
     )
     return found.model_copy(update={"why": why})
 

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from bot.diagnostics.measures import BY_WORKFLOW, Origin, Signal
 from bot.diagnostics.signals import (
     EARLIER,
+    HOUR_AGO,
     WITH_BASELINE,
     WITH_EARLIER,
     FleetSignals,
@@ -75,9 +76,13 @@ def from_jobs(reading: JobReading, window: str) -> FleetSignals:
     }
     fleet.yesterday = {s: dict(v) for s, v in reading.yesterday.items()}
     fleet.week_ago = {s: dict(v) for s, v in reading.week_ago.items()}
-    fleet.earlier[Signal.QUEUED] = list(reading.earlier_queued)
-    fleet.earlier[Signal.RUNNING] = list(reading.earlier_running)
-    fleet.earlier[Signal.RUNNING_PEAK] = list(reading.earlier_peaks)
+    # Read at each of EARLIER and then an hour ago (read_fleet asks for both).
+    fleet.earlier[Signal.QUEUED] = list(reading.earlier_queued[: len(EARLIER)])
+    fleet.earlier[Signal.RUNNING] = list(reading.earlier_running[: len(EARLIER)])
+    fleet.earlier[Signal.RUNNING_PEAK] = list(reading.earlier_peaks[: len(EARLIER)])
+    if len(reading.earlier_peaks) > len(EARLIER):
+        fleet.hour_ago[Signal.QUEUED] = dict(reading.earlier_queued[len(EARLIER)])
+        fleet.hour_ago[Signal.RUNNING_PEAK] = dict(reading.earlier_peaks[len(EARLIER)])
     fleet.longest = dict(reading.longest)
     fleet.since = dict(reading.since)
     return fleet
@@ -138,6 +143,9 @@ def merge(parts: list[tuple[Origin, FleetSignals]], at: datetime, window: str) -
         for signal, earlier in part.earlier.items():
             if signal not in fleet.earlier and earlier:
                 fleet.earlier[signal] = earlier
+        for signal, then in part.hour_ago.items():
+            if signal not in fleet.hour_ago and then:
+                fleet.hour_ago[signal] = then
         for signal, reason in part.missing.items():
             fleet.missing.setdefault(signal, f"{origin.value}: {reason}")
         for name, jobs in part.longest.items():
@@ -175,7 +183,9 @@ async def read_fleet(
         if sources.store is None:
             return
         try:
-            reading = await read_jobs(sources.store, sources.jobs, at, span, earlier=EARLIER)
+            reading = await read_jobs(
+                sources.store, sources.jobs, at, span, earlier=(*EARLIER, HOUR_AGO)
+            )
         except StoreError as exc:
             problems.append(f"GitHub job events could not be read: {exc}")
             return

@@ -6,8 +6,9 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
   through half an hour and the jobs that started waited longer than usual; or a ceiling
   guessed at the level usually busy at this hour, which the usual demand fitted beneath
   without a queue, the usual load by Little's law included (infrastructure, low confidence);
-  or more runners busy than usual and rising while the jobs that started waited many times
-  their usual wait: runners slow to come (infrastructure, low confidence);
+  or more runners busy than usual, rising or held at no one level, while the jobs that
+  started waited many times their usual wait: runners slow to come (infrastructure, low
+  confidence);
 - busy runners held at one level below the usual (no maximum measured) that start far fewer
   jobs than a ceiling turns over (each runner a job's usual time and its next one's start,
   about the usual wait): jobs left running hold them, new runners do not come
@@ -16,7 +17,8 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
   hour while jobs wait, where more demand could not be told from chance (more work, medium
   confidence); unless the last hour's demand, measured, keeps clearly fewer busy and the jobs
   that started waited many times their usual: runners too slow to come (infrastructure, low
-  confidence);
+  confidence); so too where the most busy at once rose clearly above their level of an hour
+  before while jobs waited all the while (a ceiling stops them rising);
 - work new to the type (workflows that usually send it next to none) filling a ceiling,
   with demand above usual if too little to tell from chance (more work, medium confidence);
 - runners failing across the fleet: runners failing, or held at a ceiling guessed below the
@@ -36,6 +38,7 @@ from bot.diagnostics.busy_runners import (
     filled_above_usual,
     not_coming,
     not_turning_over,
+    rose_beneath_queue,
     unfilled_ceiling,
     waits_as_usual,
 )
@@ -106,6 +109,10 @@ def infer(
     if state.max is None and (slow := unfilled_ceiling(fleet, state)) is not None:
         why = "held above the level the demand needs: no ceiling holds it (see infrastructure)"
         _not_a_ceiling(verdicts, name, slow, why)
+        return Cause.INFRASTRUCTURE, Confidence.LOW
+    if state.max is None and (risen := rose_beneath_queue(fleet, state)) is not None:
+        why = "risen while jobs waited: no ceiling holds it (see infrastructure)"
+        _not_a_ceiling(verdicts, name, risen, why)
         return Cause.INFRASTRUCTURE, Confidence.LOW
     more_work: tuple[tuple[Callable[[], Evidence | None], Confidence], ...] = (
         (lambda: filled_above_usual(fleet, state), Confidence.MEDIUM),

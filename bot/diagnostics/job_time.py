@@ -31,7 +31,8 @@ FEW_BUSY = 0.5
 
 def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     """Long-running jobs: job time (p90, or the mean where no percentile is measured) well
-    above usual, with enough jobs or another measure of it agreeing; not where far fewer
+    above usual, with enough jobs or another measure of it agreeing, or the time a job holds
+    its runner where no job completed in the window to time; not where far fewer
     runners are busy than usual (slower jobs keep more busy), nor where workflows new to the
     type explain it (the job mix changed, not the jobs)."""
     name = state.name
@@ -41,7 +42,10 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         signal, measure = Signal.DURATION_MEAN, "mean job time"
         now, base = fleet.value(signal, name), fleet.base(signal, name)
     if now is None or base is None:
-        return Verdict.NO_DATA, ()
+        # No job completed in the window to time: the runners held by the jobs started over
+        # the hour still tell how long a job keeps one.
+        held = held_longer(fleet, name)
+        return (Verdict.LIKELY, (held,)) if held is not None else (Verdict.NO_DATA, ())
     ratio = ratio_of(now, base, 1.0) or 0.0
     center = Signal.DURATION_P50 if signal is Signal.DURATION_P90 else Signal.DURATION_P90
     measured_center = ratio_of(fleet.value(center, name), fleet.base(center, name), 1.0)

@@ -57,6 +57,9 @@ WITH_EARLIER = (
     Signal.RUNNING,
     Signal.RUNNING_PEAK,
 )
+#: Read also an hour ago: whether a queue stood all the while and runners rose beneath it.
+HOUR_AGO = timedelta(hours=1)
+WITH_HOUR_AGO = (Signal.QUEUED, Signal.RUNNING_PEAK)
 
 Values = dict[str, float]  # runner type → value
 WorkflowValues = dict[str, dict[str, float]]  # runner type → workflow → value
@@ -78,6 +81,8 @@ class FleetSignals:
     now: dict[Signal, Values] = field(default_factory=dict)
     baseline: dict[Signal, Values] = field(default_factory=dict)
     earlier: dict[Signal, list[Values]] = field(default_factory=dict)
+    #: Those of WITH_HOUR_AGO an hour ago.
+    hour_ago: dict[Signal, Values] = field(default_factory=dict)
     workflows: dict[Signal, WorkflowValues] = field(default_factory=dict)
     workflow_baseline: dict[Signal, WorkflowValues] = field(default_factory=dict)
     #: By job and by repository (job events only): runner type → job or repository → value.
@@ -112,6 +117,10 @@ class FleetSignals:
     def before(self, signal: Signal, runner_type: str) -> list[float]:
         """`signal` 15 and 30 minutes ago, where read."""
         return [then[runner_type] for then in self.earlier.get(signal, []) if runner_type in then]
+
+    def an_hour_ago(self, signal: Signal, runner_type: str) -> float | None:
+        """`signal` an hour ago, where read."""
+        return self.hour_ago.get(signal, {}).get(runner_type)
 
     def days_before(self, signal: Signal, runner_type: str) -> tuple[float | None, float | None]:
         """`signal` the same time yesterday and a week before, each where it was read."""
@@ -216,6 +225,8 @@ async def collect(
         for signal in earlier:
             for index, ago in enumerate(EARLIER):
                 jobs[(signal, "earlier", index)] = tasks.create_task(guarded(signal, at - ago))
+            if signal in WITH_HOUR_AGO:
+                jobs[(signal, "hour", 0)] = tasks.create_task(guarded(signal, at - HOUR_AGO))
 
     fleet = FleetSignals(at=at, window=pack.window)
     for signal in reading:
@@ -242,6 +253,8 @@ async def collect(
         fleet.earlier[signal] = [
             _by_type(jobs[(signal, "earlier", i)].result()) for i in range(len(EARLIER))
         ]
+        if (signal, "hour", 0) in jobs:
+            fleet.hour_ago[signal] = _by_type(jobs[(signal, "hour", 0)].result())
     return fleet
 
 

@@ -373,17 +373,21 @@ async def test_few_runners_busy_are_no_slowdown_and_runners_not_turning_over_no_
         assert "not turning over" in limits.evidence[0].why
 
 
-async def test_a_ceiling_seen_in_job_events_alone_is_no_certainty(tmp_path: Path) -> None:
+async def test_a_level_risen_beneath_a_standing_queue_is_no_ceiling_nor_a_certainty(
+    tmp_path: Path,
+) -> None:
     # Six in seven new machines of a small type never boot (three types, at night): busy
-    # runners held at 5-6 where 4 are usual, 16 jobs waiting 28 minutes. Job events show a
-    # ceiling, not whether runners sit idle, offline or never come; the runners list shows one
-    # idle while jobs wait, which a ceiling would not leave: medium at most.
+    # runners at 5-6 where 4 are usual, 16 jobs waiting 28 minutes. Job events show no idle,
+    # offline or failing runner; but 8 jobs waited an hour ago too, when at most 3 runners were
+    # busy at once, and now 6 are: a ceiling would have stopped them rising. Runners failing,
+    # told by elimination: low confidence, the ceiling ruled out.
     fleet = _at(Case.FAILING_STARTS, 1, 3, day=26, types=3)
     assert truth_of(fleet).primary_cause == "infrastructure"
     for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        assert judged.confidence == "low", judged.combination
         limits = next(f for f in judged.report.findings if f.cause.value == "autoscaling_limits")
-        assert limits.verdict.value == "likely", judged.combination
-        assert judged.confidence == "medium", judged.combination
+        assert limits.verdict.value == "ruled_out", judged.combination
 
 
 async def test_a_ceiling_at_the_busy_reading_but_below_the_usual_load_is_a_limit(

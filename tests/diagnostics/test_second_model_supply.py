@@ -92,3 +92,49 @@ async def test_a_lowered_maximum_below_the_usual_level_stays_a_limit_at_low_dema
     assert judged.named == "autoscaling_limits" and judged.located
     found = finding(judged.report, "infrastructure")
     assert not [e for e in found.evidence if "no ceiling the work fills" in e.why]
+
+
+async def test_busy_runners_risen_beneath_a_standing_queue_are_no_ceiling(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # Most new runners of linux-arm64-8cpu never start (none of them registers, so GitHub's
+    # runners list shows every runner busy, none idle). 30 jobs wait 34 minutes; jobs waited an
+    # hour ago too, when at most 20 to 22 runners were busy at once; now 28 are. A ceiling stops
+    # busy runners rising while jobs wait: before, this read as a limit (at high confidence
+    # with the runners list).
+    end = datetime(2026, 11, 27, 10, 21, tzinfo=UTC)
+    fleet = run(plan(Case.FAILING_STARTS, seed=3, types=3, end=end))
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    combinations = ("jobs", "jobs+runners", "arc-lean")
+    for judged in await diagnose_run(fleet, tmp_path, combinations, binaries=binaries):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        found = finding(judged.report, "infrastructure")
+        assert found.runner_types == ("linux-arm64-8cpu",), judged.combination
+        (risen,) = [e for e in found.evidence if e.why.startswith("rose from")]
+        assert risen.now == 28.0, judged.combination
+        assert "jobs waited then" in risen.why
+        limits = finding(judged.report, "autoscaling_limits")
+        assert limits.verdict.value == "ruled_out", judged.combination
+        assert "risen while jobs waited" in limits.evidence[0].why
+
+
+async def test_busy_runners_at_no_one_level_while_jobs_wait_far_longer_are_failing_runners(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # New runners fail on every type. linux-arm64-8cpu has the worst queue (48 jobs, 35
+    # minutes) at usual demand and job time, its most busy at once 31, 34, then 24 over half an
+    # hour: no ceiling holds them, and the jobs that started waited 17 times their usual wait.
+    # Before, nothing was found for it, and the fleet read as a limit on gpu-a10g-1gpu.
+    end = datetime(2026, 11, 27, 10, 28, tzinfo=UTC)
+    fleet = run(plan(Case.OUTAGE, seed=4, types=3, end=end))
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "infrastructure" and len(truth.affected) == 3
+    combinations = ("jobs", "jobs+runners", "arc-lean")
+    for judged in await diagnose_run(fleet, tmp_path, combinations, binaries=binaries):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        found = finding(judged.report, "infrastructure")
+        assert set(found.runner_types) == set(truth.affected), judged.combination
+        (slow,) = [e for e in found.evidence if "held at no one level" in e.why]
+        assert slow.runner_type == "linux-arm64-8cpu"
+        assert slow.now is not None and slow.baseline is not None
+        assert slow.now >= 10 * slow.baseline, judged.combination
