@@ -91,8 +91,8 @@ def _slow_to_come(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> 
     long after its job asked for it (failing, or slow to provision or register), and the
     backlog keeps those that come busy."""
     far = _waited_far_longer(fleet, state.name)
-    if far is None or not (busy.catching_up or not busy.flat):
-        return None
+    if far is None or (busy.flat and not busy.catching_up):
+        return None  # held at one level: a ceiling, not runners slow to come
     found, waited, usual = far
     moved = (
         f"rose from {amount(busy.before[-1], '')} to {amount(busy.now, '')} in half an hour"

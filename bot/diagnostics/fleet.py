@@ -76,13 +76,10 @@ def from_jobs(reading: JobReading, window: str) -> FleetSignals:
     }
     fleet.yesterday = {s: dict(v) for s, v in reading.yesterday.items()}
     fleet.week_ago = {s: dict(v) for s, v in reading.week_ago.items()}
-    # Read at each of EARLIER and then an hour ago (read_fleet asks for both).
-    fleet.earlier[Signal.QUEUED] = list(reading.earlier_queued[: len(EARLIER)])
-    fleet.earlier[Signal.RUNNING] = list(reading.earlier_running[: len(EARLIER)])
-    fleet.earlier[Signal.RUNNING_PEAK] = list(reading.earlier_peaks[: len(EARLIER)])
-    if len(reading.earlier_peaks) > len(EARLIER):
-        fleet.hour_ago[Signal.QUEUED] = dict(reading.earlier_queued[len(EARLIER)])
-        fleet.hour_ago[Signal.RUNNING_PEAK] = dict(reading.earlier_peaks[len(EARLIER)])
+    fleet.earlier[Signal.QUEUED] = list(reading.earlier_queued)
+    fleet.earlier[Signal.RUNNING] = list(reading.earlier_running)
+    fleet.earlier[Signal.RUNNING_PEAK] = list(reading.earlier_peaks)
+    fleet.hour_ago = {s: dict(v) for s, v in reading.hour_ago.items()}
     fleet.longest = dict(reading.longest)
     fleet.since = dict(reading.since)
     return fleet
@@ -184,7 +181,7 @@ async def read_fleet(
             return
         try:
             reading = await read_jobs(
-                sources.store, sources.jobs, at, span, earlier=(*EARLIER, HOUR_AGO)
+                sources.store, sources.jobs, at, span, earlier=EARLIER, hour_ago=HOUR_AGO
             )
         except StoreError as exc:
             problems.append(f"GitHub job events could not be read: {exc}")

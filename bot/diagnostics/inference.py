@@ -106,14 +106,16 @@ def infer(
         return Cause.INFRASTRUCTURE, Confidence.MEDIUM
     if not _filled(verdicts, name):
         return None
-    if state.max is None and (slow := unfilled_ceiling(fleet, state)) is not None:
-        why = "held above the level the demand needs: no ceiling holds it (see infrastructure)"
-        _not_a_ceiling(verdicts, name, slow, why)
-        return Cause.INFRASTRUCTURE, Confidence.LOW
-    if state.max is None and (risen := rose_beneath_queue(fleet, state)) is not None:
-        why = "risen while jobs waited: no ceiling holds it (see infrastructure)"
-        _not_a_ceiling(verdicts, name, risen, why)
-        return Cause.INFRASTRUCTURE, Confidence.LOW
+    # A ceiling guessed from busy runners (no maximum measured) that no work fills, or that
+    # busy runners rose through while jobs waited: runners too slow to come.
+    too_slow = (
+        (unfilled_ceiling, "held above the level the demand needs"),
+        (rose_beneath_queue, "risen while jobs waited"),
+    )
+    for ceiling_against, why in too_slow if state.max is None else ():
+        if (slow := ceiling_against(fleet, state)) is not None:
+            _not_a_ceiling(verdicts, name, slow, f"{why}: no ceiling holds it (see infrastructure)")
+            return Cause.INFRASTRUCTURE, Confidence.LOW
     more_work: tuple[tuple[Callable[[], Evidence | None], Confidence], ...] = (
         (lambda: filled_above_usual(fleet, state), Confidence.MEDIUM),
         (

@@ -85,6 +85,8 @@ class JobReading:
     earlier_running: list[Values] = field(default_factory=list)
     #: The most jobs running at once in the window ending 15 and 30 minutes before.
     earlier_peaks: list[Values] = field(default_factory=list)
+    #: Jobs queued and the most running at once an hour before, where asked for.
+    hour_ago: dict[Signal, Values] = field(default_factory=dict)
     #: The longest-waiting jobs now, longest first, per runner type.
     longest: dict[str, list[QueuedJob]] = field(default_factory=dict)
     #: When the oldest job queued now was created (Unix seconds), per runner type.
@@ -210,16 +212,19 @@ async def read_jobs(
     *,
     baseline_days: int = 7,
     earlier: Iterable[timedelta] = (timedelta(minutes=15), timedelta(minutes=30)),
+    hour_ago: timedelta | None = None,
 ) -> JobReading:
     """Everything the job events say at `at`, over `window`, with the baseline of the
-    `baseline_days` previous days at the same time, and yesterday and a week before."""
+    `baseline_days` previous days at the same time, and yesterday and a week before; with
+    `hour_ago`, the queue and the most running at once that long before too."""
     stamp, span = at.timestamp(), window.total_seconds()
     days, note = usual_moments(stamp, span, await store.first_job_created(), baseline_days)
     # Yesterday and a week before are shown on their own where they are among the usual days.
     single = [t for t in (days_before(stamp, 1), days_before(stamp, 7)) if t in days]
     earlier_at = [stamp - ago.total_seconds() for ago in earlier]
+    back = [stamp - hour_ago.total_seconds()] if hour_ago is not None else []
     queues = await asyncio.gather(
-        *(queued_now(store, config, t) for t in [stamp, *earlier_at, *days])
+        *(queued_now(store, config, t) for t in [stamp, *earlier_at, *back, *days])
     )
     activities = await asyncio.gather(*(store.job_activity(t - span, t) for t in [stamp, *days]))
     outcomes = activities
@@ -231,7 +236,7 @@ async def read_jobs(
     judged = (judged_now, *judged_past)
     hourly = [_per_minute(activity, activity.arrivals) for activity in judged]
     hourly_starts = [_per_minute(activity, activity.starts) for activity in judged]
-    ends = [stamp, *earlier_at]
+    ends = [stamp, *earlier_at, *back]
     # The jobs that may have run in the earliest window: started at most the lookback before.
     lookback = RUNNING_LOOKBACK_SECONDS + stamp - min(ends) + span
     busy, spans = await asyncio.gather(
@@ -251,9 +256,14 @@ async def read_jobs(
     reading.earlier_queued = [_counts(then) for then in queues[1 : 1 + len(earlier_at)]]
     reading.earlier_running = list(busy[1 : 1 + len(earlier_at)])
     reading.now[Signal.RUNNING_PEAK] = peaks[0]
-    reading.earlier_peaks = peaks[1:]
+    reading.earlier_peaks = peaks[1 : 1 + len(earlier_at)]
+    if back:
+        reading.hour_ago = {
+            Signal.QUEUED: _counts(queues[1 + len(earlier_at)]),
+            Signal.RUNNING_PEAK: peaks[-1],
+        }
     base = usual(past)
-    queued_days = queues[1 + len(earlier_at) :]
+    queued_days = queues[1 + len(earlier_at) + len(back) :]
     # The usual queue at this hour: a type queueing as it does every day is no incident.
     reading.baseline = {
         **base.values,
