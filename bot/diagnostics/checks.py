@@ -45,12 +45,18 @@ from bot.diagnostics.evidence import (
     supply,
     waited_through,
 )
-from bot.diagnostics.inference import Guess, across_fleet, below_usual_guess, infer
-from bot.diagnostics.job_time import long_running, weigh
+from bot.diagnostics.inference import (
+    Guess,
+    across_fleet,
+    below_usual_guess,
+    failing_across,
+    infer,
+)
+from bot.diagnostics.job_time import long_running, timed_by_few, weigh
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check, infrastructure, resources, runners_missing
 from bot.diagnostics.signals import FleetSignals, window_minutes
-from bot.diagnostics.workload import moved_from, top_workflows
+from bot.diagnostics.workload import moved_from, moved_in, top_workflows
 from bot.domain.diagnosis import (
     Cause,
     Confidence,
@@ -111,6 +117,11 @@ def _workload(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         # rule a surge out there.
         return Verdict.NO_DATA, ()
     workflows = top_workflows(fleet, by_workflow, name, 0.05) if likely else ()
+    # A job moved here within a workflow that ran here before: more work of another kind,
+    # though jobs a minute rose less than a surge's.
+    arrived = None if likely else moved_in(fleet, name)
+    if arrived is not None:
+        likely, workflows = True, arrived.workflows
     signal = (
         Signal.ARRIVALS_PER_MINUTE if asked.measured == "arrivals" else Signal.STARTED_PER_MINUTE
     )
@@ -131,6 +142,8 @@ def _workload(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         found.append(
             evidence(fleet, Signal.ARRIVALS_HOUR, name, "jobs arriving per minute, last hour")
         )
+    if arrived is not None:
+        found.append(arrived)
     for other in moved_from(fleet, name, workflows) if likely else ():
         found.append(other)
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
@@ -298,12 +311,16 @@ def diagnose(fleet: FleetSignals) -> Report:
                 or queue_in_doubt(fleet, state)
                 or near_usual(fleet, state)
                 or (both and primary in (Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD))
+                or (primary is Cause.LONG_RUNNING_JOBS and timed_by_few(fleet, state.name))
             ):
                 confidence = min(confidence, Confidence.MEDIUM, key=CONFIDENCE_ORDER.index)
             if state.name in guessed and guessed[state.name][0] is primary:
                 confidence = guessed[state.name][1]
         for cause in likely:
             rank.setdefault(cause, (severity(fleet, state), -PRECEDENCE.index(cause)))
+    overall = failing_across(verdicts, [state.name for state in affected])
+    if overall is not None and overall[0] is not primary:
+        primary, confidence = overall
 
     findings = [_finding(cause, verdicts[cause], affected) for cause in Cause]
     findings.sort(

@@ -332,3 +332,20 @@ def _stopped_together(
         return False
     began = [state.since for state in affected if state.since is not None]
     return len(began) < len(names) or max(began) - min(began) <= FLEET_WIDE_TOGETHER_SECONDS
+
+
+def failing_across(verdicts: dict[Cause, dict[str, Check]], names: list[str]) -> Guess | None:
+    """Runners failing on most of the types queueing (more than half, and at least
+    FLEET_WIDE_FAILING; with no other cause of their own, as jobs failing or slower) is the
+    fleet's cause, whatever the worst type shows besides: one cause
+    across the fleet explains the alert better than the worst type's own. Medium confidence
+    on FLEET_WIDE_TYPES types or more, low on fewer. None where not so."""
+    failing = [
+        name
+        for name in names
+        if [c for c in _likely(verdicts, name) if c in OWN_SIGNATURE] == [Cause.INFRASTRUCTURE]
+    ]
+    if len(failing) < FLEET_WIDE_FAILING or len(failing) <= FLEET_WIDE_SHARE * len(names):
+        return None
+    many = len(failing) >= FLEET_WIDE_TYPES
+    return Cause.INFRASTRUCTURE, Confidence.MEDIUM if many else Confidence.LOW

@@ -11,6 +11,7 @@ from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.diagnostics.workload import (
     HELD_AGREES,
     HELD_MIN_BUSY,
+    HELD_RATIO,
     HELD_TIMED_RATIO,
     held_longer,
     hold_ratio,
@@ -50,19 +51,15 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     center = Signal.DURATION_P50 if signal is Signal.DURATION_P90 else Signal.DURATION_P90
     measured_center = ratio_of(fleet.value(center, name), fleet.base(center, name), 1.0)
     ratio_center = measured_center or 0.0
-    minutes = window_minutes(fleet.window)
-    jobs = (
-        fleet.value(Signal.COMPLETED_PER_MINUTE, name)
-        or fleet.value(Signal.STARTED_PER_MINUTE, name)
-        or 0.0
-    ) * minutes
+    jobs = _timed(fleet, name)
     # A percentile of a few jobs moves by chance (by a histogram bucket, x1.3-1.5): with few
     # jobs a rise counts when another measure of the job time rose too (the median, or the
-    # time a job holds its runner), or it doubled while the median did not fall well below
-    # usual (a p90 of three jobs doubled with their median a third of usual is their spread,
-    # not a slowdown).
+    # time a job holds its runner), or it doubled while the median did not fall below usual
+    # (a p90 of three jobs doubled with their median a third of usual is their spread,
+    # not a slowdown; nor is one with their median below usual by more than a few jobs'
+    # spread: slower jobs move the middle too).
     held_ratio = hold_ratio(fleet, name)
-    center_fell = measured_center is not None and measured_center < 1.0 / RATIO_LIKELY
+    center_fell = measured_center is not None and measured_center < 1.0 / HELD_TIMED_RATIO
     likely = ratio >= RATIO_LIKELY and (
         jobs >= ENOUGH_JOBS
         or ratio_center >= RATIO_LIKELY
@@ -114,6 +111,22 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         label = "p50 job time" if center is Signal.DURATION_P50 else "p90 job time"
         found.append(evidence(fleet, center, name, label, unit="s"))
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
+
+
+def _timed(fleet: FleetSignals, name: str) -> float:
+    """About how many of `name`'s jobs the window's job time is measured on."""
+    return (
+        fleet.value(Signal.COMPLETED_PER_MINUTE, name)
+        or fleet.value(Signal.STARTED_PER_MINUTE, name)
+        or 0.0
+    ) * window_minutes(fleet.window)
+
+
+def timed_by_few(fleet: FleetSignals, name: str) -> bool:
+    """Job time rose on too few jobs to be certain of, with no clear rise of the time a job
+    holds its runner to agree: long-running jobs at most at medium confidence."""
+    held = hold_ratio(fleet, name)
+    return _timed(fleet, name) < ENOUGH_JOBS and (held is None or held < HELD_RATIO)
 
 
 def _factors(fleet: FleetSignals, name: str) -> tuple[float, float]:

@@ -15,6 +15,8 @@ MAX_WORKFLOWS = 3
 #: A workflow counts as moved away from a type when its arrivals there fell this much.
 MOVED_SHARE = 0.5
 MOVED_MIN_PER_MINUTE = 0.2
+#: ...and came to another type: this many more of its jobs there in the window than usual.
+MOVED_MIN_JOBS = 5.0
 #: A job or a repository is named when it alone holds this share of the growth: most of it.
 DOMINANT_SHARE = 2 / 3
 #: The time a job holds a runner (runners busy / jobs started a minute) this many times usual,
@@ -269,6 +271,50 @@ def _workflows_of(grouping: str, groups: tuple[str, ...]) -> tuple[str, ...]:
     return groups if grouping == "workflow" else ()
 
 
+def moved_in(fleet: FleetSignals, name: str) -> Evidence | None:
+    """Workflows that ran on `name` before and now send it far more jobs while they send
+    another type far fewer: a job of theirs moved here (its `runs-on` changed), work new to the
+    type though its workflow is not. Evidence where their extra jobs bring a good share of the
+    type's work (jobs a minute times their time); None where not, or where no jobs a minute are
+    measured by workflow."""
+    (now, base), timed = _groupings(fleet, name)["workflow"]
+    minutes = window_minutes(fleet.window)
+    grown = tuple(
+        workflow
+        for workflow, rate in now.items()
+        if (usual := base.get(workflow, 0.0)) > NEW_WORK_USUAL * rate
+        and rate >= WORKFLOW_RATIO * usual
+        and (rate - usual) * minutes >= MOVED_MIN_JOBS
+    )
+    # Each workflow on its own (the evidence sums them): its fall elsewhere at least half
+    # its rise here, or it is more runs of it, not a job of it moved.
+    fell = {
+        w: sum((e.baseline or 0.0) - (e.now or 0.0) for e in moved_from(fleet, name, (w,)))
+        for w in grown
+    }
+    moved = tuple(w for w in grown if fell[w] >= MOVED_SHARE * (now[w] - base[w]))
+    times = timed[0][0] or timed[1][0]
+    known = sorted(times.values())
+    usual_time = known[len(known) // 2] if known else 1.0
+    total = sum(rate * times.get(w, usual_time) for w, rate in now.items())
+    extra = sum((now[w] - base[w]) * times.get(w, usual_time) for w in moved)
+    if not moved or total <= 0 or extra < NEW_WORK_SHARE * total:
+        return None
+    origin = fleet.origin(Signal.ARRIVALS_PER_MINUTE, name) or fleet.origin(
+        Signal.STARTED_PER_MINUTE, name
+    )
+    return Evidence(
+        runner_type=name,
+        measure="jobs a minute of workflows moved here",
+        now=sum(now[w] for w in moved),
+        baseline=sum(base[w] for w in moved),
+        workflows=moved,
+        source=origin.value if origin else "",
+        why=f"their extra jobs are {extra / total:.0%} of its work (jobs times their time),"
+        " while these workflows send another type far fewer: a job of theirs moved here",
+    )
+
+
 def mix_explains(fleet: FleetSignals, name: str) -> tuple[str, ...]:
     """Workflows or repositories new to `name` that explain its longer job time: where they
     bring a good share of its jobs and none of those that ran there before takes longer than
@@ -277,8 +323,16 @@ def mix_explains(fleet: FleetSignals, name: str) -> tuple[str, ...]:
     those that ran here before slower. Empty where that is not so, or where no job time is
     measured per workflow or repository."""
     minutes = window_minutes(fleet.window)
-    for grouping, (jobs, timed) in _groupings(fleet, name).items():
-        share, new = new_work(jobs, timed[0][0])
+    groupings = _groupings(fleet, name)
+    found = [
+        (grouping, *new_work(jobs, timed[0][0])) for grouping, (jobs, timed) in groupings.items()
+    ]
+    if (arrived := moved_in(fleet, name)) is not None:
+        # Then workflows that ran here before, with a job of theirs moved in: their time is
+        # the moved job's, no measure of the jobs that ran here before.
+        found.append(("workflow", 1.0, arrived.workflows))
+    for grouping, share, new in found:
+        jobs, timed = groupings[grouping]
         # The first measure of job time with a usual to compare with: mean, else p90.
         times = next(((now, base) for now, base in timed if now and base), None)
         if share < NEW_WORK_SHARE or times is None:
@@ -286,7 +340,7 @@ def mix_explains(fleet: FleetSignals, name: str) -> tuple[str, ...]:
         counted = {group: rate * minutes for group, rate in jobs[0].items()}
         named = _workflows_of(grouping, new)
         moved = bool(named) and bool(moved_from(fleet, name, named))
-        if not any(_slower(group, times, counted, moved) for group in times[0]):
+        if not any(_slower(g, times, counted, moved) for g in times[0] if g not in new):
             return new
     return ()
 

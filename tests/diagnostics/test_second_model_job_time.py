@@ -32,3 +32,88 @@ async def test_jobs_holding_their_runners_longer_are_slower_with_none_completed_
         assert held.now >= 2 * held.baseline, judged.combination
         workload = finding(judged.report, "increased_workload")
         assert workload.verdict.value != "likely", judged.combination
+
+
+async def test_a_job_moved_within_a_workflow_that_ran_on_the_type_is_more_work(
+    tmp_path: Path,
+) -> None:
+    # service-api's E2E workflow ran on linux-x64-4cpu (2.7 jobs a minute at this hour); its
+    # other job's `runs-on` moved from gpu-h100-8gpu to it. E2E now sends 6.4 jobs a minute
+    # here, none there (3.4 usual), and its moved jobs are the long ones: the type's p90 job
+    # time is 1.9 times usual while its jobs a minute rose 1.49 times, short of a surge.
+    # Before, this read as long-running jobs at high confidence: the workflow was not new to
+    # the type, so the changed mix went unseen.
+    end = datetime(2026, 11, 27, 3, 42, tzinfo=UTC)
+    fleet = run(plan(Case.MOVED_WORKFLOW, seed=6, types=3, end=end))
+    truth = truth_of(fleet)
+    assert truth.affected == {"linux-x64-4cpu": "increased_workload"}
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "increased_workload" and judged.located, judged.combination
+        workload = finding(judged.report, "increased_workload")
+        (moved,) = [e for e in workload.evidence if e.measure.endswith("moved here")]
+        assert (moved.runner_type, moved.workflows) == ("linux-x64-4cpu", ("E2E",))
+        assert moved.now == 6.4 and moved.baseline == 2.7
+        (away,) = [e for e in workload.evidence if e.measure.endswith("(moved away?)")]
+        assert (away.runner_type, away.now, away.baseline) == ("gpu-h100-8gpu", 0.0, 3.4)
+        slower = finding(judged.report, "long_running_jobs")
+        assert slower.verdict.value == "ruled_out", judged.combination
+        assert "(E2E)" in slower.evidence[0].why
+
+
+async def test_a_p90_of_a_few_jobs_with_their_median_below_usual_is_no_slowdown(
+    tmp_path: Path,
+) -> None:
+    # linux-x64-64cpu, four jobs waiting 12 minutes at night. Of the few jobs completing, one
+    # release smoke test took 43 minutes: the p90 is 3.9 times usual, the median 0.69 times.
+    # Slower jobs move the middle too; this is a few jobs' spread. Before: long-running jobs,
+    # high confidence.
+    end = datetime(2026, 11, 27, 3, 42, tzinfo=UTC)
+    fleet = run(plan(Case.LOWERED_MAX, seed=6, types=3, end=end))
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    slower = finding(judged.report, "long_running_jobs")
+    assert slower.verdict.value == "ruled_out"
+    p90, p50 = slower.evidence
+    assert p90.now is not None and p90.baseline is not None and p90.now > 3 * p90.baseline
+    assert p50.now is not None and p50.baseline is not None and p50.now < 0.75 * p50.baseline
+    assert judged.named != "long_running_jobs"
+
+
+async def test_slower_jobs_timed_on_a_few_of_them_are_no_certainty(tmp_path: Path) -> None:
+    # linux-x64-16cpu's jobs got slower: the p90 of the few jobs completing in the window is
+    # 2.4 times usual, their median 2.7 times. Long-running jobs, rightly, but told from fewer
+    # than fifty jobs with no clear rise of the time a job holds its runner: medium at most.
+    # Before: high.
+    end = datetime(2026, 11, 27, 22, 35, tzinfo=UTC)
+    fleet = run(plan(Case.SLOW_JOBS, seed=5, types=6, end=end))
+    assert truth_of(fleet).primary_cause == "long_running_jobs"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "long_running_jobs" and judged.located, judged.combination
+        assert judged.confidence == "medium", judged.combination
+        p90, p50 = finding(judged.report, "long_running_jobs").evidence
+        assert p90.measure == "p90 job time" and p50.measure == "p50 job time"
+        assert p50.now is not None and p50.baseline is not None and p50.now > 2 * p50.baseline
+
+
+async def test_runners_failing_on_most_types_queueing_are_the_alerts_cause(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # An outage on three types. Two read as runners failing by their own numbers; on the worst,
+    # win-2022-8cpu, the nine or so jobs completing in the window took longer than usual (p90
+    # 2.0x, median 1.7x). That type keeps its own finding, but runners failing on two of the
+    # three types is the alert's cause (low confidence). Before: long-running jobs, high.
+    end = datetime(2026, 11, 27, 10, 35, tzinfo=UTC)
+    fleet = run(plan(Case.OUTAGE, seed=5, types=3, end=end))
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+        assert (judged.named, judged.confidence) == ("infrastructure", "low"), judged.combination
+        failing = finding(judged.report, "infrastructure")
+        assert set(failing.runner_types) == {"linux-arm64-4cpu", "linux-x64-8cpu"}
+        slower = finding(judged.report, "long_running_jobs")
+        assert slower.runner_types == ("win-2022-8cpu",), judged.combination
+    # Six types queueing, five of them with runners failing: medium confidence.
+    end = datetime(2026, 11, 27, 22, 35, tzinfo=UTC)
+    fleet = run(plan(Case.OUTAGE, seed=5, types=6, end=end))
+    (tmp_path / "six").mkdir()
+    (judged,) = await diagnose_run(fleet, tmp_path / "six", ("jobs",))
+    assert (judged.named, judged.confidence) == ("infrastructure", "medium")
+    assert len(finding(judged.report, "infrastructure").runner_types) == 5
