@@ -294,10 +294,11 @@ def demand(fleet: FleetSignals, name: str) -> Demand | None:
     if queued is None or not then or name not in then[0]:
         return Demand(started, usual_starts, "starts")
     # The growth over the reading closest to the rate window (15 minutes for 10), so that
-    # both parts count the same stretch of time as nearly as they can.
+    # both parts count the same stretch of time as nearly as they can. A queue that shrank
+    # counts too: runners catching up start jobs that arrived before, not more of them.
     span = EARLIER[0].total_seconds() / 60.0
-    growth = max(queued - then[0][name], 0.0) / span
-    return Demand(started + growth, usual_starts, "starts and the queue's growth")
+    growth = (queued - then[0][name]) / span
+    return Demand(max(started + growth, 0.0), usual_starts, "starts and the queue's growth")
 
 
 def waited_through(fleet: FleetSignals, name: str) -> bool:

@@ -232,3 +232,22 @@ async def test_a_daily_queue_a_little_larger_is_no_certainty(
         assert first.usual is not None and first.usual.queued == 212, judged.combination
         assert judged.named != "none", judged.combination
         assert judged.confidence in ("low", "medium"), judged.combination
+
+
+async def test_runners_catching_up_on_a_queue_are_no_more_demand(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # An outage ends on linux-arm64-4cpu: busy runners rise from 41 to 126 in half an hour and
+    # start the jobs that waited, 182 still waiting. ARC counts no job arriving; jobs started
+    # while the queue shrinks are jobs that arrived before, and over the hour arrivals are as
+    # usual. Before, the queue's shrinking was left out: jobs started alone read as 5.4 times
+    # the usual demand, and the outage as more work, at high confidence.
+    fleet = _at(Case.OUTAGE, 6, 16, day=27)
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), binaries=binaries)
+    assert judged.named == "infrastructure" and judged.located
+    workload = finding(judged.report, "increased_workload")
+    assert workload.verdict.value == "ruled_out"
+    asked = next(e for e in workload.evidence if e.runner_type == "linux-arm64-4cpu")
+    assert asked.measure == "jobs per minute (started, and the queue's growth)"
+    assert asked.now is not None and asked.baseline is not None and asked.now < asked.baseline
