@@ -337,9 +337,9 @@ def _stopped_together(
 def failing_across(verdicts: dict[Cause, dict[str, Check]], names: list[str]) -> Guess | None:
     """Runners failing on most of the types queueing (more than half, and at least
     FLEET_WIDE_FAILING; with no other cause of their own, as jobs failing or slower) is the
-    fleet's cause, whatever the worst type shows besides: one cause
-    across the fleet explains the alert better than the worst type's own. Medium confidence
-    on FLEET_WIDE_TYPES types or more, low on fewer. None where not so."""
+    fleet's cause, whatever the worst type shows besides: one cause across the fleet explains
+    the alert better than the worst type's own. Medium confidence on FLEET_WIDE_TYPES types or
+    more, low on fewer. None where not so."""
     failing = [
         name
         for name in names

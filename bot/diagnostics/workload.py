@@ -320,8 +320,9 @@ def mix_explains(fleet: FleetSignals, name: str) -> tuple[str, ...]:
     bring a good share of its jobs and none of those that ran there before takes longer than
     usual, the job mix changed (more work of another kind), not the jobs. Where their
     workflows left another type as they came here, the work moved, and only a doubling makes
-    those that ran here before slower. Empty where that is not so, or where no job time is
-    measured per workflow or repository."""
+    those that ran here before slower. Last, workflows that ran here before with a job of
+    theirs moved in (`moved_in`) count as new. Empty where that is not so, or where no job
+    time is measured per workflow or repository."""
     minutes = window_minutes(fleet.window)
     groupings = _groupings(fleet, name)
     found = [
