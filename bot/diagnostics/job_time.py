@@ -55,9 +55,8 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     # A percentile of a few jobs moves by chance (by a histogram bucket, x1.3-1.5): with few
     # jobs a rise counts when another measure of the job time rose too (the median, or the
     # time a job holds its runner), or it doubled while the median did not fall below usual
-    # (a p90 of three jobs doubled with their median a third of usual is their spread,
-    # not a slowdown; nor is one with their median below usual by more than a few jobs'
-    # spread: slower jobs move the middle too).
+    # by more than a fifth (slower jobs move the middle too: a p90 of three jobs doubled with
+    # their median below usual is their spread, not a slowdown).
     held_ratio = hold_ratio(fleet, name)
     center_fell = measured_center is not None and measured_center < 1.0 / HELD_TIMED_RATIO
     likely = ratio >= RATIO_LIKELY and (

@@ -240,14 +240,20 @@ def new_work(jobs: Grouped, times: dict[str, float]) -> tuple[float, tuple[str, 
     now, base = jobs
     if not base or sum(now.values()) <= 0:
         return 0.0, ()
-    known = sorted(times.values())
-    usual_time = known[len(known) // 2] if known else 1.0
-    work = {w: v * times.get(w, usual_time) for w, v in now.items()}
+    work = _work(now, times)
     total = sum(work.values())
     new = {w: work[w] for w, v in now.items() if base.get(w, 0.0) <= NEW_WORK_USUAL * v}
     if total <= 0:
         return 0.0, ()
     return sum(new.values()) / total, tuple(sorted(new, key=new.__getitem__, reverse=True))
+
+
+def _work(rates: dict[str, float], times: dict[str, float]) -> dict[str, float]:
+    """Each group's work: its jobs a minute times their time (where not timed, the median
+    time of those timed)."""
+    known = sorted(times.values())
+    usual_time = known[len(known) // 2] if known else 1.0
+    return {group: rate * times.get(group, usual_time) for group, rate in rates.items()}
 
 
 def _slower(group: str, times: Grouped, counted: dict[str, float], moved: bool) -> bool:
@@ -294,10 +300,8 @@ def moved_in(fleet: FleetSignals, name: str) -> Evidence | None:
     }
     moved = tuple(w for w in grown if fell[w] >= MOVED_SHARE * (now[w] - base[w]))
     times = timed[0][0] or timed[1][0]
-    known = sorted(times.values())
-    usual_time = known[len(known) // 2] if known else 1.0
-    total = sum(rate * times.get(w, usual_time) for w, rate in now.items())
-    extra = sum((now[w] - base[w]) * times.get(w, usual_time) for w in moved)
+    total = sum(_work(now, times).values())
+    extra = sum(_work({w: now[w] - base[w] for w in moved}, times).values())
     if not moved or total <= 0 or extra < NEW_WORK_SHARE * total:
         return None
     origin = fleet.origin(Signal.ARRIVALS_PER_MINUTE, name) or fleet.origin(
