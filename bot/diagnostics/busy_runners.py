@@ -15,7 +15,7 @@ from bot.diagnostics.evidence import (
     supply,
     waited_through,
 )
-from bot.diagnostics.measures import Signal
+from bot.diagnostics.measures import Signal, told_how_long
 from bot.diagnostics.runner_checks import CEILING_MIN
 from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Evidence, RunnerTypeState
@@ -132,7 +132,7 @@ def _started_wait(fleet: FleetSignals, name: str) -> tuple[Signal, float, float]
     measured with its usual, else the mean."""
     for signal in (Signal.QUEUE_TIME_P50, Signal.QUEUE_TIME_MEAN):
         waited, usual = fleet.value(signal, name), fleet.base(signal, name)
-        if waited is not None and usual is not None:
+        if waited is not None and usual is not None and told_how_long(signal, waited):
             return signal, waited, usual
     return None
 

@@ -52,7 +52,7 @@ from bot.diagnostics.inference import (
     failing_across,
     infer,
 )
-from bot.diagnostics.job_time import long_running, timed_by_few, weigh
+from bot.diagnostics.job_time import long_running, runners_not_grown, timed_by_few, weigh
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check, infrastructure, resources, runners_missing
 from bot.diagnostics.signals import FleetSignals, window_minutes
@@ -276,6 +276,15 @@ def _limit_unproven(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     )
 
 
+def _slower_unproven(
+    fleet: FleetSignals, state: RunnerTypeState, verdicts: dict[Cause, dict[str, Check]]
+) -> bool:
+    """Long-running jobs told from few jobs with no clear rise of the time a job holds its
+    runner, or with no ceiling holding the runners and none added."""
+    unheld = verdicts[Cause.AUTOSCALING_LIMITS][state.name][0] is Verdict.RULED_OUT
+    return timed_by_few(fleet, state.name) or (unheld and runners_not_grown(fleet, state.name))
+
+
 def diagnose(fleet: FleetSignals) -> Report:
     """Turn the fleet's signals into a ranked report."""
     states = sorted(
@@ -311,7 +320,7 @@ def diagnose(fleet: FleetSignals) -> Report:
                 or queue_in_doubt(fleet, state)
                 or near_usual(fleet, state)
                 or (both and primary in (Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD))
-                or (primary is Cause.LONG_RUNNING_JOBS and timed_by_few(fleet, state.name))
+                or (primary is Cause.LONG_RUNNING_JOBS and _slower_unproven(fleet, state, verdicts))
             ):
                 confidence = min(confidence, Confidence.MEDIUM, key=CONFIDENCE_ORDER.index)
             if state.name in guessed and guessed[state.name][0] is primary:

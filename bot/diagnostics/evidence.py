@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bot.diagnostics.measures import Signal
+from bot.diagnostics.measures import Signal, told_how_long
 from bot.diagnostics.signals import EARLIER, FleetSignals
 from bot.diagnostics.workload import behind
 from bot.domain.diagnosis import Evidence, PastQueue, RunnerTypeState
@@ -77,7 +77,7 @@ def recent_wait(fleet: FleetSignals, name: str) -> float | None:
     (actions-runner-controller's metrics), the p90 (else the mean) wait of the jobs that
     started lately."""
     for signal in WAITS:
-        if (value := fleet.value(signal, name)) is not None:
+        if (value := fleet.value(signal, name)) is not None and told_how_long(signal, value):
             return value
     return None
 
@@ -233,7 +233,7 @@ def usual_queue(fleet: FleetSignals, name: str) -> PastQueue | None:
     if queued is None:
         return None
     for signal in WAITS:
-        if fleet.value(signal, name) is not None:
+        if (value := fleet.value(signal, name)) is not None and told_how_long(signal, value):
             return PastQueue(queued=queued, max_wait_seconds=fleet.base(signal, name))
     return PastQueue(queued=queued, max_wait_seconds=None)
 

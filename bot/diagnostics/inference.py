@@ -24,8 +24,8 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
 - runners failing across the fleet: runners failing, or held at a ceiling guessed below the
   usual level, on half the types queueing (three or more, or two with runners failing),
   which counts with them the types held at a ceiling guessed at any level, those
-  whose cause was only guessed and those with no cause nor anything against runners failing
-  (infrastructure, low confidence);
+  whose cause was only guessed, those with no cause nor anything against runners failing, and
+  those with more work where fewer jobs started than usual (infrastructure, low confidence);
 - a queue far beyond the usual one at the usual ceiling of a type that queues every day: the
   ceiling did not come down and jobs take their usual time (more work, low confidence).
 """
@@ -267,9 +267,10 @@ def across_fleet(
     the fleet (the cloud, GitHub's registration) is likelier than one of each type's own, or
     than maxima lowered on many types at once. Counted with them (low confidence): the types
     held at a ceiling guessed at any level (runners that stop coming leave those there busy),
-    those whose cause was only guessed from what the others leave, and those with no cause
-    found and nothing against runners failing. A type with a cause told by its own signature
-    keeps it. Returns the types so counted."""
+    those whose cause was only guessed from what the others leave, those with no cause
+    found and nothing against runners failing, and those with more work where fewer jobs
+    started over the hour than usual (more work brings runners, unless they do not come). A
+    type with a cause told by its own signature keeps it. Returns the types so counted."""
     infra = verdicts[Cause.INFRASTRUCTURE]
     names = [state.name for state in affected]
     likely = {name: _likely(verdicts, name) for name in names}
@@ -299,6 +300,7 @@ def across_fleet(
             or name in guessed
             # Nothing found, nor said against runners failing (starting, or quick as usual).
             or (not found and not infra[name][1] and not waits_as_usual(fleet, name))
+            or (Cause.INCREASED_WORKLOAD in found and _fewer_started(fleet, name))
         ):
             continue
         evidence = Evidence(
@@ -315,6 +317,16 @@ def across_fleet(
         infra[name] = (Verdict.LIKELY, (evidence, *infra[name][1]))
         counted[name] = Cause.INFRASTRUCTURE, Confidence.LOW
     return counted
+
+
+def _fewer_started(fleet: FleetSignals, name: str) -> bool:
+    """Fewer jobs started over the last hour than usual while more arrived: more work brings
+    the autoscaler's runners, and more jobs start, unless the runners do not come."""
+    started, usual = fleet.value(Signal.STARTED_HOUR, name), fleet.base(Signal.STARTED_HOUR, name)
+    arrived = fleet.value(Signal.ARRIVALS_HOUR, name)
+    if started is None or usual is None or arrived is None:
+        return False
+    return started < SHORT_OF_USUAL * usual and arrived > usual
 
 
 def _stopped_together(

@@ -28,6 +28,8 @@ ENOUGH_JOBS = 50.0
 SLOWDOWN_FEW_JOBS = 2.0
 #: Busy runners under this share of usual: slower jobs do not explain the queue.
 FEW_BUSY = 0.5
+#: ...and busy runners this much above usual: slower jobs keeping more of them.
+BUSIER = 1.25
 
 
 def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
@@ -119,6 +121,17 @@ def _timed(fleet: FleetSignals, name: str) -> float:
         or fleet.value(Signal.STARTED_PER_MINUTE, name)
         or 0.0
     ) * window_minutes(fleet.window)
+
+
+def runners_not_grown(fleet: FleetSignals, name: str) -> bool:
+    """Busy runners no more than usual over the last half hour. Where no ceiling holds them,
+    slower jobs would have kept more runners busy; a queue with none added is runners that
+    do not come (machines that never register are seen by no source) as much as slower jobs:
+    long-running jobs at most at medium confidence there."""
+    busy = supply(fleet, name)
+    if busy is None or busy.usual is None:
+        return False
+    return max(busy.now, *busy.before) < BUSIER * busy.usual
 
 
 def timed_by_few(fleet: FleetSignals, name: str) -> bool:

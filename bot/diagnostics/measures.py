@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+#: The last finite bucket of actions-runner-controller's histograms: a wait percentile read as
+#: exactly this says "this long or more" (the query pack keeps it there, so that a type's usual
+#: wait counts the days it waited an hour or more), not how long.
+PERCENTILE_TOP_SECONDS = 3600.0
+
 
 class Signal(StrEnum):
     """What is measured, per runner type at one moment (`*_by_workflow`: per workflow too)."""
@@ -81,3 +86,10 @@ class Origin(StrEnum):
     JOB_EVENTS = "GitHub job events"
     RUNNERS = "GitHub runners"
     PROMETHEUS = "Prometheus"
+
+
+def told_how_long(signal: Signal, value: float) -> bool:
+    """Whether `value` of `signal` says how long: a percentile at the top only says "that long
+    or more"."""
+    percentile = signal in (Signal.QUEUE_TIME_P50, Signal.QUEUE_TIME_P90)
+    return not (percentile and value == PERCENTILE_TOP_SECONDS)

@@ -65,6 +65,26 @@ async def test_a_queue_waiting_as_long_as_usual_on_arc_is_no_incident(
     )
 
 
+async def test_a_nightly_queue_of_an_hour_or_more_is_the_usual_on_arc(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A scale set at its maximum of 14 every night while release jobs run: 17 jobs not yet
+    # running where 32 are usual at this hour. The jobs started lately waited under an hour
+    # at p90; on most nights their p90 is in ARC's last bucket ("an hour or more"), which
+    # counts as an hour in the usual, not as a night left out. Dropping those nights left one
+    # quiet night's 2 seconds as the usual wait, and longer release jobs read as long-running
+    # jobs with high confidence on a fleet as it is every night.
+    fleet = _at(Case.SLOW_JOBS, 6, 22, day=27)
+    assert truth_of(fleet).primary_cause == "none"
+    (judged,) = await diagnose_run(
+        fleet, tmp_path, ("arc",), binaries=binaries, arc_version="latest"
+    )
+    assert judged.named == "none" and not judged.confidence
+    (state,) = [s for s in judged.report.runner_types if s.name == "linux-x64-8cpu"]
+    assert state.queueing and not state.affected
+    assert state.usual is not None and state.usual.max_wait_seconds == 3600.0
+
+
 async def test_a_queue_formed_just_now_behind_runners_as_quick_as_usual_is_no_failure(
     tmp_path: Path, binaries: tuple[str, str]
 ) -> None:

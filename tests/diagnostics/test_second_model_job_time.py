@@ -117,3 +117,47 @@ async def test_runners_failing_on_most_types_queueing_are_the_alerts_cause(
     (judged,) = await diagnose_run(fleet, tmp_path / "six", ("jobs",))
     assert (judged.named, judged.confidence) == ("infrastructure", "medium")
     assert len(finding(judged.report, "infrastructure").runner_types) == 5
+
+
+async def test_slower_jobs_with_no_ceiling_and_no_runner_added_are_no_certainty(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # New runners of linux-arm64-16cpu stopped starting: 21 jobs wait, busy runners waver at
+    # 5 to 8, their usual 7, held at no one level. The docs-build jobs completing in the
+    # window took longer than usual (the short ones finished, the long ones left), and each
+    # job holds its runner twice as long by Little's law, since fewer jobs start. Slower jobs
+    # where no ceiling holds the runners would have kept more of them busy: runners that do
+    # not come read the same, so long-running jobs at medium at most. Before: high.
+    end = datetime(2026, 11, 27, 10, 56, tzinfo=UTC)
+    fleet = run(plan(Case.FAILING_STARTS, seed=8, types=3, end=end))
+    assert truth_of(fleet).affected == {"linux-arm64-16cpu": "infrastructure"}
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+        assert judged.confidence != "high", judged.combination
+        limit = finding(judged.report, "autoscaling_limits")
+        assert limit.verdict.value == "ruled_out", judged.combination
+        (state,) = [s for s in judged.report.runner_types if s.affected]
+        assert state.name == "linux-arm64-16cpu" and (state.queued or 0) >= 15
+    # With the runners list, no runner beyond the busy ones: runners failing, as staged.
+    (tmp_path / "runners").mkdir()
+    (judged,) = await diagnose_run(fleet, tmp_path / "runners", ("jobs+runners",))
+    assert judged.named == "infrastructure" and judged.located
+
+
+async def test_more_work_where_fewer_jobs_start_in_an_outage_counts_with_the_fleet(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # New runners fail on all six types at night. On win-2022-16cpu more jobs arrived over the
+    # hour than usual (0.78 a minute, usually 0.35), but fewer started (0.20, usually 0.35):
+    # more work brings runners, unless they do not come. It keeps its finding of more work,
+    # and is counted with the five other types whose runners fail. Before, it was left out of
+    # the infrastructure finding.
+    end = datetime(2026, 11, 27, 3, 56, tzinfo=UTC)
+    fleet = run(plan(Case.OUTAGE, seed=8, types=6, end=end))
+    truth = truth_of(fleet)
+    assert len(truth.affected) == 6 and set(truth.affected.values()) == {"infrastructure"}
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        failing = finding(judged.report, "infrastructure")
+        assert "win-2022-16cpu" in failing.runner_types
+        more = finding(judged.report, "increased_workload")
+        assert more.runner_types == ("win-2022-16cpu",), judged.combination

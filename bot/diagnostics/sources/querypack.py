@@ -18,8 +18,10 @@ them (https://github.com/actions/actions-runner-controller, cmd/ghalistener/metr
   names another); without it, job counts and times are "not measured";
 - `gha_max_runners` is 2147483647 when the scale set has no maximum: read as none;
 - the histograms' buckets stop at 3600 s, and many scrapes keep only `_sum`/`_count`: job and
-  queue times are means from `_sum`/`_count`, and percentiles only where buckets exist and the
-  percentile is below the last bucket (otherwise it only says "an hour or more");
+  queue times are means from `_sum`/`_count`, and percentiles only where buckets exist. A
+  percentile in the last bucket only says "an hour or more": a wait's is read as an hour (the
+  usual wait of a type that queues an hour every night is an hour, not the median of the
+  quieter nights alone), a job time's is not read;
 - a `cluster` label (one scale set name in several clusters) is summed over;
 - registered, busy, idle, desired and the controller's runner gauges may be absent.
 ARC has no signal for jobs arriving or for the longest current wait: those come from GitHub's
@@ -44,14 +46,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from bot.diagnostics.measures import Signal
+from bot.diagnostics.measures import PERCENTILE_TOP_SECONDS, Signal
 
 #: The target label a scrape relabels the listener pod's `actions.github.com/scale-set-name` to.
 SCALE_SET_LABEL = "actions_github_com_scale_set_name"
 #: Kubernetes' generateName suffix (5 of these characters), on listeners of older ARC releases.
 _SUFFIX = "-[bcdfghjklmnpqrstvwxz2456789]{5}"
 #: The last bucket of ARC's histograms: a percentile there means "this long or more".
-HISTOGRAM_TOP_SECONDS = 3600
+HISTOGRAM_TOP_SECONDS = int(PERCENTILE_TOP_SECONDS)
 #: Jobs failing are judged over this window, whatever the rate window.
 OUTCOME_WINDOW = "1h"
 #: Demand is also read over this window, whatever the rate window.
@@ -92,14 +94,20 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
     def mean(histogram: str, by: str = "name") -> str:
         return f"{rate(series(histogram, 'sum'), by)} / {rate(series(histogram, 'count'), by)}"
 
-    def quantile(q: float, histogram: str, by: str = "name") -> str:
+    def quantile(q: float, histogram: str, by: str = "name", *, at_top: bool = False) -> str:
+        """The `q` quantile of `histogram`; one in the last bucket only says "an hour or more":
+        kept as an hour with `at_top` (a wait of an hour is what the alert counts), else
+        dropped (a job time of "an hour or more" tells no change)."""
         expr = f"rate({series(histogram, 'bucket')}[{{window}}])"
         inner = (
             f"sum by (name, le) ({typed(expr)})"
             if by == "name"
             else f"sum by (name, workflow, le) ({with_workflow(expr)})"
         )
-        return f"histogram_quantile({q}, {inner}) < {HISTOGRAM_TOP_SECONDS}"
+        found = f"histogram_quantile({q}, {inner})"
+        if at_top:
+            return f"clamp_max({found}, {HISTOGRAM_TOP_SECONDS})"
+        return f"{found} < {HISTOGRAM_TOP_SECONDS}"
 
     started, completed = "gha_started_jobs_total", "gha_completed_jobs_total"
     startup = "gha_job_startup_duration_seconds"
@@ -149,8 +157,8 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
         Signal.FAILED_SHARE: f"({hourly_failed} or 0 * {hourly}) / {hourly}",
         Signal.JOBS_JUDGED: by_type(f"increase({completed}[{OUTCOME_WINDOW}])"),
         Signal.QUEUE_TIME_MEAN: mean(startup),
-        Signal.QUEUE_TIME_P50: quantile(0.5, startup),
-        Signal.QUEUE_TIME_P90: quantile(0.9, startup),
+        Signal.QUEUE_TIME_P50: quantile(0.5, startup, at_top=True),
+        Signal.QUEUE_TIME_P90: quantile(0.9, startup, at_top=True),
         Signal.DURATION_MEAN: mean(execution),
         Signal.DURATION_P50: quantile(0.5, execution),
         Signal.DURATION_P90: quantile(0.9, execution),
