@@ -76,9 +76,16 @@ def recent_wait(fleet: FleetSignals, name: str) -> float | None:
     """How long `name`'s jobs wait: the longest current wait, or, where that is not measured
     (actions-runner-controller's metrics), the p90 (else the mean) wait of the jobs that
     started lately."""
+    signal = _wait_signal(fleet, name)
+    return fleet.value(signal, name) if signal is not None else None
+
+
+def _wait_signal(fleet: FleetSignals, name: str) -> Signal | None:
+    """The first of WAITS measured now for `name` that says how long (not "an hour or
+    more"): the wait now and the usual one are both read from it."""
     for signal in WAITS:
         if (value := fleet.value(signal, name)) is not None and told_how_long(signal, value):
-            return value
+            return signal
     return None
 
 
@@ -232,10 +239,10 @@ def usual_queue(fleet: FleetSignals, name: str) -> PastQueue | None:
     queued = fleet.base(Signal.QUEUED, name)
     if queued is None:
         return None
-    for signal in WAITS:
-        if (value := fleet.value(signal, name)) is not None and told_how_long(signal, value):
-            return PastQueue(queued=queued, max_wait_seconds=fleet.base(signal, name))
-    return PastQueue(queued=queued, max_wait_seconds=None)
+    signal = _wait_signal(fleet, name)
+    return PastQueue(
+        queued=queued, max_wait_seconds=fleet.base(signal, name) if signal is not None else None
+    )
 
 
 def evidence(

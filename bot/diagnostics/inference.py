@@ -320,8 +320,9 @@ def across_fleet(
 
 
 def _fewer_started(fleet: FleetSignals, name: str) -> bool:
-    """Fewer jobs started over the last hour than usual while more arrived: more work brings
-    the autoscaler's runners, and more jobs start, unless the runners do not come."""
+    """Fewer jobs started over the last hour than usually start, while more arrived than
+    usually start: more work brings the autoscaler's runners, and more jobs start, unless the
+    runners do not come."""
     started, usual = fleet.value(Signal.STARTED_HOUR, name), fleet.base(Signal.STARTED_HOUR, name)
     arrived = fleet.value(Signal.ARRIVALS_HOUR, name)
     if started is None or usual is None or arrived is None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-#: The last finite bucket of actions-runner-controller's histograms: a wait percentile read as
-#: exactly this says "this long or more" (the query pack keeps it there, so that a type's usual
-#: wait counts the days it waited an hour or more), not how long.
+#: The last finite bucket of actions-runner-controller's histograms: a percentile there says
+#: "this long or more". The query pack keeps a wait's at this value (so that a type's usual
+#: wait counts the days it waited an hour or more) and drops a job time's.
 PERCENTILE_TOP_SECONDS = 3600.0
 
 

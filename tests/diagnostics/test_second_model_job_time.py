@@ -132,7 +132,8 @@ async def test_slower_jobs_with_no_ceiling_and_no_runner_added_are_no_certainty(
     fleet = run(plan(Case.FAILING_STARTS, seed=8, types=3, end=end))
     assert truth_of(fleet).affected == {"linux-arm64-16cpu": "infrastructure"}
     for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
-        assert judged.confidence != "high", judged.combination
+        named = (judged.named, judged.confidence)
+        assert named == ("long_running_jobs", "medium"), judged.combination
         limit = finding(judged.report, "autoscaling_limits")
         assert limit.verdict.value == "ruled_out", judged.combination
         (state,) = [s for s in judged.report.runner_types if s.affected]

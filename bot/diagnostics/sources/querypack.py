@@ -52,8 +52,6 @@ from bot.diagnostics.measures import PERCENTILE_TOP_SECONDS, Signal
 SCALE_SET_LABEL = "actions_github_com_scale_set_name"
 #: Kubernetes' generateName suffix (5 of these characters), on listeners of older ARC releases.
 _SUFFIX = "-[bcdfghjklmnpqrstvwxz2456789]{5}"
-#: The last bucket of ARC's histograms: a percentile there means "this long or more".
-HISTOGRAM_TOP_SECONDS = int(PERCENTILE_TOP_SECONDS)
 #: Jobs failing are judged over this window, whatever the rate window.
 OUTCOME_WINDOW = "1h"
 #: Demand is also read over this window, whatever the rate window.
@@ -106,8 +104,8 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
         )
         found = f"histogram_quantile({q}, {inner})"
         if at_top:
-            return f"clamp_max({found}, {HISTOGRAM_TOP_SECONDS})"
-        return f"{found} < {HISTOGRAM_TOP_SECONDS}"
+            return f"clamp_max({found}, {PERCENTILE_TOP_SECONDS:g})"
+        return f"{found} < {PERCENTILE_TOP_SECONDS:g}"
 
     started, completed = "gha_started_jobs_total", "gha_completed_jobs_total"
     startup = "gha_job_startup_duration_seconds"
