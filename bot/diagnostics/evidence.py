@@ -76,17 +76,12 @@ def recent_wait(fleet: FleetSignals, name: str) -> float | None:
     """How long `name`'s jobs wait: the longest current wait, or, where that is not measured
     (actions-runner-controller's metrics), the p90 (else the mean) wait of the jobs that
     started lately."""
-    signal = _wait_signal(fleet, name)
-    return fleet.value(signal, name) if signal is not None else None
+    return fleet.value(signal, name) if (signal := _wait_signal(fleet, name)) else None
 
 
 def _wait_signal(fleet: FleetSignals, name: str) -> Signal | None:
-    """The first of WAITS measured now for `name` that says how long (not "an hour or
-    more"): the wait now and the usual one are both read from it."""
-    for signal in WAITS:
-        if (value := fleet.value(signal, name)) is not None and told_how_long(signal, value):
-            return signal
-    return None
+    """The first of WAITS measured now that says how long: the wait now's and the usual's."""
+    return next((s for s in WAITS if told_how_long(s, fleet.value(s, name))), None)
 
 
 def severity(fleet: FleetSignals, state: RunnerTypeState) -> float:
@@ -240,9 +235,7 @@ def usual_queue(fleet: FleetSignals, name: str) -> PastQueue | None:
     if queued is None:
         return None
     signal = _wait_signal(fleet, name)
-    return PastQueue(
-        queued=queued, max_wait_seconds=fleet.base(signal, name) if signal is not None else None
-    )
+    return PastQueue(queued=queued, max_wait_seconds=fleet.base(signal, name) if signal else None)
 
 
 def evidence(

@@ -88,8 +88,8 @@ class Origin(StrEnum):
     PROMETHEUS = "Prometheus"
 
 
-def told_how_long(signal: Signal, value: float) -> bool:
-    """Whether `value` of `signal` says how long: a percentile at the top only says "that long
-    or more"."""
+def told_how_long(signal: Signal, value: float | None) -> bool:
+    """Whether `value` of `signal` is measured and says how long: a percentile at the top only
+    says "that long or more"."""
     percentile = signal in (Signal.QUEUE_TIME_P50, Signal.QUEUE_TIME_P90)
-    return not (percentile and value == PERCENTILE_TOP_SECONDS)
+    return value is not None and not (percentile and value == PERCENTILE_TOP_SECONDS)
