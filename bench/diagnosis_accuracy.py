@@ -176,7 +176,7 @@ async def second_model(args: argparse.Namespace) -> int:
                             mark = "ok " if one.right else "MISS"
                             print(
                                 f"{mark} {case.value:<15} types={size:<3} seed={seed:<2}"
-                                f" at={hour:02d}:{7 * seed:02d} {one.combination:<13}"
+                                f" at={end:%H:%M} {one.combination:<13}"
                                 f" staged={one.staged:<21} named={one.named:<21}"
                                 f" {one.confidence or '-':<6} located={one.located}",
                                 flush=True,

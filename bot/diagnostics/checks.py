@@ -29,14 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bot.diagnostics.certainty import at_most_medium, confidence_of, unproven
 from bot.diagnostics.evidence import (
     RATIO_LIKELY,
     Supply,
     busy_signal,
     demand,
     evidence,
-    near_usual,
-    queue_in_doubt,
     ratio_of,
     runner_state,
     scaling_up,
@@ -48,11 +47,10 @@ from bot.diagnostics.evidence import (
 from bot.diagnostics.inference import (
     Guess,
     across_fleet,
-    below_usual_guess,
     failing_across,
     infer,
 )
-from bot.diagnostics.job_time import long_running, runners_not_grown, timed_by_few, weigh
+from bot.diagnostics.job_time import long_running, weigh
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check, infrastructure, resources, runners_missing
 from bot.diagnostics.signals import FleetSignals, window_minutes
@@ -199,12 +197,13 @@ def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
             ).model_copy(update={"why": f"{amount(busy.peaks[-1], '')} half an hour before"}),
         )
     # Without the maximum measured: runners all busy, held at one level while jobs wait (at
-    # its peaks, where measured: ephemeral runners come and go beneath a ceiling).
+    # its peaks, where measured: ephemeral runners come and go beneath a ceiling); the peaks
+    # held at one number exactly while jobs waited a quarter of an hour are one too.
     ceiling = (
         busy.flat
         and busy.top >= (2.0 if busy.peaks else 3.0)
         and not _idle_while_waiting(state)
-        and waited_through(fleet, name)
+        and (waited_through(fleet, name) or (busy.exact and _waited_since(fleet, name)))
     )
     if ceiling:
         return Verdict.LIKELY, found
@@ -226,6 +225,8 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
         )
     elif not busy.flat:
         why = f"not held at a ceiling, wavering ({amount(then, '')} half an hour before)"
+    elif not waited_through(fleet, state.name):
+        why = "held at one level, but jobs began waiting within the half hour: too soon to tell"
     else:
         why = "too few runners to tell a ceiling"
     asked = demand(fleet, state.name)
@@ -233,6 +234,12 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
     if ratio is not None and ratio >= RATIO_LIKELY:
         why += f"; demand is {ratio:.1f}x usual"
     return why + "; the autoscaler's maximum is not measured"
+
+
+def _waited_since(fleet: FleetSignals, name: str) -> bool:
+    """Jobs were waiting a quarter of an hour before too."""
+    before = fleet.before(Signal.QUEUED, name)
+    return bool(before) and before[0] > 0
 
 
 CHECKS: dict[Cause, Callable[[FleetSignals, RunnerTypeState], Check]] = {
@@ -250,39 +257,6 @@ def _scope(affected: int, total: int) -> Scope:
     if affected == 1 or (affected <= 2 and affected <= 0.25 * total):
         return Scope.ISOLATED
     return Scope.WIDESPREAD
-
-
-def _confidence(primary: Cause, verdicts: dict[Cause, Check]) -> Confidence:
-    """High when every cause had its evidence; medium when some could not be measured; low
-    when the maximum is named without knowing whether demand or job time changed."""
-    unmeasured = [c for c, (v, _) in verdicts.items() if v is Verdict.NO_DATA]
-    if primary is Cause.AUTOSCALING_LIMITS and (
-        Cause.INCREASED_WORKLOAD in unmeasured or Cause.LONG_RUNNING_JOBS in unmeasured
-    ):
-        return Confidence.LOW
-    return Confidence.MEDIUM if unmeasured else Confidence.HIGH
-
-
-CONFIDENCE_ORDER = (Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH)
-
-
-def _limit_unproven(fleet: FleetSignals, state: RunnerTypeState) -> bool:
-    """A ceiling guessed from busy runners (no maximum measured) where its signature cannot
-    hold unambiguously: below the level usually busy at this hour, or with no runner seen
-    idle or not (job events alone: runners starting or failing are not seen), or with some
-    idle while jobs wait (a ceiling leaves none)."""
-    return state.max is None and (
-        below_usual_guess(fleet, state) or state.idle is None or state.idle > 0
-    )
-
-
-def _slower_unproven(
-    fleet: FleetSignals, state: RunnerTypeState, verdicts: dict[Cause, dict[str, Check]]
-) -> bool:
-    """Long-running jobs told from few jobs with no clear rise of the time a job holds its
-    runner, or with no ceiling holding the runners and none added."""
-    unheld = verdicts[Cause.AUTOSCALING_LIMITS][state.name][0] is Verdict.RULED_OUT
-    return timed_by_few(fleet, state.name) or (unheld and runners_not_grown(fleet, state.name))
 
 
 def diagnose(fleet: FleetSignals) -> Report:
@@ -314,15 +288,11 @@ def diagnose(fleet: FleetSignals) -> Report:
             likely = weigh(fleet, state.name, likely, weighed)
         if likely and primary is None:
             primary = likely[0]
-            confidence = _confidence(primary, {c: verdicts[c][state.name] for c in Cause})
-            if (
-                (primary is Cause.AUTOSCALING_LIMITS and _limit_unproven(fleet, state))
-                or queue_in_doubt(fleet, state)
-                or near_usual(fleet, state)
-                or (both and primary in (Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD))
-                or (primary is Cause.LONG_RUNNING_JOBS and _slower_unproven(fleet, state, verdicts))
+            confidence = confidence_of(primary, {c: verdicts[c][state.name] for c in Cause})
+            if unproven(fleet, state, primary, verdicts) or (
+                both and primary in (Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD)
             ):
-                confidence = min(confidence, Confidence.MEDIUM, key=CONFIDENCE_ORDER.index)
+                confidence = at_most_medium(confidence)
             if state.name in guessed and guessed[state.name][0] is primary:
                 confidence = guessed[state.name][1]
         for cause in likely:

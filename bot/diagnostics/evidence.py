@@ -10,6 +10,7 @@ jobs running (busy runners): flat at a ceiling, or falling while jobs wait.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 from bot.diagnostics.measures import Signal, told_how_long
@@ -28,9 +29,6 @@ QUEUED_AFTER_SECONDS = 300.0
 #: incident (the usual's size, as the alert ranks queues, times this, plus this much).
 USUAL_RATIO = 1.5
 USUAL_MARGIN = 5.0
-#: A queue under this many times the usual one is the queue the type has every day at this
-#: hour, only larger: beyond the usual, but no certainty of an incident.
-NEAR_USUAL_RATIO = 2.0
 #: Runners risen over the half hour beyond this share of what they were, and this many more:
 #: the autoscaler's runners are coming (no more is a stall).
 RUNNERS_RISING = 1.1
@@ -61,15 +59,6 @@ def queue_floor(fleet: FleetSignals, name: str, waited: float | None) -> float:
         # yet running have just arrived, and only a count well above it is a queue.
         return max(2 * QUEUED_AFFECTED, 0.5 * runners)
     return max(QUEUED_AFFECTED, 0.25 * runners)
-
-
-def queue_in_doubt(fleet: FleetSignals, state: RunnerTypeState) -> bool:
-    """Where the longest current wait is not measured (actions-runner-controller's metrics),
-    jobs waiting now are told by those that started lately, which waited before now: the queue
-    may have drained since, unless the jobs not yet running are many (twice a queue's count)."""
-    if state.max_wait_seconds is not None:
-        return False
-    return (state.queued or 0.0) < 2 * queue_floor(fleet, state.name, None)
 
 
 def recent_wait(fleet: FleetSignals, name: str) -> float | None:
@@ -113,7 +102,7 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     usual = usual_queue(fleet, name)
     beyond = True
     if usual is not None:
-        size, usual_size = _sizes(fleet, name, queued, usual)
+        size, usual_size = sizes(fleet, name, queued, usual)
         beyond = size > USUAL_RATIO * usual_size + USUAL_MARGIN
         beyond = beyond or (_waits_beyond_usual(wait, waited, usual) and (queued or 0.0) >= floor)
         beyond = beyond and scaling_up(fleet, name, usual) is None
@@ -204,22 +193,25 @@ def rose(now: float, then: float) -> bool:
     return now > RUNNERS_RISING * then + RUNNERS_RISING_MIN
 
 
-def near_usual(fleet: FleetSignals, state: RunnerTypeState) -> bool:
-    """`state` queues beyond its usual, but less than twice the usual queue (as the alert ranks
-    queues): a type that queues every day at this hour, a little worse today."""
-    if state.usual is None:
-        return False
-    size, usual_size = _sizes(fleet, state.name, state.queued, state.usual)
-    return size < NEAR_USUAL_RATIO * usual_size
-
-
-def _sizes(
+def sizes(
     fleet: FleetSignals, name: str, queued: float | None, usual: PastQueue
 ) -> tuple[float, float]:
     """The queue now and the usual one, as the alert ranks queues, like with like: where the
-    usual wait is not known, the jobs waiting alone."""
-    now_wait = recent_wait(fleet, name) if usual.max_wait_seconds is not None else None
-    return queue_size(queued, now_wait), queue_size(usual.queued, usual.max_wait_seconds)
+    usual wait is not known, the jobs waiting alone. The usual size is the median of each
+    usual day's (where each day was read), not the size of the median queue and median wait:
+    a day of many jobs waiting briefly and one of a few waiting long are two usual days."""
+    signal = _wait_signal(fleet, name) if usual.max_wait_seconds is not None else None
+    queued_days = fleet.daily.get(Signal.QUEUED, [])
+    waits = fleet.daily.get(signal, []) if signal else [{} for _ in queued_days]
+    each: list[float] = []
+    if len(waits) == len(queued_days):
+        pairs = zip(queued_days, waits, strict=True)
+        each = [queue_size(q[name], w.get(name)) for q, w in pairs if name in q]
+    if each:
+        usual_size = statistics.median(each)
+    else:
+        usual_size = queue_size(usual.queued, usual.max_wait_seconds)
+    return queue_size(queued, fleet.value(signal, name) if signal else None), usual_size
 
 
 def queue_size(queued: float | None, waited: float | None) -> float:
@@ -338,6 +330,11 @@ class Supply:
         levels = (now, *before)
         low = min(levels)
         return len(levels) > 1 and max(levels) <= low + max(0.07 * low + 1.0, math.sqrt(low))
+
+    @property
+    def exact(self) -> bool:
+        """The peaks measured, and the same number each time: a ceiling, whatever the queue."""
+        return len(self.peaks) > 1 and min(self.peaks) == max(self.peaks)
 
     @property
     def catching_up(self) -> bool:

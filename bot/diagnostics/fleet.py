@@ -68,6 +68,7 @@ def from_jobs(reading: JobReading, window: str) -> FleetSignals:
             continue
         fleet.now[signal] = dict(values)
     fleet.baseline = {s: dict(v) for s, v in reading.baseline.items() if s not in BY_WORKFLOW}
+    fleet.daily = {s: [dict(day) for day in each] for s, each in reading.daily.items()}
     fleet.workflows = {s: dict(v) for s, v in reading.workflows.items()}
     fleet.workflow_baseline = {s: dict(v) for s, v in reading.workflow_baseline.items()}
     fleet.breakdowns = {by: dict(groups) for by, groups in reading.breakdowns.items()}
@@ -124,6 +125,12 @@ def merge(parts: list[tuple[Origin, FleetSignals]], at: datetime, window: str) -
                     ):
                         if name in source.get(signal, {}):
                             into_past.setdefault(signal, {})[name] = source[signal][name]
+                    for index, day in enumerate(part.daily.get(signal, [])):
+                        days = fleet.daily.setdefault(signal, [])
+                        if index == len(days):
+                            days.append({})
+                        if name in day:
+                            days[index][name] = day[name]
         for signal, workflows in part.workflows.items():
             into_w = fleet.workflows.setdefault(signal, {})
             for name, per_workflow in workflows.items():

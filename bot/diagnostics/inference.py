@@ -22,10 +22,11 @@ confidence that deserves (bot.diagnostics.checks ranks them with the rest):
 - work new to the type (workflows that usually send it next to none) filling a ceiling,
   with demand above usual if too little to tell from chance (more work, medium confidence);
 - runners failing across the fleet: runners failing, or held at a ceiling guessed below the
-  usual level, on half the types queueing (three or more, or two with runners failing),
-  which counts with them the types held at a ceiling guessed at any level, those
-  whose cause was only guessed, those with no cause nor anything against runners failing, and
-  those with more work where fewer jobs started than usual (infrastructure, low confidence);
+  usual level, on half the types queueing (three or more, or two with runners failing), or
+  every type queueing short of runners or held, their queues begun together; which counts
+  with them the types held at a ceiling guessed at any level, those whose cause was only
+  guessed, those with no cause nor anything against runners failing, and those with more
+  work where fewer jobs started than usual (infrastructure, low confidence);
 - a queue far beyond the usual one at the usual ceiling of a type that queues every day: the
   ceiling did not come down and jobs take their usual time (more work, low confidence).
 """
@@ -263,14 +264,16 @@ def across_fleet(
 ) -> dict[str, Guess]:
     """Runners failing, or busy runners held at a ceiling guessed below their usual level (a
     maximum lowered and machines that never register read the same), on half the types
-    queueing, three or more of them or two with runners failing: one cause across
-    the fleet (the cloud, GitHub's registration) is likelier than one of each type's own, or
-    than maxima lowered on many types at once. Counted with them (low confidence): the types
-    held at a ceiling guessed at any level (runners that stop coming leave those there busy),
-    those whose cause was only guessed from what the others leave, those with no cause
-    found and nothing against runners failing, and those with more work where fewer jobs
-    started over the hour than usual (more work brings runners, unless they do not come). A
-    type with a cause told by its own signature keeps it. Returns the types so counted."""
+    queueing, three or more of them or two with runners failing, or every type queueing
+    short of runners or held, its queue begun with the others' (`_stopped_together`): one
+    cause across the fleet (the cloud, GitHub's registration) is likelier than one of each
+    type's own, or than maxima lowered on many types at once. Counted with them (low
+    confidence): the types held at a ceiling guessed at any level (runners that stop coming
+    leave those there busy), those whose cause was only guessed from what the others leave,
+    those with no cause found and nothing against runners failing, and those with more work
+    where fewer jobs started over the hour than usual (more work brings runners, unless they
+    do not come). A type with a cause told by its own signature keeps it. Returns the types
+    so counted."""
     infra = verdicts[Cause.INFRASTRUCTURE]
     names = [state.name for state in affected]
     likely = {name: _likely(verdicts, name) for name in names}
@@ -285,12 +288,10 @@ def across_fleet(
     }
     held = [name for name, state in ceilings.items() if below_usual_guess(fleet, state)]
     short = failing + held
-    enough = (
-        len(short) >= FLEET_WIDE_TYPES
-        or len(failing) >= FLEET_WIDE_FAILING
-        or _stopped_together(affected, failing, short, {*ceilings, *guessed})
-    )
-    if not enough or len(short) < FLEET_WIDE_SHARE * len(names):
+    enough = len(short) >= FLEET_WIDE_TYPES or len(failing) >= FLEET_WIDE_FAILING
+    if not _stopped_together(affected, failing, short, {*ceilings, *guessed}) and (
+        not enough or len(short) < FLEET_WIDE_SHARE * len(names)
+    ):
         return {}
     counted: dict[str, Guess] = {}
     for name in names:

@@ -57,6 +57,9 @@ WITH_EARLIER = (
     Signal.RUNNING,
     Signal.RUNNING_PEAK,
 )
+#: Kept for each of the usual days too, not only as their median: the usual queue's size is the
+#: median of each day's (jobs waiting and how long), as the alert ranks queues.
+DAILY = (Signal.QUEUED, Signal.MAX_WAIT, Signal.QUEUE_TIME_P90, Signal.QUEUE_TIME_MEAN)
 #: Read also an hour ago: whether a queue stood all the while and runners rose beneath it.
 HOUR_AGO = timedelta(hours=1)
 WITH_HOUR_AGO = (Signal.QUEUED, Signal.RUNNING_PEAK)
@@ -80,6 +83,8 @@ class FleetSignals:
     window: str
     now: dict[Signal, Values] = field(default_factory=dict)
     baseline: dict[Signal, Values] = field(default_factory=dict)
+    #: Those of DAILY on each of the usual days (the same days, in the same order, for each).
+    daily: dict[Signal, list[Values]] = field(default_factory=dict)
     earlier: dict[Signal, list[Values]] = field(default_factory=dict)
     #: Those of WITH_HOUR_AGO an hour ago.
     hour_ago: dict[Signal, Values] = field(default_factory=dict)
@@ -249,6 +254,8 @@ async def collect(
             fleet.workflow_baseline[signal] = _median_workflows([_by_workflow(d) for d in days])
         else:
             fleet.baseline[signal] = _median([_by_type(d) for d in days])
+            if signal in DAILY:
+                fleet.daily[signal] = [_by_type(d) for d in days]
     for signal in earlier:
         fleet.earlier[signal] = [
             _by_type(jobs[(signal, "earlier", i)].result()) for i in range(len(EARLIER))

@@ -271,3 +271,38 @@ async def test_runners_catching_up_on_a_queue_are_no_more_demand(
     asked = next(e for e in workload.evidence if e.runner_type == "linux-arm64-4cpu")
     assert asked.measure == "jobs per minute (started, and the queue's growth)"
     assert asked.now is not None and asked.baseline is not None and asked.now < asked.baseline
+
+
+async def test_a_queue_most_of_which_arrived_this_quarter_hour_is_no_certainty(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # linux-arm64-8cpu took over a nightly workflow from gpu-h100-8gpu, and its batch fired
+    # minutes ago: 81 jobs not yet running where 8 were a quarter of an hour before, of which
+    # only 3 have waited past 5 minutes (the longest 6): nothing waits beyond the usual yet.
+    # The jobs that started lately waited 12 minutes, in the smaller queue before the batch.
+    # Before: more work, high confidence, on a fleet an on-call would find healthy.
+    end = datetime(2026, 11, 27, 11, 3, tzinfo=UTC)
+    fleet = run(plan(Case.MOVED_WORKFLOW, seed=9, types=3, end=end))
+    assert truth_of(fleet).primary_cause == "none"
+    for judged in await diagnose_run(fleet, tmp_path, ("arc", "arc-lean"), binaries=binaries):
+        shown = {state.name: state.queued for state in judged.report.runner_types}
+        assert shown["linux-arm64-8cpu"] == 81, judged.combination
+        assert judged.confidence != "high", judged.combination
+
+
+async def test_busy_runners_short_of_usual_on_a_lean_scrape_are_no_certain_failure(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # gpu-h100-1gpu's maximum was lowered to 79, where 112 are usually busy at this hour; its
+    # GPU runners are slow to start, so beneath the maximum 62 to 75 are busy over the half
+    # hour, at no one level, and 135 jobs wait. A lean scrape counts no runner (registered,
+    # idle, offline or failed): fewer busy than usual and wavering is what both a ceiling
+    # turning over slowly and runners failing show. Before: infrastructure, high confidence.
+    end = datetime(2026, 11, 27, 11, 3, tzinfo=UTC)
+    fleet = run(plan(Case.LOWERED_MAX, seed=9, types=3, end=end))
+    assert truth_of(fleet).affected == {"gpu-h100-1gpu": "autoscaling_limits"}
+    lean, full = await diagnose_run(fleet, tmp_path, ("arc-lean", "arc"), binaries=binaries)
+    assert lean.named in ("infrastructure", "autoscaling_limits")
+    assert lean.confidence == "medium"
+    # The full scrape has the maximum: the ceiling, unambiguous.
+    assert (full.named, full.confidence, full.located) == ("autoscaling_limits", "high", True)

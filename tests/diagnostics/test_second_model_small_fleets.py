@@ -199,3 +199,47 @@ async def test_work_seen_leaving_another_type_explains_a_longer_job_time(
     workload = finding(jobs.report, "increased_workload")
     moved = [e for e in workload.evidence if e.measure.endswith("(moved away?)")]
     assert [(e.runner_type, e.now) for e in moved] == [("linux-arm64-4cpu", 0.0)]
+
+
+async def test_the_usual_queue_is_the_median_of_each_days_queue(tmp_path: Path) -> None:
+    # gpu-a10g-1gpu queues every afternoon: at 17:10 on the seven days before, 1 to 95 jobs
+    # waiting 5 minutes to 3.4 hours, the median day's queue 184 as the alert ranks them (the
+    # longest wait in minutes plus the jobs). Its maximum lowered to 3 today: 64 jobs, the
+    # longest 3.8 hours (290), beyond the usual. The median of the jobs (58) and the median of
+    # the waits (2.5 hours), each from another day, made a usual queue of 207 that no day had,
+    # and today's read as a usual one: no cause.
+    end = datetime(2026, 11, 27, 17, 10, tzinfo=UTC)
+    fleet = run(plan(Case.LOWERED_MAX, seed=10, types=3, end=end))
+    assert truth_of(fleet).affected == {"gpu-a10g-1gpu": "autoscaling_limits"}
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "autoscaling_limits" and judged.located
+    (state,) = [s for s in judged.report.runner_types if s.name == "gpu-a10g-1gpu"]
+    assert state.usual is not None and (state.usual.queued, state.usual.max_wait_seconds) == (
+        58,
+        8931,
+    )
+
+
+async def test_busy_runners_held_at_one_number_while_a_queue_forms_are_a_ceiling(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # win-2022-16cpu's maximum was lowered to 63 (78 usually busy at this hour). The most runners
+    # busy at once were 63 in each of the last three windows; 5 jobs waited a quarter of an hour
+    # before, none half an hour before, 11 now (the longest 16 minutes) at usual demand and job
+    # time. A queue that began within the half hour was too soon to tell a ceiling, and nothing
+    # was found: no cause. Peaks held at one number exactly are a ceiling.
+    end = datetime(2026, 11, 27, 11, 10, tzinfo=UTC)
+    fleet = run(plan(Case.LOWERED_MAX, seed=10, types=6, end=end))
+    assert truth_of(fleet).primary_cause == "autoscaling_limits"
+    assert "win-2022-16cpu" in truth_of(fleet).affected
+    combinations = ("jobs", "arc-lean")
+    for judged in await diagnose_run(fleet, tmp_path, combinations, binaries=binaries):
+        assert judged.named == "autoscaling_limits" and judged.located, judged.combination
+        assert judged.confidence == "medium", judged.combination
+        limit = finding(judged.report, "autoscaling_limits")
+        (peak,) = [e for e in limit.evidence if e.measure.startswith("most runners busy")]
+        assert (peak.runner_type, peak.now, peak.why) == (
+            "win-2022-16cpu",
+            63,
+            "63 half an hour before",
+        )

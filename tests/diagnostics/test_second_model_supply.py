@@ -138,3 +138,22 @@ async def test_busy_runners_at_no_one_level_while_jobs_wait_far_longer_are_faili
         assert slow.runner_type == "linux-arm64-8cpu"
         assert slow.now is not None and slow.baseline is not None
         assert slow.now >= 10 * slow.baseline, judged.combination
+
+
+async def test_every_type_queueing_short_of_runners_since_the_same_half_hour_is_one_outage(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # New runners stopped coming on every type. Five types queue (50, 16, 12, 8 and 7 jobs, 33
+    # to 53 minutes): two with runners failing by their own signature, two held at a ceiling at
+    # their usual level, one whose busy runners filled above usual (more work guessed, its
+    # arrivals as usual). Two of five is under half the types, and the other three kept their
+    # own guesses: not every queueing type was named with its cause. Their queues began within
+    # 20 minutes of each other, every one short of runners or held: one cause across the fleet.
+    end = datetime(2026, 11, 27, 4, 3, tzinfo=UTC)
+    fleet = run(plan(Case.OUTAGE, seed=9, types=6, end=end))
+    truth = truth_of(fleet)
+    assert len(truth.affected) == 5 and set(truth.affected.values()) == {"infrastructure"}
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        found = finding(judged.report, "infrastructure")
+        assert set(found.runner_types) == set(truth.affected), judged.combination

@@ -72,6 +72,8 @@ class JobReading:
     at: datetime
     now: dict[Signal, Values] = field(default_factory=dict)
     baseline: dict[Signal, Values] = field(default_factory=dict)
+    #: The jobs waiting and the longest wait on each of the usual days.
+    daily: dict[Signal, list[Values]] = field(default_factory=dict)
     workflows: dict[Signal, WorkflowValues] = field(default_factory=dict)
     workflow_baseline: dict[Signal, WorkflowValues] = field(default_factory=dict)
     breakdowns: dict[Breakdown, Groups] = field(default_factory=dict)
@@ -265,13 +267,14 @@ async def read_jobs(
     base = usual(past)
     queued_days = queues[1 + len(earlier_at) + len(back) :]
     # The usual queue at this hour: a type queueing as it does every day is no incident.
+    reading.daily = {
+        Signal.QUEUED: [_counts(q) for q in queued_days],
+        Signal.MAX_WAIT: [_waits(q, t) for q, t in zip(queued_days, days, strict=True)],
+    }
     reading.baseline = {
         **base.values,
         Signal.RUNNING: median_values(busy_days, rate=True),
-        Signal.QUEUED: median_values([_counts(q) for q in queued_days], rate=True),
-        Signal.MAX_WAIT: median_values(
-            [_waits(q, t) for q, t in zip(queued_days, days, strict=True)], rate=True
-        ),
+        **{s: median_values(each, rate=True) for s, each in reading.daily.items()},
     }
     reading.now[Signal.ARRIVALS_HOUR] = hourly[0]
     reading.baseline[Signal.ARRIVALS_HOUR] = median_values(hourly[1:], rate=True)
@@ -305,8 +308,10 @@ async def read_jobs(
         for name in known:
             then.setdefault(name, 0.0)
     if days:
-        # A type that queued on none of the usual days usually has no queue.
-        for signal in (Signal.QUEUED, Signal.MAX_WAIT):
+        # A type that queued on none of the usual days usually has no queue (nor on one day).
+        for signal, each in reading.daily.items():
             for name in known:
                 reading.baseline[signal].setdefault(name, 0.0)
+                for one_day in each:
+                    one_day.setdefault(name, 0.0)
     return reading
