@@ -5,7 +5,7 @@ told from signals that other causes leave the same, are medium at most.
 
 from __future__ import annotations
 
-from bot.diagnostics.evidence import queue_floor, sizes, supply
+from bot.diagnostics.evidence import RATIO_LIKELY, queue_floor, ratio_of, sizes, supply
 from bot.diagnostics.inference import below_usual_guess
 from bot.diagnostics.job_time import runners_not_grown, timed_by_few
 from bot.diagnostics.measures import Signal
@@ -51,7 +51,10 @@ def unproven(
     return (
         queue_in_doubt(fleet, state)
         or near_usual(fleet, state)
-        or (primary is Cause.AUTOSCALING_LIMITS and _limit_unproven(fleet, state))
+        or (
+            primary is Cause.AUTOSCALING_LIMITS
+            and (_limit_unproven(fleet, state) or _more_demand_unsettled(fleet, state.name))
+        )
         or (primary is Cause.LONG_RUNNING_JOBS and _slower_unproven(fleet, state, verdicts))
         or (primary is Cause.INFRASTRUCTURE and _failure_unproven(fleet, state))
     )
@@ -88,6 +91,15 @@ def _limit_unproven(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     return state.max is None and (
         below_usual_guess(fleet, state) or state.idle is None or state.idle > 0
     )
+
+
+def _more_demand_unsettled(fleet: FleetSignals, name: str) -> bool:
+    """Jobs arriving over the last hour at RATIO_LIKELY times usual or more, too few to tell
+    from chance: a ceiling is the cause only at the usual demand, and this is not shown usual."""
+    ratio = ratio_of(
+        fleet.value(Signal.ARRIVALS_HOUR, name), fleet.base(Signal.ARRIVALS_HOUR, name), 0.1
+    )
+    return ratio is not None and ratio >= RATIO_LIKELY
 
 
 def _slower_unproven(

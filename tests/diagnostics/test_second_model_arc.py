@@ -306,3 +306,21 @@ async def test_busy_runners_short_of_usual_on_a_lean_scrape_are_no_certain_failu
     assert lean.confidence == "medium"
     # The full scrape has the maximum: the ceiling, unambiguous.
     assert (full.named, full.confidence, full.located) == ("autoscaling_limits", "high", True)
+
+
+async def test_a_maximum_reached_with_more_jobs_arriving_than_usual_is_no_certain_limit(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # A pull-request workflow moved onto gpu-h100-1gpu: the scale set asks for its maximum (55),
+    # 47 jobs wait, and over the hour jobs arrived 1.8 times as often as usual (1.02 a minute,
+    # 0.57 usual), too few more to tell from chance. A maximum is the cause only at the usual
+    # demand, and this demand is not shown usual. Before: autoscaling limits, high confidence.
+    end = datetime(2026, 11, 27, 4, 10, tzinfo=UTC)
+    fleet = run(plan(Case.MOVED_WORKFLOW, seed=10, types=6, end=end))
+    assert truth_of(fleet).affected == {"gpu-h100-1gpu": "increased_workload"}
+    (judged,) = await diagnose_run(fleet, tmp_path, ("arc",), binaries=binaries)
+    workload = finding(judged.report, "increased_workload")
+    (hour,) = [e for e in workload.evidence if e.measure.endswith("last hour")]
+    assert hour.now is not None and hour.baseline is not None
+    assert hour.now >= 1.5 * hour.baseline
+    assert judged.confidence != "high"
