@@ -5,8 +5,8 @@ told from signals that other causes leave the same, are medium at most.
 
 from __future__ import annotations
 
-from bot.diagnostics.evidence import RATIO_LIKELY, queue_floor, ratio_of, sizes, supply
-from bot.diagnostics.inference import below_usual_guess
+from bot.diagnostics.evidence import RATIO_LIKELY, queue_floor, sizes, supply
+from bot.diagnostics.inference import below_usual_guess, demand_as_usual
 from bot.diagnostics.job_time import runners_not_grown, timed_by_few
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check
@@ -53,7 +53,12 @@ def unproven(
         or near_usual(fleet, state)
         or (
             primary is Cause.AUTOSCALING_LIMITS
-            and (_limit_unproven(fleet, state) or _more_demand_unsettled(fleet, state.name))
+            and (
+                _limit_unproven(fleet, state)
+                # A ceiling is the cause only at the usual demand; more, if too few more to
+                # tell from chance, is not shown usual.
+                or not demand_as_usual(fleet, state.name, within=RATIO_LIKELY)
+            )
         )
         or (primary is Cause.LONG_RUNNING_JOBS and _slower_unproven(fleet, state, verdicts))
         or (primary is Cause.INFRASTRUCTURE and _failure_unproven(fleet, state))
@@ -69,8 +74,8 @@ def queue_in_doubt(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     if state.max_wait_seconds is not None:
         return False
     queued = state.queued or 0.0
-    before = fleet.before(Signal.QUEUED, state.name)
-    young = bool(before) and queued - before[0] > YOUNG_SHARE * queued
+    then = fleet.quarter_hour_ago(Signal.QUEUED, state.name)
+    young = then is not None and queued - then > YOUNG_SHARE * queued
     return young or queued < 2 * queue_floor(fleet, state.name, None)
 
 
@@ -91,15 +96,6 @@ def _limit_unproven(fleet: FleetSignals, state: RunnerTypeState) -> bool:
     return state.max is None and (
         below_usual_guess(fleet, state) or state.idle is None or state.idle > 0
     )
-
-
-def _more_demand_unsettled(fleet: FleetSignals, name: str) -> bool:
-    """Jobs arriving over the last hour at RATIO_LIKELY times usual or more, too few to tell
-    from chance: a ceiling is the cause only at the usual demand, and this is not shown usual."""
-    ratio = ratio_of(
-        fleet.value(Signal.ARRIVALS_HOUR, name), fleet.base(Signal.ARRIVALS_HOUR, name), 0.1
-    )
-    return ratio is not None and ratio >= RATIO_LIKELY
 
 
 def _slower_unproven(

@@ -238,8 +238,7 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
 
 def _waited_since(fleet: FleetSignals, name: str) -> bool:
     """Jobs were waiting a quarter of an hour before too."""
-    before = fleet.before(Signal.QUEUED, name)
-    return bool(before) and before[0] > 0
+    return (fleet.quarter_hour_ago(Signal.QUEUED, name) or 0.0) > 0
 
 
 CHECKS: dict[Cause, Callable[[FleetSignals, RunnerTypeState], Check]] = {

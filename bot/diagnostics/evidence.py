@@ -201,16 +201,15 @@ def sizes(
     usual day's (where each day was read), not the size of the median queue and median wait:
     a day of many jobs waiting briefly and one of a few waiting long are two usual days."""
     signal = _wait_signal(fleet, name) if usual.max_wait_seconds is not None else None
-    queued_days = fleet.daily.get(Signal.QUEUED, [])
-    waits = fleet.daily.get(signal, []) if signal else [{} for _ in queued_days]
-    each: list[float] = []
-    if len(waits) == len(queued_days):
-        pairs = zip(queued_days, waits, strict=True)
-        each = [queue_size(q[name], w.get(name)) for q, w in pairs if name in q]
-    if each:
-        usual_size = statistics.median(each)
-    else:
-        usual_size = queue_size(usual.queued, usual.max_wait_seconds)
+    waits = fleet.daily.get(signal, []) if signal else []
+    each = [
+        queue_size(day[name], waits[i].get(name) if i < len(waits) else None)
+        for i, day in enumerate(fleet.daily.get(Signal.QUEUED, []))
+        if name in day
+    ]
+    usual_size = (
+        statistics.median(each) if each else queue_size(usual.queued, usual.max_wait_seconds)
+    )
     return queue_size(queued, fleet.value(signal, name) if signal else None), usual_size
 
 

@@ -125,12 +125,12 @@ def merge(parts: list[tuple[Origin, FleetSignals]], at: datetime, window: str) -
                     ):
                         if name in source.get(signal, {}):
                             into_past.setdefault(signal, {})[name] = source[signal][name]
-                    for index, day in enumerate(part.daily.get(signal, [])):
+                    if each := part.daily.get(signal):
                         days = fleet.daily.setdefault(signal, [])
-                        if index == len(days):
-                            days.append({})
-                        if name in day:
-                            days[index][name] = day[name]
+                        days.extend({} for _ in range(len(each) - len(days)))
+                        for day, into_day in zip(each, days, strict=False):
+                            if name in day:
+                                into_day[name] = day[name]
         for signal, workflows in part.workflows.items():
             into_w = fleet.workflows.setdefault(signal, {})
             for name, per_workflow in workflows.items():

@@ -120,7 +120,7 @@ def infer(
     more_work: tuple[tuple[Callable[[], Evidence | None], Confidence], ...] = (
         (lambda: filled_above_usual(fleet, state), Confidence.MEDIUM),
         (
-            lambda: None if _demand_as_usual(fleet, name) else work_new_to(fleet, name),
+            lambda: None if demand_as_usual(fleet, name) else work_new_to(fleet, name),
             Confidence.MEDIUM,
         ),
         (lambda: _beyond_usual_ceiling(fleet, state), Confidence.LOW),
@@ -186,7 +186,7 @@ def _eliminated(
         busy, before = supply(fleet, state.name), state.usual
         return (
             usual
-            and _demand_as_usual(fleet, state.name)
+            and demand_as_usual(fleet, state.name)
             and busy is not None
             and _at_usual_level(busy, usual_load(fleet, state.name))
             and before is not None
@@ -214,17 +214,17 @@ def usual_load(fleet: FleetSignals, name: str) -> float | None:
     return started * seconds / 60.0
 
 
-def _demand_as_usual(fleet: FleetSignals, name: str) -> bool:
-    """Demand no more than a little above usual: over the last hour where measured (ten
-    minutes of a few jobs a minute vary by half), else over the window."""
+def demand_as_usual(fleet: FleetSignals, name: str, within: float = DEMAND_AS_USUAL) -> bool:
+    """Demand no more than `within` times usual (by default a little above): over the last hour
+    where measured (ten minutes of a few jobs a minute vary by half), else over the window."""
     hour, usual_hour = (
         fleet.value(Signal.ARRIVALS_HOUR, name),
         fleet.base(Signal.ARRIVALS_HOUR, name),
     )
     if hour is not None and usual_hour is not None:
-        return hour <= DEMAND_AS_USUAL * usual_hour
+        return hour <= within * usual_hour
     asked = demand(fleet, name)
-    return asked is not None and asked.now <= DEMAND_AS_USUAL * asked.usual
+    return asked is not None and asked.now <= within * asked.usual
 
 
 def _likely(verdicts: dict[Cause, dict[str, Check]], name: str) -> list[Cause]:

@@ -123,6 +123,11 @@ class FleetSignals:
         """`signal` 15 and 30 minutes ago, where read."""
         return [then[runner_type] for then in self.earlier.get(signal, []) if runner_type in then]
 
+    def quarter_hour_ago(self, signal: Signal, runner_type: str) -> float | None:
+        """`signal` 15 minutes ago, where read."""
+        before = self.before(signal, runner_type)
+        return before[0] if before else None
+
     def an_hour_ago(self, signal: Signal, runner_type: str) -> float | None:
         """`signal` an hour ago, where read."""
         return self.hour_ago.get(signal, {}).get(runner_type)

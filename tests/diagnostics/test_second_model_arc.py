@@ -319,6 +319,8 @@ async def test_a_maximum_reached_with_more_jobs_arriving_than_usual_is_no_certai
     fleet = run(plan(Case.MOVED_WORKFLOW, seed=10, types=6, end=end))
     assert truth_of(fleet).affected == {"gpu-h100-1gpu": "increased_workload"}
     (judged,) = await diagnose_run(fleet, tmp_path, ("arc",), binaries=binaries)
+    limit = finding(judged.report, "autoscaling_limits")
+    assert (limit.verdict.value, limit.runner_types) == ("likely", ("gpu-h100-1gpu",))
     workload = finding(judged.report, "increased_workload")
     (hour,) = [e for e in workload.evidence if e.measure.endswith("last hour")]
     assert hour.now is not None and hour.baseline is not None
