@@ -21,6 +21,11 @@ class Signal(StrEnum):
 
     QUEUED = "queued"  # jobs waiting for a runner
     MAX_WAIT = "max_wait"  # seconds the longest-waiting job has waited
+    #: Of the jobs waiting 5 (10) minutes ago, those not started since (ARC: the jobs not yet
+    #: running then, less the jobs started since): how many still wait, where the longest
+    #: wait is not measured.
+    WAITING_5M = "waiting_5m"
+    WAITING_10M = "waiting_10m"
     RUNNING = "running"  # jobs a runner is working on
     #: The most jobs running at once within the window: where an autoscaler's maximum holds,
     #: the ceiling itself, however ephemeral runners come and go beneath it.

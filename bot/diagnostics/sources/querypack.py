@@ -26,7 +26,9 @@ them (https://github.com/actions/actions-runner-controller, cmd/ghalistener/metr
 - registered, busy, idle, desired and the controller's runner gauges may be absent.
 ARC has no signal for jobs arriving or for the longest current wait: those come from GitHub's
 job events, or a fleet's own exporters. Over the last hour, the jobs started plus the queue's
-growth stand for the jobs that arrived (`arrivals_hour`). cAdvisor's CPU-throttling and OOM
+growth stand for the jobs that arrived (`arrivals_hour`); the jobs not yet running 5 and 10
+minutes ago less those started since, for the jobs still waiting of them (`waiting_5m`,
+`waiting_10m`). cAdvisor's CPU-throttling and OOM
 counters of the runner pods (`<scale set>-runner-<suffix>`) are read where scraped.
 
 Every query returns an instant vector with one series per runner type (label `name`), or per
@@ -128,6 +130,13 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
     def waiting(offset: str = "") -> str:
         return by_type(f"clamp_min(gha_assigned_jobs{offset} - gha_running_jobs{offset}, 0)")
 
+    def still_waiting(ago: str) -> str:
+        # A job waiting `ago` before that still waits has not started since: the jobs waiting
+        # then, less every job started since, are at least those (cancellations aside), and
+        # exactly those where jobs start in the order they came.
+        since = by_type(f"increase({started}[{ago}])")
+        return f"clamp_min({waiting(f' offset {ago}')} - {since}, 0)"
+
     # ARC counts no job arriving; over an hour the jobs started plus what the queue grew by
     # are the jobs that arrived (a cancelled job aside), even where a ceiling holds starts.
     arrived_hour = (
@@ -138,6 +147,8 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
     return {
         Signal.QUEUED: waiting(),
         Signal.ARRIVALS_HOUR: arrived_hour,
+        Signal.WAITING_5M: still_waiting("5m"),
+        Signal.WAITING_10M: still_waiting("10m"),
         Signal.RUNNING: by_type("gha_running_jobs"),
         Signal.RUNNING_PEAK: by_type("max_over_time(gha_running_jobs[{window}])"),
         Signal.REGISTERED: by_type("gha_registered_runners"),
@@ -193,6 +204,8 @@ class QueryPack(BaseModel):
     running: str = ""
     running_peak: str = ""
     max_wait: str = ""
+    waiting_5m: str = ""
+    waiting_10m: str = ""
     registered: str = ""
     busy: str = ""
     idle: str = ""
