@@ -1,6 +1,7 @@
 """How sure a diagnosis is. "High" only where the primary cause's signature holds
-unambiguously; a queue that may be gone or young, a queue little beyond the usual, and a cause
-told from signals that other causes leave the same, are medium at most.
+unambiguously; a queue that may be gone or young, a queue little beyond the usual, more work
+with the last hour's arrivals as usual, and a cause told from signals that other causes leave
+the same, are medium at most.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def unproven(
                 or not demand_as_usual(fleet, state.name, within=RATIO_LIKELY)
             )
         )
+        # More work told from the window alone, the last hour's arrivals as usual: a burst.
+        or (primary is Cause.INCREASED_WORKLOAD and demand_as_usual(fleet, state.name))
         or (primary is Cause.LONG_RUNNING_JOBS and _slower_unproven(fleet, state, verdicts))
         or (primary is Cause.INFRASTRUCTURE and _failure_unproven(fleet, state))
     )

@@ -157,3 +157,24 @@ async def test_every_type_queueing_short_of_runners_since_the_same_half_hour_is_
         assert judged.named == "infrastructure" and judged.located, judged.combination
         found = finding(judged.report, "infrastructure")
         assert set(found.runner_types) == set(truth.affected), judged.combination
+
+
+async def test_more_work_in_ten_minutes_of_an_hour_as_usual_is_no_certainty(
+    tmp_path: Path,
+) -> None:
+    # An outage: most new runners of three types never start. On the worst-queueing type
+    # (36 jobs, 27 minutes) jobs arrived twice as often as usual over the last ten minutes,
+    # but 1.53 a minute over the hour where 1.45 is usual: a burst, not more work that
+    # lasts. Whatever job events alone name there is no certainty.
+    end = datetime(2026, 11, 27, 4, 24, tzinfo=UTC)
+    fleet = run(plan(Case.OUTAGE, seed=12, types=3, end=end))
+    assert truth_of(fleet).primary_cause == "infrastructure"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    (hour,) = [
+        e
+        for e in finding(judged.report, "increased_workload").evidence
+        if e.runner_type == "linux-x64-highmem-32cpu" and e.measure.endswith("last hour")
+    ]
+    assert hour.now is not None and hour.baseline is not None
+    assert hour.now <= 1.2 * hour.baseline
+    assert judged.right or judged.confidence != "high", judged.named
