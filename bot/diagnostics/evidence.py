@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass
 
 from bot.diagnostics.measures import Signal, told_how_long
-from bot.diagnostics.queue_age import not_queueing_yet
+from bot.diagnostics.queue_age import queue_ruled_out
 from bot.diagnostics.signals import EARLIER, FleetSignals
 from bot.diagnostics.workload import behind
 from bot.domain.diagnosis import Evidence, PastQueue, RunnerTypeState
@@ -100,7 +100,7 @@ def runner_state(fleet: FleetSignals, name: str) -> RunnerTypeState:
     busy = get(Signal.BUSY)
     floor = queue_floor(fleet, name, waited)
     queueing = (waited or 0.0) >= WAIT_AFFECTED_SECONDS or (queued or 0.0) >= floor
-    queueing = queueing and not not_queueing_yet(fleet, name)
+    queueing = queueing and not queue_ruled_out(fleet, name, QUEUED_AFFECTED)
     usual = usual_queue(fleet, name)
     beyond = True
     if usual is not None:

@@ -14,19 +14,18 @@ from __future__ import annotations
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.signals import FleetSignals
 
-#: The alert's count: this many jobs waiting over 5 minutes (or one over 10) is a queue.
-ALERT_COUNT = 5.0
 #: Fewer than one job: none (Prometheus's `increase` extrapolates to the window's edges).
 NONE_LEFT = 1.0
 
 
-def not_queueing_yet(fleet: FleetSignals, name: str) -> bool:
+def queue_ruled_out(fleet: FleetSignals, name: str, count: float) -> bool:
     """Whether `name`'s jobs, their longest wait not measured, surely do not queue as the alert
-    counts: no job of the queue 10 minutes ago still waiting, fewer than 5 of that 5 minutes
-    ago. False where the longest wait is measured, or what still waits is not."""
+    counts: no job of the queue 10 minutes ago still waiting, fewer than `count` (the alert's
+    count) of that 5 minutes ago. False where the longest wait is measured, or what still
+    waits is not."""
     if fleet.value(Signal.MAX_WAIT, name) is not None:
         return False
     five, ten = fleet.value(Signal.WAITING_5M, name), fleet.value(Signal.WAITING_10M, name)
     if five is None or ten is None:
         return False
-    return ten < NONE_LEFT and five < ALERT_COUNT
+    return ten < NONE_LEFT and five < count

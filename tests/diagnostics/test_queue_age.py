@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.diagnostics.evidence import QUEUED_AFFECTED
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.queue_age import not_queueing_yet
+from bot.diagnostics.queue_age import queue_ruled_out
 from bot.diagnostics.signals import FleetSignals
 
 AT = datetime(2026, 11, 27, 4, 10, tzinfo=UTC)
@@ -39,16 +40,16 @@ def test_what_still_waits_of_earlier_queues_tells_whether_the_type_queues(
     five: float, ten: float, expected: bool
 ) -> None:
     fleet = _fleet({Signal.QUEUED: 9.0, Signal.WAITING_5M: five, Signal.WAITING_10M: ten})
-    assert not_queueing_yet(fleet, NAME) is expected
+    assert queue_ruled_out(fleet, NAME, QUEUED_AFFECTED) is expected
 
 
 def test_a_measured_longest_wait_decides_instead() -> None:
     fleet = _fleet({Signal.MAX_WAIT: 900.0, Signal.WAITING_5M: 0.0, Signal.WAITING_10M: 0.0})
-    assert not not_queueing_yet(fleet, NAME)
+    assert not queue_ruled_out(fleet, NAME, QUEUED_AFFECTED)
 
 
 @pytest.mark.parametrize("missing", [Signal.WAITING_5M, Signal.WAITING_10M])
 def test_without_both_earlier_queues_nothing_is_told(missing: Signal) -> None:
     values = {Signal.QUEUED: 9.0, Signal.WAITING_5M: 0.0, Signal.WAITING_10M: 0.0}
     del values[missing]
-    assert not not_queueing_yet(_fleet(values), NAME)
+    assert not queue_ruled_out(_fleet(values), NAME, QUEUED_AFFECTED)
