@@ -137,6 +137,18 @@ def _started_wait(fleet: FleetSignals, name: str) -> tuple[Signal, float, float]
     return None
 
 
+def fell_over_the_hour(fleet: FleetSignals, name: str) -> float | None:
+    """The most runners busy at once an hour before, where the level now is clearly below it
+    (by more than runners coming and going beneath a level waver by): a ceiling holds its
+    level hour after hour, while runners that end their jobs and are not replaced leave fewer
+    busy each half hour. None where not so, or where the peaks are not measured."""
+    busy = supply(fleet, name)
+    then = fleet.an_hour_ago(Signal.RUNNING_PEAK, name)
+    if busy is None or not busy.peaks or then is None:
+        return None
+    return then if busy.top <= then - max(0.15 * then + 2.0, math.sqrt(then)) else None
+
+
 def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
     """Busy runners held at one level, but starting far fewer jobs over the hour than runners
     held at a ceiling turn over (each one a job's usual time, then its successor's start,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bot.diagnostics.busy_runners import fell_over_the_hour
 from bot.diagnostics.certainty import at_most_medium, confidence_of, unproven
 from bot.diagnostics.evidence import (
     RATIO_LIKELY,
@@ -201,6 +202,7 @@ def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     # held at one number exactly while jobs waited a quarter of an hour are one too.
     ceiling = (
         busy.flat
+        and fell_over_the_hour(fleet, name) is None
         and busy.top >= (2.0 if busy.peaks else 3.0)
         and not _idle_while_waiting(state)
         and (waited_through(fleet, name) or (busy.exact and _waited_since(fleet, name)))
@@ -216,7 +218,12 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
     if _idle_while_waiting(state):
         return f"{amount(state.idle, '')} runners idle while jobs wait: no limit holds them"
     then = busy.before[-1]
-    if busy.falling:
+    if (level := fell_over_the_hour(fleet, state.name)) is not None:
+        why = (
+            f"fallen from {amount(level, '')} at once an hour before, not held at a ceiling:"
+            " runners going and not coming back"
+        )
+    elif busy.falling:
         why = f"falling ({amount(then, '')} half an hour before), not held at a ceiling"
     elif busy.catching_up:
         why = (

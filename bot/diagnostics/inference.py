@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from bot.diagnostics.busy_runners import (
+    fell_over_the_hour,
     filled_above_usual,
     not_coming,
     not_turning_over,
@@ -90,21 +91,22 @@ def infer(
     """Add to `verdicts` the cause the others leave for `state`, if one; it and its
     confidence."""
     name = state.name
+    if below_usual_guess(fleet, state) and (stalled := not_turning_over(fleet, state)):
+        # Held below the usual level over the half hour, a lowered maximum or runners not
+        # coming: a ceiling turns over, runners held by jobs left running do not. (Above the
+        # usual level, work new to the type may take longer than the usual job time; the jobs
+        # completing do not show the long ones still running.)
+        if _likely(verdicts, name) == [Cause.AUTOSCALING_LIMITS]:
+            why = "held, but not turning over as runners at a ceiling do (see infrastructure)"
+            _not_a_ceiling(verdicts, name, stalled, why)
+            return Cause.INFRASTRUCTURE, Confidence.MEDIUM
+        if not _likely(verdicts, name) and fell_over_the_hour(fleet, name) is not None:
+            # No ceiling already (fallen over the hour): the same runners held, not replaced.
+            verdicts[Cause.INFRASTRUCTURE][name] = (Verdict.LIKELY, (stalled,))
+            return Cause.INFRASTRUCTURE, Confidence.MEDIUM
     if _eliminated(verdicts, fleet, state) and (found := not_coming(fleet, state)):
         verdicts[Cause.INFRASTRUCTURE][name] = (Verdict.LIKELY, (found,))
         return Cause.INFRASTRUCTURE, Confidence.LOW
-    if (
-        _likely(verdicts, name) == [Cause.AUTOSCALING_LIMITS]
-        and below_usual_guess(fleet, state)
-        and (stalled := not_turning_over(fleet, state)) is not None
-    ):
-        # Held below the usual level, a lowered maximum or runners not coming: a ceiling turns
-        # over, runners held by jobs left running do not. (Above the usual level, work new to
-        # the type may take longer than the usual job time; the jobs completing do not show
-        # the long ones still running.)
-        why = "held, but not turning over as runners at a ceiling do (see infrastructure)"
-        _not_a_ceiling(verdicts, name, stalled, why)
-        return Cause.INFRASTRUCTURE, Confidence.MEDIUM
     if not _filled(verdicts, name):
         return None
     # A ceiling guessed from busy runners (no maximum measured) that no work fills, or that
@@ -263,7 +265,8 @@ def across_fleet(
     guessed: dict[str, Guess],
 ) -> dict[str, Guess]:
     """Runners failing, or busy runners held at a ceiling guessed below their usual level (a
-    maximum lowered and machines that never register read the same), on half the types
+    maximum lowered and machines that never register read the same) or fallen over the hour
+    with no cause of their own, on half the types
     queueing, three or more of them or two with runners failing, or every type queueing
     short of runners or held, its queue begun with the others' (`_stopped_together`): one
     cause across the fleet (the cloud, GitHub's registration) is likelier than one of each
@@ -287,7 +290,9 @@ def across_fleet(
         if likely[state.name] == [Cause.AUTOSCALING_LIMITS] and state.max is None
     }
     held = [name for name, state in ceilings.items() if below_usual_guess(fleet, state)]
-    short = failing + held
+    # No ceiling, as busy runners fell over the hour, and no cause of their own: short too.
+    fallen = [n for n in names if not likely[n] and fell_over_the_hour(fleet, n) is not None]
+    short = failing + held + fallen
     enough = len(short) >= FLEET_WIDE_TYPES or len(failing) >= FLEET_WIDE_FAILING
     if not _stopped_together(affected, failing, short, {*ceilings, *guessed}) and (
         not enough or len(short) < FLEET_WIDE_SHARE * len(names)

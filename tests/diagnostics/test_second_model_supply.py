@@ -178,3 +178,20 @@ async def test_more_work_in_ten_minutes_of_an_hour_as_usual_is_no_certainty(
     assert hour.now is not None and hour.baseline is not None
     assert hour.now <= 1.2 * hour.baseline
     assert judged.named != "increased_workload" or judged.confidence != "high"
+
+
+async def test_busy_runners_fallen_over_the_hour_beneath_a_queue_are_no_ceiling(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # Most new runners of win-2022-8cpu never start since two hours: at most 15 jobs running at
+    # once an hour ago, 8 then 6 over the last half hour (19 usually busy), while jobs waited
+    # all the while. The half hour alone is a level held; the hour is runners going and not
+    # coming back, which a ceiling (held hour after hour) is not.
+    end = datetime(2026, 11, 27, 17, 31, tzinfo=UTC)
+    fleet = run(plan(Case.FAILING_STARTS, seed=13, types=3, end=end))
+    assert truth_of(fleet).affected == {"win-2022-8cpu": "infrastructure"}
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+        assert judged.named == "infrastructure" and judged.located, judged.combination
+        limits = finding(judged.report, "autoscaling_limits")
+        assert limits.verdict.value == "ruled_out", judged.combination
+        assert limits.evidence[0].why.startswith("fallen from 15 at once an hour before")
