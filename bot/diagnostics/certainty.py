@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bot.diagnostics.evidence import RATIO_LIKELY, queue_floor, sizes, supply
 from bot.diagnostics.inference import below_usual_guess, demand_as_usual
-from bot.diagnostics.job_time import runners_not_grown, timed_by_few
+from bot.diagnostics.job_time import completing_slower, runners_not_grown, timed_by_few
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check
 from bot.diagnostics.signals import FleetSignals
@@ -105,9 +105,14 @@ def _slower_unproven(
     fleet: FleetSignals, state: RunnerTypeState, verdicts: dict[Cause, dict[str, Check]]
 ) -> bool:
     """Long-running jobs told from few jobs with no clear rise of the time a job holds its
-    runner, or with no ceiling holding the runners and none added."""
-    unheld = verdicts[Cause.AUTOSCALING_LIMITS][state.name][0] is Verdict.RULED_OUT
-    return timed_by_few(fleet, state.name) or (unheld and runners_not_grown(fleet, state.name))
+    runner, or with no ceiling holding the runners and none added, or at a ceiling without
+    the jobs completing clearly slower on their own."""
+    limit = verdicts[Cause.AUTOSCALING_LIMITS][state.name][0]
+    return (
+        timed_by_few(fleet, state.name)
+        or (limit is Verdict.RULED_OUT and runners_not_grown(fleet, state.name))
+        or (limit is Verdict.LIKELY and not completing_slower(fleet, state.name))
+    )
 
 
 def _failure_unproven(fleet: FleetSignals, state: RunnerTypeState) -> bool:

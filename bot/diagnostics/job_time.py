@@ -13,6 +13,7 @@ from bot.diagnostics.workload import (
     HELD_MIN_BUSY,
     HELD_RATIO,
     HELD_TIMED_RATIO,
+    SLOWER_MIN_JOBS,
     held_longer,
     hold_ratio,
     hold_time,
@@ -139,6 +140,19 @@ def timed_by_few(fleet: FleetSignals, name: str) -> bool:
     holds its runner to agree: long-running jobs at most at medium confidence."""
     held = hold_ratio(fleet, name)
     return _timed(fleet, name) < ENOUGH_JOBS and (held is None or held < HELD_RATIO)
+
+
+def completing_slower(fleet: FleetSignals, name: str) -> bool:
+    """The jobs completing in the window take clearly longer than usual on their own: their p90
+    (the mean where no percentile is measured) RATIO_LIKELY times usual, over at least
+    SLOWER_MIN_JOBS of them. At a ceiling this is what tells a slowdown: the time a job holds
+    its runner stretches there with each runner's replacement (ephemeral runners) and with
+    the job mix of the queue, whatever the jobs take."""
+    for signal in (Signal.DURATION_P90, Signal.DURATION_MEAN):
+        ratio = ratio_of(fleet.value(signal, name), fleet.base(signal, name), 1.0)
+        if ratio is not None:
+            return ratio >= RATIO_LIKELY and _timed(fleet, name) >= SLOWER_MIN_JOBS
+    return False
 
 
 def _factors(fleet: FleetSignals, name: str) -> tuple[float, float]:

@@ -162,3 +162,36 @@ async def test_more_work_where_fewer_jobs_start_in_an_outage_counts_with_the_fle
         assert "win-2022-16cpu" in failing.runner_types
         more = finding(judged.report, "increased_workload")
         assert more.runner_types == ("win-2022-16cpu",), judged.combination
+
+
+async def test_runners_held_longer_at_a_ceiling_are_no_certainty_of_slower_jobs(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # Two fleets where a ceiling holds a type's runners and a job holds its runner over twice
+    # as long as usual (runners busy over jobs started an hour), while the jobs completing
+    # are not clearly slower: a maximum lowered to 8 (its p90 job time 1.1x usual on job
+    # events, two jobs timed), and a merge queue moved onto linux-x64-highmem-16cpu whose
+    # hour-long jobs now keep its 24 runners busy (p90 as usual). Slower jobs are not what
+    # either shows unambiguously: whatever is named, long-running jobs not with certainty.
+    cases = [
+        (Case.LOWERED_MAX, 6, "linux-x64-highmem-32cpu"),
+        (Case.MOVED_WORKFLOW, 3, "linux-x64-highmem-16cpu"),
+    ]
+    for case, types, name in cases:
+        end = datetime(2026, 11, 27, 11, 31, tzinfo=UTC)
+        fleet = run(plan(case, seed=13, types=types, end=end))
+        assert name in truth_of(fleet).affected
+        workdir = tmp_path / case.value
+        workdir.mkdir()
+        combinations = ("jobs", "arc", "arc-lean")
+        for judged in await diagnose_run(fleet, workdir, combinations, binaries=binaries):
+            where = f"{case.value} {judged.combination}"
+            assert finding(judged.report, "autoscaling_limits").verdict.value == "likely", where
+            (held,) = [
+                e
+                for e in finding(judged.report, "long_running_jobs").evidence
+                if e.measure.startswith("time a job holds a runner")
+            ]
+            assert held.now is not None and held.baseline is not None
+            assert held.now >= 2 * held.baseline, where
+            assert judged.named != "long_running_jobs" or judged.confidence != "high", where
