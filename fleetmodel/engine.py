@@ -126,6 +126,8 @@ class _TypeEpisode:
         self.running = 0
         self.set_name = f"{kind.name}-{_suffix(rng)}"
         self.last = end >= run.plan.end
+        #: An earlier day's episode past its end: no job starts and no runner is created.
+        self.closed = False
 
     def troubled(self, at: float) -> Trouble | None:
         return self.trouble if at >= self.trouble_from else None
@@ -194,6 +196,8 @@ class _TypeEpisode:
     # runners --------------------------------------------------------------------------------
 
     def _target(self, at: float) -> int:
+        if self.closed:
+            return 0
         assigned = len(self.queue) + self.running
         ceiling = self.run.max_runners(self.kind, at)
         wanted = self.kind.min_runners + assigned
@@ -281,6 +285,19 @@ class _TypeEpisode:
             self.push(runner.lost, "lost", runner)
         self.push(finish, "done", (job, conclusion))
 
+    def _close(self, at: float) -> None:
+        """An earlier day's episode stops at its end: the jobs still waiting are cancelled, the
+        jobs running finish, and no runner is created. A backlog served on through the night
+        would overlap the next day's episode of the same type, its runners on top of that
+        day's, beyond the type's maximum."""
+        self.closed = True
+        for job in self.queue:
+            if job.completed is None:
+                # After the end, to the second: waiting there still.
+                job.completed, job.conclusion = math.ceil(at), "cancelled"
+        self.queue.clear()
+        self.scale(at)
+
     def simulate(self) -> None:
         self.arrivals()
         for _ in range(self.kind.min_runners):
@@ -290,9 +307,14 @@ class _TypeEpisode:
             at, _, what, payload = heapq.heappop(self.events)
             if at > self.end and self.last:
                 break  # the end of the history: what happens next is not known yet
+            if at > self.end and not self.closed:
+                self._close(at)
             if what == "assigned":
                 job = payload
                 assert isinstance(job, Job)
+                if self.closed:
+                    job.completed, job.conclusion = math.ceil(at), "cancelled"
+                    continue
                 self.queue.append(job)
                 if job.cancel_at is not None:
                     self.push(job.cancel_at, "cancel", job)
