@@ -293,8 +293,7 @@ class _TypeEpisode:
         self.closed = True
         for job in self.queue:
             if job.completed is None:
-                # After the end, to the second: waiting there still.
-                job.completed, job.conclusion = math.ceil(at), "cancelled"
+                _cancel_after_end(job, at)
         self.queue.clear()
         self.scale(at)
 
@@ -313,7 +312,7 @@ class _TypeEpisode:
                 job = payload
                 assert isinstance(job, Job)
                 if self.closed:
-                    job.completed, job.conclusion = math.ceil(at), "cancelled"
+                    _cancel_after_end(job, at)
                     continue
                 self.queue.append(job)
                 if job.cancel_at is not None:
@@ -375,6 +374,12 @@ class _TypeEpisode:
             for runner in self.active.values():
                 if runner.gone is None:
                     runner.gone = max(at, self.end)
+
+
+def _cancel_after_end(job: Job, at: float) -> None:
+    """`job` cancelled where an earlier day's episode stops, after its end to the second: it
+    was still waiting at the end."""
+    job.completed, job.conclusion = math.ceil(at), "cancelled"
 
 
 def run(plan: FleetPlan) -> FleetRun:

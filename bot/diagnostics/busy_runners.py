@@ -49,11 +49,11 @@ WAITED_FAR_MORE_SECONDS = 600.0
 #: this many jobs (fewer cannot tell demand from chance).
 FILLED_SHARE = 0.9
 DEMAND_JOBS = 30.0
-#: The most runners busy at once above the level of an hour before by this share and this many
-#: more (and at least by its square root, what runners coming and going beneath a level waver
-#: by) while jobs waited all the while: risen beneath a queue.
-ROSE_SHARE = 0.15
-ROSE_MORE = 2.0
+#: The most runners busy at once apart from the level of an hour before by this share and this
+#: many more (and at least by its square root, what runners coming and going beneath a level
+#: waver by): risen beneath a queue while jobs waited all the while, or fallen below a ceiling.
+LEVEL_MOVED_SHARE = 0.15
+LEVEL_MOVED_MORE = 2.0
 
 
 def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
@@ -146,7 +146,13 @@ def fell_over_the_hour(fleet: FleetSignals, name: str) -> float | None:
     then = fleet.an_hour_ago(Signal.RUNNING_PEAK, name)
     if busy is None or not busy.peaks or then is None:
         return None
-    return then if busy.top <= then - max(0.15 * then + 2.0, math.sqrt(then)) else None
+    return then if busy.top <= then - _moved_by(then) else None
+
+
+def _moved_by(level: float) -> float:
+    """How far the most runners busy at once must move from `level` to have moved: more than
+    runners coming and going beneath it waver by."""
+    return max(LEVEL_MOVED_SHARE * level + LEVEL_MOVED_MORE, math.sqrt(level))
 
 
 def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
@@ -202,7 +208,7 @@ def rose_beneath_queue(fleet: FleetSignals, state: RunnerTypeState) -> Evidence 
         return None
     if waits_as_usual(fleet, name) or _started_wait(fleet, name) is None:
         return None
-    if busy.top < then_peak + max(ROSE_SHARE * then_peak + ROSE_MORE, math.sqrt(then_peak)):
+    if busy.top < then_peak + _moved_by(then_peak):
         return None
     found = evidence(
         fleet,
