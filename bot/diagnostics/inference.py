@@ -110,19 +110,24 @@ def infer(
     if not _filled(verdicts, name):
         return None
     # A ceiling guessed from busy runners (no maximum measured) that no work fills, or that
-    # busy runners rose through while jobs waited: runners too slow to come.
+    # busy runners rose through while jobs waited: runners too slow to come. Not where work
+    # new to the type holds most of the runners beyond the usual: its jobs' time is not the
+    # usual one.
     too_slow = (
         (unfilled_ceiling, "held above the level the demand needs"),
         (rose_beneath_queue, "risen while jobs waited"),
     )
-    for ceiling_against, why in too_slow if state.max is None else ():
+    guessed = state.max is None and work_new_to(fleet, name, holding_the_rise=True) is None
+    for ceiling_against, why in too_slow if guessed else ():
         if (slow := ceiling_against(fleet, state)) is not None:
             _not_a_ceiling(verdicts, name, slow, f"{why}: no ceiling holds it (see infrastructure)")
             return Cause.INFRASTRUCTURE, Confidence.LOW
     more_work: tuple[tuple[Callable[[], Evidence | None], Confidence], ...] = (
         (lambda: filled_above_usual(fleet, state), Confidence.MEDIUM),
         (
-            lambda: None if demand_as_usual(fleet, name) else work_new_to(fleet, name),
+            # At usual demand, only where the new work holds most of the extra runners: its
+            # jobs take longer than the type's own.
+            lambda: work_new_to(fleet, name, holding_the_rise=demand_as_usual(fleet, name)),
             Confidence.MEDIUM,
         ),
         (lambda: _beyond_usual_ceiling(fleet, state), Confidence.LOW),

@@ -4,22 +4,21 @@ and, where more jobs and longer jobs are both found, which of the two comes firs
 
 from __future__ import annotations
 
+from bot.diagnostics.busy_runners import fell_over_the_hour
 from bot.diagnostics.evidence import RATIO_LIKELY, demand, evidence, ratio_of, supply
-from bot.diagnostics.measures import Signal
-from bot.diagnostics.runner_checks import Check
-from bot.diagnostics.signals import FleetSignals, window_minutes
-from bot.diagnostics.workload import (
+from bot.diagnostics.hold import (
     HELD_AGREES,
     HELD_MIN_BUSY,
     HELD_RATIO,
     HELD_TIMED_RATIO,
-    SLOWER_MIN_JOBS,
     held_longer,
     hold_ratio,
     hold_time,
-    mix_explains,
-    top_workflows,
 )
+from bot.diagnostics.measures import Signal
+from bot.diagnostics.runner_checks import Check
+from bot.diagnostics.signals import FleetSignals, window_minutes
+from bot.diagnostics.workload import SLOWER_MIN_JOBS, mix_explains, top_workflows
 from bot.domain.diagnosis import Cause, RunnerTypeState, Verdict
 from bot.render.diagnosis_text import amount
 
@@ -97,10 +96,22 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
             " slower jobs would keep more runners busy, not fewer (the few completing may be"
             " the long ones left where new runners do not start)"
         )
+    elif (
+        likely
+        and busy is not None
+        and ratio_center < HELD_TIMED_RATIO
+        and (fallen := fell_over_the_hour(fleet, name)) is not None
+    ):
+        why = (
+            f"busy runners fallen from {amount(fallen, '')} at once an hour before to"
+            f" {amount(busy.top, '')}, the median job as usual: slower jobs would keep more"
+            " runners busy, not fewer (the few completing are the long ones left where new"
+            " runners do not start)"
+        )
     elif likely and (mixed := mix_explains(fleet, name)):
         why = (
             f"jobs of workflows new to this type ({', '.join(mixed)}) take longer than its"
-            " usual ones; the workflows that ran here before are no slower"
+            " usual ones: the job mix changed, not the jobs that ran here before"
         )
     likely = likely and not why
     workflows = top_workflows(fleet, by_workflow, name, 1.0) if likely else ()
@@ -185,8 +196,10 @@ def weigh(fleet: FleetSignals, name: str, likely: list[Cause], notes: list[str])
     a longer mean may be only the jobs that came on top (a new mix); a note of both factors is
     added to `notes`."""
     more, longer = _factors(fleet, name)
+    # One workflow (or repository, where the metrics carry no workflow) timed is the type's
+    # jobs all together: nothing told apart.
     told_apart = any(
-        fleet.workflows.get(signal, {}).get(name)
+        len(fleet.workflows.get(signal, {}).get(name, {})) >= 2
         for signal in (Signal.DURATION_MEAN_BY_WORKFLOW, Signal.DURATION_P90_BY_WORKFLOW)
     )
     if told_apart:

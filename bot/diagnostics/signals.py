@@ -61,6 +61,8 @@ WITH_EARLIER = (
 #: median of each day's (jobs waiting and how long), as the alert ranks queues.
 DAILY = (Signal.QUEUED, Signal.MAX_WAIT, Signal.QUEUE_TIME_P90, Signal.QUEUE_TIME_MEAN)
 #: Read also an hour ago: whether a queue stood all the while and runners rose beneath it.
+#: Jobs a minute by workflow: their usual is a mean (see `mean_rates`).
+RATES_BY_WORKFLOW = (Signal.ARRIVALS_BY_WORKFLOW, Signal.STARTED_BY_WORKFLOW)
 HOUR_AGO = timedelta(hours=1)
 WITH_HOUR_AGO = (Signal.QUEUED, Signal.RUNNING_PEAK)
 
@@ -193,6 +195,21 @@ def _median_workflows(days: list[WorkflowValues]) -> WorkflowValues:
     return {name: _median(per_day) for name, per_day in merged.items()}
 
 
+def mean_rates(days: list[WorkflowValues]) -> WorkflowValues:
+    """Each workflow's usual jobs a minute: the mean over the days its runner type has series
+    (a day without the workflow's own counting none). A job that comes a few times an hour is
+    in few windows of ten minutes, and the median of those is none where it comes every day
+    (jobs by name are that sparse)."""
+    found: dict[str, dict[str, float]] = {}
+    for name in {name for day in days for name in day}:
+        measured = [day[name] for day in days if name in day]
+        for workflows in measured:
+            for workflow, rate in workflows.items():
+                per_type = found.setdefault(name, {})
+                per_type[workflow] = per_type.get(workflow, 0.0) + rate / len(measured)
+    return found
+
+
 async def collect(
     client: PrometheusClient,
     pack: QueryPack,
@@ -256,7 +273,8 @@ async def collect(
     for signal in baselined:
         days = [jobs[(signal, "day", d)].result() for d in range(1, baseline_days + 1)]
         if signal in BY_WORKFLOW:
-            fleet.workflow_baseline[signal] = _median_workflows([_by_workflow(d) for d in days])
+            usual = mean_rates if signal in RATES_BY_WORKFLOW else _median_workflows
+            fleet.workflow_baseline[signal] = usual([_by_workflow(d) for d in days])
         else:
             fleet.baseline[signal] = _median([_by_type(d) for d in days])
             if signal in DAILY:

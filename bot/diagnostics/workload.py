@@ -1,10 +1,11 @@
 """Behind a change in a runner type's demand or job time: the workflows whose jobs changed most,
 the one job name and the one repository behind most of the change (job events only), and the
 runner types the extra jobs may have moved from (a workflow retargeted from one type to another
-raises one and lowers the other); and a slowdown told by the runners it keeps busy."""
+raises one and lowers the other); and what work new to a type brings it."""
 
 from __future__ import annotations
 
+from bot.diagnostics.hold import HELD_MIN_BUSY, HELD_TIMED_RATIO
 from bot.diagnostics.measures import Breakdown, Signal
 from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.domain.diagnosis import Evidence
@@ -19,18 +20,6 @@ MOVED_MIN_PER_MINUTE = 0.2
 MOVED_MIN_JOBS = 5.0
 #: A job or a repository is named when it alone holds this share of the growth: most of it.
 DOMINANT_SHARE = 2 / 3
-#: The time a job holds a runner (runners busy / jobs started a minute) this many times usual,
-#: with about as many runners busy as usual or more (at a ceiling, as many): jobs are slower.
-HELD_RATIO = 1.5
-HELD_BUSY_SHARE = 0.9
-HELD_MIN_BUSY = 3.0
-#: ...and the type's job time (p90, p50 or mean: the highest) at least this many times usual.
-HELD_TIMED_RATIO = 1.2
-#: A hold this many times usual agrees with a p90 of a few jobs well above usual: two measures
-#: of the job time, one from the jobs completing, one from the runners they keep busy.
-HELD_AGREES = 1.3
-#: Jobs started in the last hour below this: too few to time anything by.
-HELD_MIN_STARTS = 5.0
 #: A workflow sending a type jobs where it usually sends this share of them or less is new to
 #: the type; new workflows bringing this share of its jobs change its job mix.
 NEW_WORK_USUAL = 0.1
@@ -123,89 +112,15 @@ def moved_from(fleet: FleetSignals, name: str, workflows: tuple[str, ...]) -> li
     return found
 
 
-def hold_time(fleet: FleetSignals, name: str) -> tuple[float, float] | None:
-    """How long a job holds a runner now and usually, in seconds: runners busy over jobs
-    started a minute in the last hour (Little's law). Where busy runners changed over the
-    half hour, the lower of those busy now and of their average now and 15 and 30 minutes
-    before: runners arriving late after a long wait are busy now, not over the hour, and a
-    hold is no slowdown unless both readings show it. None where too few jobs started to time
-    anything by."""
-    busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
-    started, usual_started = (
-        fleet.value(Signal.STARTED_HOUR, name),
-        fleet.base(Signal.STARTED_HOUR, name),
-    )
-    if busy is None or usual_busy is None or started is None or usual_started is None:
-        return None
-    if started * 60.0 < HELD_MIN_STARTS or usual_started <= 0:
-        return None
-    levels = [busy, *fleet.before(Signal.RUNNING, name)]
-    held = min(busy, sum(levels) / len(levels))
-    return 60.0 * held / started, 60.0 * max(usual_busy, 1.0) / usual_started
-
-
-def _timed_hold(fleet: FleetSignals, name: str) -> tuple[float, float] | None:
-    """`hold_time`, where as many runners are busy as usual or more: runners that do not come
-    leave fewer busy and fewer jobs started, and the long jobs left behind would read as a
-    longer hold."""
-    hold = hold_time(fleet, name)
-    busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
-    if hold is None or busy is None or usual_busy is None:
-        return None
-    if busy < HELD_BUSY_SHARE * usual_busy or busy < HELD_MIN_BUSY:
-        return None
-    return hold
-
-
-def hold_ratio(fleet: FleetSignals, name: str) -> float | None:
-    """The time a job holds a runner against usual (see `_timed_hold` for where it counts)."""
-    hold = _timed_hold(fleet, name)
-    return hold[0] / hold[1] if hold is not None else None
-
-
-def held_longer(fleet: FleetSignals, name: str, at_least: float = HELD_RATIO) -> Evidence | None:
-    """How long a job holds a runner well above usual. Where jobs are slow the few completing
-    in the window may be the quick ones; the runners they keep busy are not. More demand
-    starts more jobs and busies more runners alike, and a ceiling holds both: neither moves
-    this."""
-    hold = _timed_hold(fleet, name)
-    if hold is None:
-        return None
-    held, usual_held = hold
-    ratio = held / usual_held
-    # Busy runners and starts at this hour vary from day to day: a hold well above usual
-    # counts where the jobs completing are slower too, if only a little.
-    if ratio < at_least or _job_time_ratio(fleet, name) < HELD_TIMED_RATIO:
-        return None
-    return Evidence(
-        runner_type=name,
-        measure="time a job holds a runner (runners busy / jobs started a minute, last hour)",
-        now=held,
-        baseline=usual_held,
-        unit="s",
-        source=origin.value if (origin := fleet.origin(Signal.RUNNING, name)) else "",
-        why=f"{ratio:.1f}x usual: jobs keep their runners longer",
-    )
-
-
-def _job_time_ratio(fleet: FleetSignals, name: str) -> float:
-    """The most any measure of the job time rose against usual (infinite where none is
-    measured: nothing to contradict a hold)."""
-    ratios = []
-    for signal in (Signal.DURATION_P90, Signal.DURATION_P50, Signal.DURATION_MEAN):
-        now, usual = fleet.value(signal, name), fleet.base(signal, name)
-        if now is not None and usual is not None and usual > 0:
-            ratios.append(now / usual)
-    return max(ratios) if ratios else float("inf")
-
-
 Grouped = tuple[dict[str, float], dict[str, float]]
+#: The groupings that name workflows: by workflow, and by a repository's workflow.
+WORKFLOW_GROUPINGS = ("workflow", Breakdown.REPOSITORY_WORKFLOW.value)
 
 
 def _groupings(fleet: FleetSignals, name: str) -> dict[str, tuple[Grouped, list[Grouped]]]:
-    """`name`'s jobs now and usually, by workflow, by repository, and by repository and workflow
-    within it (job events only): jobs a minute (arriving, else started), and job times (mean,
-    then p90)."""
+    """`name`'s jobs now and usually, by workflow, by repository and workflow within it, and
+    by repository (job events only), the most precise first: jobs a minute (arriving, else
+    started), and job times (mean, then p90)."""
     rate = Signal.ARRIVALS_BY_WORKFLOW
     if not fleet.workflows.get(rate, {}).get(name):
         rate = Signal.STARTED_BY_WORKFLOW
@@ -225,7 +140,7 @@ def _groupings(fleet: FleetSignals, name: str) -> dict[str, tuple[Grouped, list[
             ],
         )
     }
-    for by in (Breakdown.REPOSITORY, Breakdown.REPOSITORY_WORKFLOW):
+    for by in (Breakdown.REPOSITORY_WORKFLOW, Breakdown.REPOSITORY):
         found[by.value] = (
             fleet.broken_down(by, Signal.ARRIVALS_PER_MINUTE, name),
             [fleet.broken_down(by, s, name) for s in (Signal.DURATION_MEAN, Signal.DURATION_P90)],
@@ -233,19 +148,38 @@ def _groupings(fleet: FleetSignals, name: str) -> dict[str, tuple[Grouped, list[
     return found
 
 
-def new_work(jobs: Grouped, times: dict[str, float]) -> tuple[float, tuple[str, ...]]:
+def new_work(
+    jobs: Grouped, times: dict[str, float], held: Grouped | None = None
+) -> tuple[float, tuple[str, ...]]:
     """The share of the work now (jobs a minute times their mean time, where measured) from
     groups (workflows, repositories) that usually send next to none of it, and those groups:
-    a few long jobs moved in keep as many runners busy as many short ones."""
+    a few long jobs moved in keep as many runners busy as many short ones. Where the runners
+    each group holds now and usually are counted (`held`, HELD_MIN_BUSY or more now), they
+    are its work, and a group new to the type holds next to none usually: long jobs moved in
+    hold runners well before one of them completes to be timed."""
     now, base = jobs
     if not base or sum(now.values()) <= 0:
         return 0.0, ()
-    work = _work(now, times)
+    counted = held is not None and sum(held[0].values()) >= HELD_MIN_BUSY
+    work = dict(held[0]) if held is not None and counted else _work(now, times)
     total = sum(work.values())
-    new = {w: work[w] for w, v in now.items() if base.get(w, 0.0) <= NEW_WORK_USUAL * v}
+    new = {
+        w: work.get(w, 0.0)
+        for w in {*now, *work}
+        if base.get(w, 0.0) <= NEW_WORK_USUAL * now.get(w, 0.0)
+        and (held is None or not counted or held[1].get(w, 0.0) <= NEW_WORK_USUAL * work[w])
+    }
     if total <= 0:
         return 0.0, ()
     return sum(new.values()) / total, tuple(sorted(new, key=new.__getitem__, reverse=True))
+
+
+def _held(fleet: FleetSignals, name: str, grouping: str) -> Grouped | None:
+    """The runners the jobs of `name` hold now and usually by repository (job events only);
+    None for other groupings."""
+    if grouping != Breakdown.REPOSITORY.value:
+        return None
+    return fleet.broken_down(Breakdown.REPOSITORY, Signal.RUNNING, name)
 
 
 def _work(rates: dict[str, float], times: dict[str, float]) -> dict[str, float]:
@@ -330,7 +264,8 @@ def mix_explains(fleet: FleetSignals, name: str) -> tuple[str, ...]:
     minutes = window_minutes(fleet.window)
     groupings = _groupings(fleet, name)
     found = [
-        (grouping, *new_work(jobs, timed[0][0])) for grouping, (jobs, timed) in groupings.items()
+        (grouping, *new_work(jobs, timed[0][0], _held(fleet, name, grouping)))
+        for grouping, (jobs, timed) in groupings.items()
     ]
     if (arrived := moved_in(fleet, name)) is not None:
         # Then workflows that ran here before, with a job of theirs moved in: their time is
@@ -345,27 +280,64 @@ def mix_explains(fleet: FleetSignals, name: str) -> tuple[str, ...]:
         counted = {group: rate * minutes for group, rate in jobs[0].items()}
         named = _workflows_of(grouping, new)
         moved = bool(named) and bool(moved_from(fleet, name, named))
-        if not any(_slower(g, times, counted, moved) for g in times[0] if g not in new):
+        if _holds_the_rise(fleet, name, _held(fleet, name, grouping), new) or not any(
+            _slower(g, times, counted, moved) for g in times[0] if g not in new
+        ):
             return new
     return ()
 
 
-def work_new_to(fleet: FleetSignals, name: str) -> Evidence | None:
+def _holds_the_rise(
+    fleet: FleetSignals, name: str, held: Grouped | None, new: tuple[str, ...]
+) -> bool:
+    """More runners busy on `name` than usual (HELD_MIN_BUSY more or more), and the groups
+    `new` to it hold over half of the rise (`held`: runners counted by group): more than the
+    work that ran here before holds beyond the runners usually busy. The new work is the
+    larger part of the rise, whatever the jobs of the old take (a mean of a few moves by a
+    fifth by chance)."""
+    usual = fleet.base(Signal.RUNNING, name)
+    if usual is None or held is None:
+        return False
+    rise = sum(held[0].values()) - usual
+    return rise >= HELD_MIN_BUSY and sum(held[0].get(group, 0.0) for group in new) > rise / 2
+
+
+def work_new_to(
+    fleet: FleetSignals, name: str, *, holding_the_rise: bool = False
+) -> Evidence | None:
     """Jobs of `name` from workflows that usually send it next to none, where they are a good
-    share of its jobs: work moved here from another type, or new."""
+    share of its jobs, or from repositories whose jobs usually hold next to none of its
+    runners, where they hold a good share of them (job events): work moved here from another
+    type, or new. With `holding_the_rise`, only where the runners they hold are counted and
+    over half of the rise of its busy runners."""
     groupings = _groupings(fleet, name)
-    # By workflow, then by a repository's workflow: a repository is not a workflow to name.
-    for grouping in ("workflow", Breakdown.REPOSITORY_WORKFLOW.value):
+    # By workflow, then by a repository's workflow (a repository is not a workflow to name),
+    # then by the runners a repository's jobs hold.
+    for grouping in (*WORKFLOW_GROUPINGS, Breakdown.REPOSITORY.value):
         (now, base), timed = groupings[grouping]
-        share, new = new_work((now, base), timed[0][0])
-        rate = sum(now[w] for w in new)
-        # Where a workflow usually sends a tenth of a job or less in the window, two of them
-        # come by chance less than once in a hundred.
-        if share >= NEW_WORK_SHARE and rate * window_minutes(fleet.window) >= NEW_WORK_MIN_JOBS:
+        held = _held(fleet, name, grouping)
+        if grouping == Breakdown.REPOSITORY.value and held is None:
+            continue
+        share, new = new_work((now, base), timed[0][0], held)
+        if held is not None and (held_now := sum(held[0].values())) >= HELD_MIN_BUSY:
+            brought = sum(held[0].get(w, 0.0) for w in new)
+            found = Evidence(
+                runner_type=name,
+                measure="runners held by jobs of repositories new to this type",
+                now=brought,
+                baseline=sum(held[1].get(w, 0.0) for w in new),
+                repository=", ".join(new),
+                source=origin.value if (origin := fleet.origin(Signal.RUNNING, name)) else "",
+                why=f"{brought / held_now:.0%} of its busy runners, where they usually hold next"
+                " to none: work moved here, or new",
+            )
+            jobs = brought
+        else:
+            rate = sum(now.get(w, 0.0) for w in new)
             origin = fleet.origin(Signal.ARRIVALS_PER_MINUTE, name) or fleet.origin(
                 Signal.STARTED_PER_MINUTE, name
             )
-            return Evidence(
+            found = Evidence(
                 runner_type=name,
                 measure="jobs a minute from workflows new to this type",
                 now=rate,
@@ -375,4 +347,10 @@ def work_new_to(fleet: FleetSignals, name: str) -> Evidence | None:
                 why=f"{share:.0%} of its work (jobs times their time), from workflows that"
                 " usually send it next to none: work moved here, or new",
             )
+            # Where a workflow usually sends a tenth of a job or less in the window, two of
+            # them come by chance less than once in a hundred.
+            jobs = rate * window_minutes(fleet.window)
+        holds = not holding_the_rise or _holds_the_rise(fleet, name, held, new)
+        if share >= NEW_WORK_SHARE and jobs >= NEW_WORK_MIN_JOBS and holds:
+            return found
     return None

@@ -173,6 +173,8 @@ async def test_runners_held_longer_at_a_ceiling_are_no_certainty_of_slower_jobs(
     # events, two jobs timed), and a merge queue moved onto linux-x64-highmem-16cpu whose
     # hour-long jobs now keep its 24 runners busy (p90 as usual). Slower jobs are not what
     # either shows unambiguously: whatever is named, long-running jobs not with certainty.
+    # Job events see whose jobs hold the moved type's runners (a repository new to it): the
+    # job mix changed, and long-running jobs are ruled out there.
     cases = [
         (Case.LOWERED_MAX, 6, "linux-x64-highmem-32cpu"),
         (Case.MOVED_WORKFLOW, 3, "linux-x64-highmem-16cpu"),
@@ -187,11 +189,37 @@ async def test_runners_held_longer_at_a_ceiling_are_no_certainty_of_slower_jobs(
         for judged in await diagnose_run(fleet, workdir, combinations, binaries=binaries):
             where = f"{case.value} {judged.combination}"
             assert finding(judged.report, "autoscaling_limits").verdict.value == "likely", where
+            slower = finding(judged.report, "long_running_jobs")
+            if case is Case.MOVED_WORKFLOW and judged.combination == "jobs":
+                assert slower.verdict.value == "ruled_out"
+                assert "new to this type (acme-corp/ml-platform)" in slower.evidence[0].why
+                continue
             (held,) = [
-                e
-                for e in finding(judged.report, "long_running_jobs").evidence
-                if e.measure.startswith("time a job holds a runner")
+                e for e in slower.evidence if e.measure.startswith("time a job holds a runner")
             ]
             assert held.now is not None and held.baseline is not None
             assert held.now >= 2 * held.baseline, where
             assert judged.named != "long_running_jobs" or judged.confidence != "high", where
+
+
+async def test_long_jobs_left_as_busy_runners_fall_are_no_slowdown(tmp_path: Path) -> None:
+    # New runners fail on every type. On linux-x64-4cpu the most runners busy at once fell
+    # from 69 an hour before to 34 while 123 jobs wait: the jobs completing are those left
+    # running from before, the long ones (p90 2.0x usual, the median as usual). Slower jobs
+    # would keep more runners busy, not fewer. Before, it read as long-running jobs, and the
+    # type was left out of the fleet's runners failing.
+    end = datetime(2026, 11, 27, 11, 24, tzinfo=UTC)
+    fleet = run(plan(Case.OUTAGE, seed=12, types=6, end=end))
+    assert truth_of(fleet).affected["linux-x64-4cpu"] == "infrastructure"
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "infrastructure" and judged.located
+    slower = finding(judged.report, "long_running_jobs")
+    assert slower.verdict.value == "ruled_out"
+    (p90,) = [
+        e
+        for e in slower.evidence
+        if (e.runner_type, e.measure) == ("linux-x64-4cpu", "p90 job time")
+    ]
+    assert p90.now is not None and p90.baseline is not None and p90.now >= 2 * p90.baseline
+    assert p90.why.startswith("busy runners fallen from 69 at once an hour before to 34")
+    assert "linux-x64-4cpu" in finding(judged.report, "infrastructure").runner_types

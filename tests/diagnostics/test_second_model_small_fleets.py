@@ -43,21 +43,17 @@ async def test_work_moved_in_with_longer_jobs_is_more_work(
 ) -> None:
     # A workflow moved onto a type brings jobs of 30 minutes where the type's own take 10: its
     # job time rose 1.6x. The workflows that ran there before are slower only by chance (one
-    # job at 1.4x): the job mix changed, not the jobs.
+    # job at 1.4x): the job mix changed, not the jobs. A lean scrape carries no workflow, but
+    # each job's repository: the moved one's, monorepo, is new to the type.
     fleet = _small(Case.MOVED_WORKFLOW, 10)
     assert truth_of(fleet).primary_cause == "increased_workload"
     judged = await diagnose_run(fleet, tmp_path, ("jobs", "arc", "arc-lean"), binaries=binaries)
-    for one in judged[:2]:
+    for one in judged:
         assert one.named == "increased_workload" and one.located, one.combination
         slower = finding(one.report, "long_running_jobs")
         assert slower.verdict.value == "ruled_out", one.combination
         assert "workflows new to this type" in slower.evidence[0].why, one.combination
-    # A lean scrape has no workflow to tell the mix by: both signatures hold (jobs a minute
-    # 2.1x, job time 1.7x), and more jobs come first, at medium.
-    lean = judged[2]
-    assert lean.named == "increased_workload" and lean.confidence == "medium"
-    assert finding(lean.report, "long_running_jobs").verdict.value == "likely"
-    assert any("more jobs first, as no job time by workflow" in n for n in lean.report.notes)
+    assert "(monorepo)" in finding(judged[2].report, "long_running_jobs").evidence[0].why
 
 
 async def test_more_jobs_come_first_where_the_moved_ones_are_far_longer_on_a_lean_scrape(

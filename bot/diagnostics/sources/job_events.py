@@ -110,14 +110,31 @@ async def queued_now(store: Store, config: JobsConfig, at: float) -> dict[str, l
     return dict(by_type)
 
 
-async def running(store: Store, config: JobsConfig, at: float) -> Values:
-    """Jobs a runner was working on at `at`, per runner type: the runners busy then."""
+async def running(store: Store, config: JobsConfig, at: float) -> WorkflowValues:
+    """Jobs a runner was working on at `at`, per runner type and repository: the runners each
+    repository's jobs held then."""
     found = await store.running_jobs(at, RUNNING_LOOKBACK_SECONDS)
-    values: Values = defaultdict(float)
+    values: WorkflowValues = defaultdict(dict)
     for (runner_type, repository), count in found.items():
         if config.counts(runner_type, repository):
-            values[runner_type] += count
+            values[runner_type][repository] = float(count)
     return dict(values)
+
+
+def _busy(by_repository: WorkflowValues) -> Values:
+    """Runners busy per runner type, from those busy per type and repository."""
+    return {name: sum(held.values()) for name, held in by_repository.items()}
+
+
+def _mean_held(days: list[WorkflowValues]) -> WorkflowValues:
+    """Runners a repository's jobs usually hold per runner type: the mean over the days (a day
+    with none of its jobs running counts none; a repository sends a few long jobs a day)."""
+    found: WorkflowValues = defaultdict(lambda: defaultdict(float))
+    for day in days:
+        for name, held in day.items():
+            for repository, count in held.items():
+                found[name][repository] += count / len(days)
+    return {name: dict(held) for name, held in found.items()}
 
 
 def running_peaks(
@@ -241,10 +258,11 @@ async def read_jobs(
     ends = [stamp, *earlier_at, *back]
     # The jobs that may have run in the earliest window: started at most the lookback before.
     lookback = RUNNING_LOOKBACK_SECONDS + stamp - min(ends) + span
-    busy, spans = await asyncio.gather(
+    held, spans = await asyncio.gather(
         asyncio.gather(*(running(store, config, t) for t in [stamp, *earlier_at, *days])),
         store.job_spans(stamp - lookback, stamp),
     )
+    busy = [_busy(then) for then in held]
     peaks = running_peaks(spans, config, ends, span)
     now, *past = [window_values(counted(activity, config)) for activity in activities]
     queued, busy_days = queues[0], busy[1 + len(earlier_at) :]
@@ -252,7 +270,8 @@ async def read_jobs(
     reading = JobReading(at=at, note=note)
     reading.now = _moment(now, queued, busy[0], stamp)
     reading.workflows = now.workflows
-    reading.breakdowns = now.breakdowns
+    reading.breakdowns = {by: dict(groups) for by, groups in now.breakdowns.items()}
+    reading.breakdowns.setdefault(Breakdown.REPOSITORY, {})[Signal.RUNNING] = held[0]
     reading.since = {name: jobs[0].created_at for name, jobs in queued.items()}
     reading.longest = {name: jobs[:LONGEST] for name, jobs in queued.items()}
     reading.earlier_queued = [_counts(then) for then in queues[1 : 1 + len(earlier_at)]]
@@ -285,7 +304,9 @@ async def read_jobs(
     if judged_past:
         reading.baseline[Signal.FAILED_SHARE] = failed_shares(judged_past)[0]
     reading.workflow_baseline = base.workflows
-    reading.breakdown_baseline = base.breakdowns
+    reading.breakdown_baseline = {by: dict(groups) for by, groups in base.breakdowns.items()}
+    by_repository = reading.breakdown_baseline.setdefault(Breakdown.REPOSITORY, {})
+    by_repository[Signal.RUNNING] = _mean_held(list(held[1 + len(earlier_at) :]))
     queued_then = {t: q for t, q in zip(days, queued_days, strict=True) if t in single}
 
     def day(t: float) -> dict[Signal, Values]:

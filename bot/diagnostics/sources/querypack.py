@@ -23,6 +23,8 @@ them (https://github.com/actions/actions-runner-controller, cmd/ghalistener/metr
   usual wait of a type that queues an hour every night is an hour, not the median of the
   quieter nights alone), a job time's is not read;
 - a `cluster` label (one scale set name in several clusters) is summed over;
+- by workflow: `job_workflow_name` (0.13), else the file in `job_workflow_ref` (0.12), else
+  (ARC's default labels carry neither) the job's repository;
 - registered, busy, idle, desired and the controller's runner gauges may be absent.
 ARC has no signal for jobs arriving or for the longest current wait: those come from GitHub's
 job events, or a fleet's own exporters. Over the last hour, the jobs started plus the queue's
@@ -72,9 +74,11 @@ def default_queries(type_label: str = SCALE_SET_LABEL) -> dict[Signal, str]:
         return f"sum by (name) ({typed(expr)})"
 
     def with_workflow(expr: str) -> str:
-        # 0.13's job_workflow_name, else the file name in 0.12's job_workflow_ref.
+        # 0.13's job_workflow_name, else the file name in 0.12's job_workflow_ref, else (ARC's
+        # default labels carry no workflow) the repository.
+        by_repository = f'label_replace({typed(expr)}, "workflow", "$1", "repository", "(.+)")'
         from_ref = (
-            f'label_replace({typed(expr)}, "workflow", "$1", "job_workflow_ref",'
+            f'label_replace({by_repository}, "workflow", "$1", "job_workflow_ref",'
             r' ".*/([^/@]+)\\.ya?ml@.*")'
         )
         return f'label_replace({from_ref}, "workflow", "$1", "job_workflow_name", "(.+)")'
