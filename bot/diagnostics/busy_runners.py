@@ -54,6 +54,9 @@ DEMAND_JOBS = 30.0
 #: waver by): risen beneath a queue while jobs waited all the while, or fallen below a ceiling.
 LEVEL_MOVED_SHARE = 0.15
 LEVEL_MOVED_MORE = 2.0
+#: The most runners busy at once beneath a ceiling dip below it by this many at least before
+#: they count as fallen below it (see `fell_below_its_peak`).
+PEAK_DIP_MIN = 2.0
 
 
 def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
@@ -147,6 +150,20 @@ def fell_over_the_hour(fleet: FleetSignals, name: str) -> float | None:
     if busy is None or not busy.peaks or then is None:
         return None
     return then if busy.top <= then - _moved_by(then) else None
+
+
+def fell_below_its_peak(fleet: FleetSignals, name: str) -> float | None:
+    """The most runners busy at once 15 or 30 minutes before, where the most busy at once now
+    is clearly below it. Beneath a ceiling ephemeral runners come and go, but each one's job
+    ends into the next queued job and the peaks stay at it, a few below at most (those being
+    replaced at once: half the square root of the level, at least PEAK_DIP_MIN); peaks
+    falling further are runners going and not coming back. None where not so, or where the
+    peaks are not measured."""
+    busy = supply(fleet, name)
+    if busy is None or len(busy.peaks) < 2:
+        return None
+    then = max(busy.peaks[1:])
+    return then if busy.peaks[0] < then - max(PEAK_DIP_MIN, math.sqrt(then) / 2) else None
 
 
 def _moved_by(level: float) -> float:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.diagnostics.busy_runners import fell_over_the_hour
+from bot.diagnostics.busy_runners import fell_below_its_peak, fell_over_the_hour
 from bot.diagnostics.certainty import at_most_medium, confidence_of, unproven
 from bot.diagnostics.evidence import (
     RATIO_LIKELY,
@@ -203,6 +203,7 @@ def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     ceiling = (
         busy.flat
         and fell_over_the_hour(fleet, name) is None
+        and fell_below_its_peak(fleet, name) is None
         and busy.top >= (2.0 if busy.peaks else 3.0)
         and not _idle_while_waiting(state)
         and (waited_through(fleet, name) or (busy.exact and _waited_since(fleet, name)))
@@ -222,6 +223,11 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
         why = (
             f"fallen from {amount(level, '')} at once an hour before, not held at a ceiling:"
             " runners going and not coming back"
+        )
+    elif (peak := fell_below_its_peak(fleet, state.name)) is not None:
+        why = (
+            f"fallen from {amount(peak, '')} at once within the half hour, not held at a"
+            " ceiling (its peaks stay at it): runners going and not coming back"
         )
     elif busy.falling:
         why = f"falling ({amount(then, '')} half an hour before), not held at a ceiling"

@@ -238,6 +238,15 @@ def moved_in(fleet: FleetSignals, name: str) -> Evidence | None:
     extra = sum(_work({w: now[w] - base[w] for w in moved}, times).values())
     if not moved or total <= 0 or extra < NEW_WORK_SHARE * total:
         return None
+    # Work moved here before the window brought its jobs over the hour too: where the hour's
+    # arrivals rose by less than half the window's extra, ten minutes' rise is chance.
+    hour, usual_hour = (
+        fleet.value(Signal.ARRIVALS_HOUR, name),
+        fleet.base(Signal.ARRIVALS_HOUR, name),
+    )
+    rise = sum(now[w] - base[w] for w in moved)
+    if hour is not None and usual_hour is not None and hour - usual_hour < MOVED_SHARE * rise:
+        return None
     origin = fleet.origin(Signal.ARRIVALS_PER_MINUTE, name) or fleet.origin(
         Signal.STARTED_PER_MINUTE, name
     )

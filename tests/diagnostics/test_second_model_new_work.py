@@ -55,3 +55,22 @@ async def test_jobs_moved_onto_a_type_are_told_by_repository_where_arc_has_no_wo
     slower = finding(judged.report, "long_running_jobs")
     assert slower.verdict.value == "ruled_out"
     assert "new to this type (infra-tools)" in slower.evidence[0].why
+
+
+async def test_ten_minutes_of_a_workflow_up_here_and_down_there_at_the_usual_hour_is_chance(
+    tmp_path: Path,
+) -> None:
+    # New runners fail on every type. In the last ten minutes a workflow sent
+    # linux-x64-highmem-32cpu 1.2 jobs a minute (0.7 usual) and linux-x64-32cpu none (0.3
+    # usual), but over the hour highmem's jobs a minute are as usual (1.53 against 1.45): work
+    # moved onto it would have come all hour. Before, it read as a job moved here: more work,
+    # the primary cause.
+    end = datetime(2026, 11, 27, 4, 24, tzinfo=UTC)
+    fleet = run(plan(Case.OUTAGE, seed=12, types=3, end=end))
+    truth = truth_of(fleet)
+    assert truth.primary_cause == "infrastructure" and len(truth.affected) == 3
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    assert judged.named == "infrastructure" and judged.located
+    workload = finding(judged.report, "increased_workload")
+    assert workload.verdict.value != "likely"
+    assert not [e for e in workload.evidence if e.measure.endswith("moved here")]
