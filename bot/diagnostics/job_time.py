@@ -4,7 +4,7 @@ and, where more jobs and longer jobs are both found, which of the two comes firs
 
 from __future__ import annotations
 
-from bot.diagnostics.busy_runners import fell_over_the_hour
+from bot.diagnostics.busy_runners import fell_below_its_peak, fell_over_the_hour
 from bot.diagnostics.evidence import RATIO_LIKELY, demand, evidence, ratio_of, supply
 from bot.diagnostics.hold import (
     HELD_AGREES,
@@ -100,10 +100,10 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         likely
         and busy is not None
         and ratio_center < HELD_TIMED_RATIO
-        and (fallen := fell_over_the_hour(fleet, name)) is not None
+        and (fallen := _fallen(fleet, name)) is not None
     ):
         why = (
-            f"busy runners fallen from {amount(fallen, '')} at once an hour before to"
+            f"busy runners fallen from {amount(fallen[0], '')} at once {fallen[1]} to"
             f" {amount(busy.top, '')}, the median job as usual: slower jobs would keep more"
             " runners busy, not fewer (the few completing are the long ones left where new"
             " runners do not start)"
@@ -124,6 +124,16 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         label = "p50 job time" if center is Signal.DURATION_P50 else "p90 job time"
         found.append(evidence(fleet, center, name, label, unit="s"))
     return (Verdict.LIKELY if likely else Verdict.RULED_OUT), tuple(found)
+
+
+def _fallen(fleet: FleetSignals, name: str) -> tuple[float, str] | None:
+    """The most runners busy at once that the level now fell clearly below, and when: an
+    hour before, or within the half hour."""
+    if (level := fell_over_the_hour(fleet, name)) is not None:
+        return level, "an hour before"
+    if (level := fell_below_its_peak(fleet, name)) is not None:
+        return level, "within the half hour"
+    return None
 
 
 def _timed(fleet: FleetSignals, name: str) -> float:

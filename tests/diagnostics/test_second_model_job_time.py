@@ -223,3 +223,23 @@ async def test_long_jobs_left_as_busy_runners_fall_are_no_slowdown(tmp_path: Pat
     assert p90.now is not None and p90.baseline is not None and p90.now >= 2 * p90.baseline
     assert p90.why.startswith("busy runners fallen from 69 at once an hour before to 34")
     assert "linux-x64-4cpu" in finding(judged.report, "infrastructure").runner_types
+
+
+async def test_long_jobs_left_as_peaks_fall_within_the_half_hour_are_no_slowdown(
+    tmp_path: Path, binaries: tuple[str, str]
+) -> None:
+    # New runners fail on every type. On linux-x64-4cpu a lean scrape's mean job time is 2.2x
+    # usual, but the most runners busy at once fell from 18 within the half hour to 14: the
+    # jobs completing are those left running, the long ones of its two workflows (one of
+    # five minutes, one of forty). Before, it read as long-running jobs and the type was left
+    # out of the fleet's runners failing.
+    end = datetime(2026, 11, 27, 4, 17, tzinfo=UTC)
+    fleet = run(plan(Case.OUTAGE, seed=11, types=3, end=end))
+    assert truth_of(fleet).affected["linux-x64-4cpu"] == "infrastructure"
+    (lean,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), binaries=binaries)
+    assert lean.named == "infrastructure" and lean.located
+    slower = finding(lean.report, "long_running_jobs")
+    assert slower.verdict.value == "ruled_out"
+    (mean,) = [e for e in slower.evidence if e.runner_type == "linux-x64-4cpu"]
+    assert mean.now is not None and mean.baseline is not None and mean.now >= 2 * mean.baseline
+    assert mean.why.startswith("busy runners fallen from 18 at once within the half hour to 14")
