@@ -203,7 +203,7 @@ def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     ceiling = (
         busy.flat
         and fell_over_the_hour(fleet, name) is None
-        and not _below_its_peak(fleet, busy, name)
+        and _below_its_peak(fleet, busy, name) is None
         and busy.top >= (2.0 if busy.peaks else 3.0)
         and not _idle_while_waiting(state)
         and (waited_through(fleet, name) or (busy.exact and _waited_since(fleet, name)))
@@ -214,12 +214,13 @@ def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
     return Verdict.RULED_OUT, (first, *found[1:])
 
 
-def _below_its_peak(fleet: FleetSignals, busy: Supply, name: str) -> bool:
-    """The peaks fell within the half hour (`fell_below_its_peak`) to at most the level usually
-    busy: above it, runners too slow to come arrive in bursts, and the level the demand needs
-    tells them."""
-    below = busy.usual is not None and busy.top <= busy.usual
-    return below and fell_below_its_peak(fleet, name) is not None
+def _below_its_peak(fleet: FleetSignals, busy: Supply, name: str) -> float | None:
+    """The peak the most busy at once fell clearly below within the half hour
+    (`fell_below_its_peak`), to at most the level usually busy: above it, runners too slow to
+    come arrive in bursts, and the level the demand needs tells them. None where not so."""
+    if busy.usual is None or busy.top > busy.usual:
+        return None
+    return fell_below_its_peak(fleet, name)
 
 
 def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> str:
@@ -232,8 +233,7 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
             f"fallen from {amount(level, '')} at once an hour before, not held at a ceiling:"
             " runners going and not coming back"
         )
-    elif _below_its_peak(fleet, busy, state.name):
-        peak = fell_below_its_peak(fleet, state.name) or 0.0
+    elif (peak := _below_its_peak(fleet, busy, state.name)) is not None:
         why = (
             f"fallen from {amount(peak, '')} at once within the half hour, not held at a"
             " ceiling (its peaks stay at it): runners going and not coming back"

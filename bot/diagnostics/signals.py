@@ -60,9 +60,9 @@ WITH_EARLIER = (
 #: Kept for each of the usual days too, not only as their median: the usual queue's size is the
 #: median of each day's (jobs waiting and how long), as the alert ranks queues.
 DAILY = (Signal.QUEUED, Signal.MAX_WAIT, Signal.QUEUE_TIME_P90, Signal.QUEUE_TIME_MEAN)
-#: Read also an hour ago: whether a queue stood all the while and runners rose beneath it.
-#: Jobs a minute by workflow: their usual is a mean (see `mean_rates`).
+#: Jobs a minute by workflow: their usual is a mean (see `mean_by_group`).
 RATES_BY_WORKFLOW = (Signal.ARRIVALS_BY_WORKFLOW, Signal.STARTED_BY_WORKFLOW)
+#: Read also an hour ago: whether a queue stood all the while and runners rose beneath it.
 HOUR_AGO = timedelta(hours=1)
 WITH_HOUR_AGO = (Signal.QUEUED, Signal.RUNNING_PEAK)
 
@@ -195,18 +195,18 @@ def _median_workflows(days: list[WorkflowValues]) -> WorkflowValues:
     return {name: _median(per_day) for name, per_day in merged.items()}
 
 
-def mean_rates(days: list[WorkflowValues]) -> WorkflowValues:
-    """Each workflow's usual jobs a minute: the mean over the days its runner type has series
-    (a day without the workflow's own counting none). A job that comes a few times an hour is
-    in few windows of ten minutes, and the median of those is none where it comes every day
-    (jobs by name are that sparse)."""
+def mean_by_group(days: list[WorkflowValues], *, every_day: bool = False) -> WorkflowValues:
+    """Each group's usual (a workflow's jobs a minute, a repository's runners held): the mean
+    over the days its runner type has any group (`every_day`: over all the days), a day
+    without the group's own counting none. A job that comes a few times an hour is in few
+    windows of ten minutes, and the median of those is none where it comes every day."""
     found: dict[str, dict[str, float]] = {}
     for name in {name for day in days for name in day}:
-        measured = [day[name] for day in days if name in day]
-        for workflows in measured:
-            for workflow, rate in workflows.items():
-                per_type = found.setdefault(name, {})
-                per_type[workflow] = per_type.get(workflow, 0.0) + rate / len(measured)
+        measured = days if every_day else [day for day in days if name in day]
+        per_type = found.setdefault(name, {})
+        for day in measured:
+            for group, value in day.get(name, {}).items():
+                per_type[group] = per_type.get(group, 0.0) + value / len(measured)
     return found
 
 
@@ -273,7 +273,7 @@ async def collect(
     for signal in baselined:
         days = [jobs[(signal, "day", d)].result() for d in range(1, baseline_days + 1)]
         if signal in BY_WORKFLOW:
-            usual = mean_rates if signal in RATES_BY_WORKFLOW else _median_workflows
+            usual = mean_by_group if signal in RATES_BY_WORKFLOW else _median_workflows
             fleet.workflow_baseline[signal] = usual([_by_workflow(d) for d in days])
         else:
             fleet.baseline[signal] = _median([_by_type(d) for d in days])

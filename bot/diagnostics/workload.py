@@ -160,18 +160,23 @@ def new_work(
     now, base = jobs
     if not base or sum(now.values()) <= 0:
         return 0.0, ()
-    counted = held is not None and sum(held[0].values()) >= HELD_MIN_BUSY
-    work = dict(held[0]) if held is not None and counted else _work(now, times)
+    counted = _counted(held)
+    work = dict(counted[0]) if counted is not None else _work(now, times)
     total = sum(work.values())
     new = {
         w: work.get(w, 0.0)
         for w in {*now, *work}
         if base.get(w, 0.0) <= NEW_WORK_USUAL * now.get(w, 0.0)
-        and (held is None or not counted or held[1].get(w, 0.0) <= NEW_WORK_USUAL * work[w])
+        and (counted is None or counted[1].get(w, 0.0) <= NEW_WORK_USUAL * work[w])
     }
     if total <= 0:
         return 0.0, ()
     return sum(new.values()) / total, tuple(sorted(new, key=new.__getitem__, reverse=True))
+
+
+def _counted(held: Grouped | None) -> Grouped | None:
+    """`held`, where enough runners are held now to tell shares by (HELD_MIN_BUSY)."""
+    return held if held is not None and sum(held[0].values()) >= HELD_MIN_BUSY else None
 
 
 def _held(fleet: FleetSignals, name: str, grouping: str) -> Grouped | None:
@@ -324,11 +329,12 @@ def work_new_to(
     # then by the runners a repository's jobs hold.
     for grouping in (*WORKFLOW_GROUPINGS, Breakdown.REPOSITORY.value):
         (now, base), timed = groupings[grouping]
-        held = _held(fleet, name, grouping)
-        if grouping == Breakdown.REPOSITORY.value and held is None:
-            continue
+        held = _counted(_held(fleet, name, grouping))
+        if grouping not in WORKFLOW_GROUPINGS and held is None:
+            continue  # a repository is named by the runners its jobs hold, not as a workflow
         share, new = new_work((now, base), timed[0][0], held)
-        if held is not None and (held_now := sum(held[0].values())) >= HELD_MIN_BUSY:
+        if held is not None:
+            held_now = sum(held[0].values())
             brought = sum(held[0].get(w, 0.0) for w in new)
             found = Evidence(
                 runner_type=name,

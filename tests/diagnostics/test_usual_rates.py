@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytest import approx
 
-from bot.diagnostics.signals import mean_rates
+from bot.diagnostics.signals import mean_by_group
 
 
 def test_a_workflow_in_few_windows_of_the_usual_days_is_usual_there() -> None:
@@ -12,7 +12,7 @@ def test_a_workflow_in_few_windows_of_the_usual_days_is_usual_there() -> None:
     # of the days would be none, and its jobs now would read as new to the type.
     days = [{"linux": {"pull": 0.1, "trunk": 0.5}} for _ in range(2)]
     days += [{"linux": {"trunk": 0.4}} for _ in range(5)]
-    usual = mean_rates(days)
+    usual = mean_by_group(days)
     assert usual["linux"]["pull"] == approx(0.2 / 7)
     assert usual["linux"]["trunk"] == approx((2 * 0.5 + 5 * 0.4) / 7)
 
@@ -22,6 +22,6 @@ def test_days_without_the_type_are_not_counted() -> None:
     # no day of none.
     days: list[dict[str, dict[str, float]]] = [{"linux": {"pull": 0.3}}, {}, {}]
     days.append({"linux": {"pull": 0.1}, "windows": {"pull": 0.6}})
-    usual = mean_rates(days)
+    usual = mean_by_group(days)
     assert usual["linux"] == {"pull": approx((0.3 + 0.1) / 2)}
     assert usual["windows"] == {"pull": 0.6}

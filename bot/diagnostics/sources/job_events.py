@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.diagnostics.measures import Breakdown, Signal
-from bot.diagnostics.signals import Values, WorkflowValues
+from bot.diagnostics.signals import Values, WorkflowValues, mean_by_group
 from bot.diagnostics.sources.job_window import (
     RATES,
     Groups,
@@ -124,17 +124,6 @@ async def running(store: Store, config: JobsConfig, at: float) -> WorkflowValues
 def _busy(by_repository: WorkflowValues) -> Values:
     """Runners busy per runner type, from those busy per type and repository."""
     return {name: sum(held.values()) for name, held in by_repository.items()}
-
-
-def _mean_held(days: list[WorkflowValues]) -> WorkflowValues:
-    """Runners a repository's jobs usually hold per runner type: the mean over the days (a day
-    with none of its jobs running counts none; a repository sends a few long jobs a day)."""
-    found: WorkflowValues = defaultdict(lambda: defaultdict(float))
-    for day in days:
-        for name, held in day.items():
-            for repository, count in held.items():
-                found[name][repository] += count / len(days)
-    return {name: dict(held) for name, held in found.items()}
 
 
 def running_peaks(
@@ -306,7 +295,7 @@ async def read_jobs(
     reading.workflow_baseline = base.workflows
     reading.breakdown_baseline = {by: dict(groups) for by, groups in base.breakdowns.items()}
     by_repository = reading.breakdown_baseline.setdefault(Breakdown.REPOSITORY, {})
-    by_repository[Signal.RUNNING] = _mean_held(list(held[1 + len(earlier_at) :]))
+    by_repository[Signal.RUNNING] = mean_by_group(list(held[1 + len(earlier_at) :]), every_day=True)
     queued_then = {t: q for t, q in zip(days, queued_days, strict=True) if t in single}
 
     def day(t: float) -> dict[Signal, Values]:
