@@ -25,7 +25,7 @@ right, and no cause named for a healthy fleet.
     python bench/diagnosis_accuracy.py [--source github|arc|arc-lean] [--seeds 1-5]
         [--sizes 6,12] [--hours 27] [--at-hours 0,6,12,18]
     python bench/diagnosis_accuracy.py --model second [--seeds 1-3] [--sizes 3,12,40]
-        [--at-hours 3,10,15,21] [--sources jobs,jobs+runners,arc,arc-lean,all]
+        [--at-hours 3,10,15,21] [--sources jobs,jobs+runners,arc,arc-lean,all] [--day 2026-11-27]
 
 `--source arc` and `arc-lean` need the Debian package prometheus (with promtool).
 """
@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import aiohttp
@@ -73,6 +73,16 @@ SHORT = {
     "autoscaling_limits": "autoscale",
     "infrastructure": "infra",
 }
+
+
+def _day(chosen: date | None) -> datetime:
+    """Midnight UTC of the day the runs end: `chosen`, or yesterday. The fleets are drawn
+    from the seed and the moment they end, so the same day gives the same fleets."""
+    if chosen is None:
+        return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(
+            days=1
+        )
+    return datetime(chosen.year, chosen.month, chosen.day, tzinfo=UTC)
 
 
 def _range(text: str) -> list[int]:
@@ -155,13 +165,13 @@ async def second_model(args: argparse.Namespace) -> int:
     binaries = (binary, promtool) if binary and promtool else None
     judged: dict[str, list[Judged]] = {c: [] for c in combinations}
     started = time.monotonic()
-    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    day = _day(args.day)
     cases = [Case(c) for c in args.cases.split(",")] if args.cases else list(Case)
     with tempfile.TemporaryDirectory(prefix="queuebot-accuracy-") as scratch:
         for size in _range(args.sizes):
             for seed in _range(args.seeds):
                 for hour in _range(args.at_hours):
-                    end = today - timedelta(days=1) + timedelta(hours=hour, minutes=7 * seed)
+                    end = day + timedelta(hours=hour, minutes=7 * seed)
                     for case in cases:
                         fleet = await asyncio.to_thread(
                             run, plan(case, seed=seed, types=size, end=end)
@@ -201,6 +211,12 @@ async def main() -> int:
     parser.add_argument("--model", choices=("first", "second"), default="first")
     parser.add_argument("--sources", default=",".join(COMBINATIONS), help="second model")
     parser.add_argument("--cases", default="", help="second model: e.g. surge,lowered_max")
+    parser.add_argument(
+        "--day",
+        type=date.fromisoformat,
+        default=None,
+        help="the day the runs end, e.g. 2026-11-27 (default yesterday); same day, same fleets",
+    )
     args = parser.parse_args()
     if args.model == "second":
         return await second_model(args)
@@ -212,12 +228,12 @@ async def main() -> int:
     located = total = exact = counted = 0
     wait_errors: list[float] = []
     started = time.monotonic()
-    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    day = _day(args.day)
     with tempfile.TemporaryDirectory(prefix="queuebot-accuracy-") as scratch:
         for size in _range(args.sizes):
             for seed in _range(args.seeds):
                 for hour in _range(args.at_hours):
-                    end = today - timedelta(days=1) + timedelta(hours=hour)
+                    end = day + timedelta(hours=hour)
                     for scenario in Scenario:
                         spec = SimulationSpec(
                             scenario=scenario,
