@@ -29,12 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.diagnostics.busy_runners import fell_below_its_peak, fell_over_the_hour
 from bot.diagnostics.certainty import at_most_medium, confidence_of, unproven
 from bot.diagnostics.evidence import (
     RATIO_LIKELY,
-    Supply,
-    busy_signal,
     demand,
     evidence,
     ratio_of,
@@ -43,23 +40,17 @@ from bot.diagnostics.evidence import (
     severity,
     significant_rise,
     supply,
-    waited_through,
 )
-from bot.diagnostics.inference import (
-    Guess,
-    across_fleet,
-    failing_across,
-    infer,
-)
+from bot.diagnostics.inference import Guess, across_fleet, failing_across, infer
 from bot.diagnostics.job_time import long_running, weigh
+from bot.diagnostics.limits import autoscaling, cut_below_usual, idle_while_waiting
 from bot.diagnostics.measures import Signal
-from bot.diagnostics.runner_checks import Check, infrastructure, resources, runners_missing
+from bot.diagnostics.runner_checks import Check, infrastructure, resources
 from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.diagnostics.workload import moved_from, moved_in, top_workflows
 from bot.domain.diagnosis import (
     Cause,
     Confidence,
-    Evidence,
     Finding,
     PastQueue,
     Report,
@@ -67,13 +58,12 @@ from bot.domain.diagnosis import (
     Scope,
     Verdict,
 )
-from bot.render.diagnosis_text import amount, past_text
+from bot.render.diagnosis_text import past_text
 
 #: Demand well above the baseline (RATIO_LIKELY), by at least this many more jobs than usual
 #: over the span (ten minutes: 0.5 a minute).
 MIN_EXTRA_JOBS = 5.0
 SURGE_Z = 3.0
-IDLE_WHILE_WAITING = 2.0
 
 PRECEDENCE = (
     Cause.RESOURCE_CONSTRAINTS,
@@ -82,11 +72,6 @@ PRECEDENCE = (
     Cause.INCREASED_WORKLOAD,
     Cause.AUTOSCALING_LIMITS,
 )
-
-
-def _idle_while_waiting(state: RunnerTypeState) -> bool:
-    idle, registered = state.idle or 0.0, state.registered or 0.0
-    return idle > IDLE_WHILE_WAITING and idle >= 0.1 * registered
 
 
 def _queue_now(state: RunnerTypeState) -> PastQueue:
@@ -157,116 +142,10 @@ def _rose(now: float, usual: float, minutes: float) -> bool:
     )
 
 
-def _autoscaling(fleet: FleetSignals, state: RunnerTypeState) -> Check:
-    name = state.name
-    if state.max is not None and (state.desired is not None or state.registered is not None):
-        at_max = (
-            evidence(fleet, Signal.DESIRED, name, "desired runners", baseline=False),
-            evidence(fleet, Signal.MAX_RUNNERS, name, "maximum runners", baseline=False),
-        )
-        likely = state.at_max and not _idle_while_waiting(state)
-        if likely and runners_missing(state):
-            # The autoscaler asks for its maximum but most of those runners never came: the
-            # maximum is not what holds the queue.
-            why = (
-                f"{state.registered:g} of the {state.desired:g} runners asked for registered:"
-                " the maximum is not what holds them"
-            )
-            first = at_max[0].model_copy(update={"why": why})
-            return Verdict.RULED_OUT, (first, *at_max[1:])
-        return (Verdict.LIKELY if likely else Verdict.RULED_OUT), at_max
-    busy = supply(fleet, name)
-    if busy is None:
-        return Verdict.NO_DATA, ()
-    signal = busy_signal(fleet, name)
-    found: tuple[Evidence, ...] = (
-        evidence(fleet, signal, name, "busy runners (jobs running)", now=busy.now),
-        evidence(
-            fleet, signal, name, "busy runners 30 min before", now=busy.before[-1], baseline=False
-        ),
-    )
-    if busy.peaks:
-        # Ephemeral runners come and go beneath a ceiling: the most busy at once hold at it.
-        found += (
-            evidence(
-                fleet,
-                Signal.RUNNING_PEAK,
-                name,
-                f"most runners busy at once, last {fleet.window}",
-                now=busy.peaks[0],
-                baseline=False,
-            ).model_copy(update={"why": f"{amount(busy.peaks[-1], '')} half an hour before"}),
-        )
-    # Without the maximum measured: runners all busy, held at one level while jobs wait (at
-    # its peaks, where measured: ephemeral runners come and go beneath a ceiling); the peaks
-    # held at one number exactly while jobs waited a quarter of an hour are one too.
-    ceiling = (
-        busy.flat
-        and fell_over_the_hour(fleet, name) is None
-        and _below_its_peak(fleet, busy, name) is None
-        and busy.top >= (2.0 if busy.peaks else 3.0)
-        and not _idle_while_waiting(state)
-        and (waited_through(fleet, name) or (busy.exact and _waited_since(fleet, name)))
-    )
-    if ceiling:
-        return Verdict.LIKELY, found
-    first = found[0].model_copy(update={"why": _no_ceiling(fleet, state, busy)})
-    return Verdict.RULED_OUT, (first, *found[1:])
-
-
-def _below_its_peak(fleet: FleetSignals, busy: Supply, name: str) -> float | None:
-    """The peak the most busy at once fell clearly below within the half hour
-    (`fell_below_its_peak`), to at most the level usually busy: above it, runners too slow to
-    come arrive in bursts, and the level the demand needs tells them. None where not so."""
-    if busy.usual is None or busy.top > busy.usual:
-        return None
-    return fell_below_its_peak(fleet, name)
-
-
-def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> str:
-    """Why busy runners that may all be busy are no autoscaler's limit, in the report's words."""
-    if _idle_while_waiting(state):
-        return f"{amount(state.idle, '')} runners idle while jobs wait: no limit holds them"
-    then = busy.before[-1]
-    if (level := fell_over_the_hour(fleet, state.name)) is not None:
-        why = (
-            f"fallen from {amount(level, '')} at once an hour before, not held at a ceiling:"
-            " runners going and not coming back"
-        )
-    elif (peak := _below_its_peak(fleet, busy, state.name)) is not None:
-        why = (
-            f"fallen from {amount(peak, '')} at once within the half hour, not held at a"
-            " ceiling (its peaks stay at it): runners going and not coming back"
-        )
-    elif busy.falling:
-        why = f"falling ({amount(then, '')} half an hour before), not held at a ceiling"
-    elif busy.catching_up:
-        why = (
-            f"not held at a ceiling, still rising ({amount(then, '')} half an hour before):"
-            " the autoscaler is adding runners"
-        )
-    elif not busy.flat:
-        why = f"not held at a ceiling, wavering ({amount(then, '')} half an hour before)"
-    elif not waited_through(fleet, state.name):
-        why = "held at one level, but jobs began waiting within the half hour: too soon to tell"
-    else:
-        why = "too few runners to tell a ceiling"
-    asked = demand(fleet, state.name)
-    ratio = ratio_of(asked.now, asked.usual, 0.1) if asked is not None else None
-    if ratio is not None and ratio >= RATIO_LIKELY:
-        why += f"; demand is {ratio:.1f}x usual"
-    return why + "; the autoscaler's maximum is not measured"
-
-
-def _waited_since(fleet: FleetSignals, name: str) -> bool:
-    """Jobs were waiting a quarter of an hour before too."""
-    return (fleet.quarter_hour_ago(Signal.QUEUED, name) or 0.0) > 0
-
-
 CHECKS: dict[Cause, Callable[[FleetSignals, RunnerTypeState], Check]] = {
     Cause.INCREASED_WORKLOAD: _workload,
     Cause.LONG_RUNNING_JOBS: long_running,
-    Cause.AUTOSCALING_LIMITS: _autoscaling,
+    Cause.AUTOSCALING_LIMITS: autoscaling,
     Cause.INFRASTRUCTURE: infrastructure,
     Cause.RESOURCE_CONSTRAINTS: resources,
 }
@@ -307,6 +186,11 @@ def diagnose(fleet: FleetSignals) -> Report:
         both = {Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD} <= set(likely)
         if both:
             likely = weigh(fleet, state.name, likely, weighed)
+        if Cause.INCREASED_WORKLOAD in likely and cut_below_usual(fleet, state, likely):
+            # A ceiling below the level usually busy: the usual demand alone does not fit
+            # beneath it, whatever more came; no surge drove the type there.
+            likely.remove(Cause.AUTOSCALING_LIMITS)
+            likely.insert(likely.index(Cause.INCREASED_WORKLOAD), Cause.AUTOSCALING_LIMITS)
         if likely and primary is None:
             primary = likely[0]
             confidence = confidence_of(primary, {c: verdicts[c][state.name] for c in Cause})
@@ -338,7 +222,7 @@ def diagnose(fleet: FleetSignals) -> Report:
             f"{state.name}: {state.idle:g} idle runners while {state.queued:g} jobs wait:"
             " a label or scheduling problem, not capacity."
             for state in affected
-            if _idle_while_waiting(state)
+            if idle_while_waiting(state)
         ]
         + [
             f"{state.name}: {past_text(_queue_now(state))} now, as usual at this time"

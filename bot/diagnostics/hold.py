@@ -24,11 +24,11 @@ HELD_MIN_STARTS = 5.0
 
 def hold_time(fleet: FleetSignals, name: str) -> tuple[float, float] | None:
     """How long a job holds a runner now and usually, in seconds: runners busy over jobs
-    started a minute in the last hour (Little's law). Where busy runners changed over the
-    half hour, the lower of those busy now and of their average now and 15 and 30 minutes
-    before: runners arriving late after a long wait are busy now, not over the hour, and a
-    hold is no slowdown unless both readings show it. None where too few jobs started to time
-    anything by."""
+    started a minute in the last hour (Little's law), the usual one at least the usual mean
+    job time. Where busy runners changed over the half hour, the lower of those busy now and
+    of their average now and 15 and 30 minutes before: runners arriving late after a long
+    wait are busy now, not over the hour, and a hold is no slowdown unless both readings show
+    it. None where too few jobs started to time anything by."""
     busy, usual_busy = fleet.value(Signal.RUNNING, name), fleet.base(Signal.RUNNING, name)
     started, usual_started = (
         fleet.value(Signal.STARTED_HOUR, name),
@@ -40,7 +40,10 @@ def hold_time(fleet: FleetSignals, name: str) -> tuple[float, float] | None:
         return None
     levels = [busy, *fleet.before(Signal.RUNNING, name)]
     held = min(busy, sum(levels) / len(levels))
-    return 60.0 * held / started, 60.0 * max(usual_busy, 1.0) / usual_started
+    # A runner is busy for its job's whole time: the usual hold is at least the usual mean job
+    # time, where busy runners read at one moment of a quiet hour say less.
+    usual_seconds = fleet.base(Signal.DURATION_MEAN, name) or 0.0
+    return 60.0 * held / started, max(60.0 * max(usual_busy, 1.0) / usual_started, usual_seconds)
 
 
 def _timed_hold(fleet: FleetSignals, name: str) -> tuple[float, float] | None:

@@ -181,12 +181,19 @@ def _beyond_usual_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Eviden
 def _eliminated(
     verdicts: dict[Cause, dict[str, Check]], fleet: FleetSignals, state: RunnerTypeState
 ) -> bool:
-    """No cause found for `state`, with demand and job time measured and as usual; or only a
-    ceiling guessed from busy runners held at the level usually busy at this hour (no maximum
-    measured): the usual demand fitted beneath it on the usual days without a queue."""
+    """No cause found for `state`, with demand and job time measured and as usual (job time
+    unmeasured counts where no ceiling holds and no more runners are busy than usual); or
+    only a ceiling guessed from busy runners held at the level usually busy at this hour (no
+    maximum measured): the usual demand fitted beneath it on the usual days without a
+    queue."""
     found = {cause: verdicts[cause][state.name][0] for cause in Cause}
-    usual = all(
-        found[c] is Verdict.RULED_OUT for c in (Cause.INCREASED_WORKLOAD, Cause.LONG_RUNNING_JOBS)
+    usual = found[Cause.INCREASED_WORKLOAD] is Verdict.RULED_OUT and (
+        found[Cause.LONG_RUNNING_JOBS] is Verdict.RULED_OUT
+        or (
+            found[Cause.LONG_RUNNING_JOBS] is Verdict.NO_DATA
+            and found[Cause.AUTOSCALING_LIMITS] is Verdict.RULED_OUT
+            and _no_busier(fleet, state.name)
+        )
     )
     others = _likely(verdicts, state.name)
     if others == [Cause.AUTOSCALING_LIMITS] and state.max is None:
@@ -201,6 +208,18 @@ def _eliminated(
             and (before.max_wait_seconds or 0.0) < WAIT_AFFECTED_SECONDS
         )
     return usual and not others
+
+
+def _no_busier(fleet: FleetSignals, name: str) -> bool:
+    """No more runners busy at once than usual, at demand no more than usual: where no job
+    completed to be timed and no ceiling holds them, longer jobs would keep more busy."""
+    busy = supply(fleet, name)
+    return (
+        busy is not None
+        and busy.usual is not None
+        and busy.top <= busy.usual
+        and demand_as_usual(fleet, name, 1.0)
+    )
 
 
 def _at_usual_level(busy: Supply, load: float | None = None) -> bool:

@@ -99,17 +99,21 @@ async def test_runners_failing_on_most_types_queueing_are_the_alerts_cause(
 ) -> None:
     # An outage on three types. Two read as runners failing by their own numbers; on the worst,
     # win-2022-8cpu, the nine or so jobs completing in the window took longer than usual (p90
-    # 2.0x, median 1.7x). That type keeps its own finding, but runners failing on two of the
-    # three types is the alert's cause (low confidence). Before: long-running jobs, high.
+    # 2.0x, median 1.7x), but not longer than the time a job usually holds its runner (at
+    # least the usual mean job time), and the jobs that started waited 9x their usual: runners
+    # failing there too. Runners failing on every type is the alert's cause (low confidence).
+    # Before: long-running jobs, high; then win-2022-8cpu read as slower jobs beside the
+    # fleet's failing runners (the usual hold read from busy runners at one moment).
     end = datetime(2026, 11, 27, 10, 35, tzinfo=UTC)
     fleet = run(plan(Case.OUTAGE, seed=5, types=3, end=end))
     assert truth_of(fleet).primary_cause == "infrastructure"
     for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
         assert (judged.named, judged.confidence) == ("infrastructure", "low"), judged.combination
         failing = finding(judged.report, "infrastructure")
-        assert set(failing.runner_types) == {"linux-arm64-4cpu", "linux-x64-8cpu"}
+        assert set(failing.runner_types) == {"win-2022-8cpu", "linux-arm64-4cpu", "linux-x64-8cpu"}
+        assert judged.located, judged.combination
         slower = finding(judged.report, "long_running_jobs")
-        assert slower.runner_types == ("win-2022-8cpu",), judged.combination
+        assert slower.verdict.value == "ruled_out", judged.combination
     # Six types queueing, five of them with runners failing: medium confidence.
     end = datetime(2026, 11, 27, 22, 35, tzinfo=UTC)
     fleet = run(plan(Case.OUTAGE, seed=5, types=6, end=end))
@@ -167,8 +171,9 @@ async def test_more_work_where_fewer_jobs_start_in_an_outage_counts_with_the_fle
 async def test_runners_held_longer_at_a_ceiling_are_no_certainty_of_slower_jobs(
     tmp_path: Path, binaries: tuple[str, str]
 ) -> None:
-    # Two fleets where a ceiling holds a type's runners and a job holds its runner over twice
-    # as long as usual (runners busy over jobs started an hour), while the jobs completing
+    # Two fleets where a ceiling holds a type's runners and a job holds its runner 1.6 to 2.5
+    # times as long as usual (runners busy over jobs started an hour, the usual at least the
+    # usual mean job time), while the jobs completing
     # are not clearly slower: a maximum lowered to 8 (its p90 job time 1.1x usual on job
     # events, two jobs timed), and a merge queue moved onto linux-x64-highmem-16cpu whose
     # hour-long jobs now keep its 24 runners busy (p90 as usual). Slower jobs are not what
@@ -198,7 +203,7 @@ async def test_runners_held_longer_at_a_ceiling_are_no_certainty_of_slower_jobs(
                 e for e in slower.evidence if e.measure.startswith("time a job holds a runner")
             ]
             assert held.now is not None and held.baseline is not None
-            assert held.now >= 2 * held.baseline, where
+            assert held.now >= 1.5 * held.baseline, where
             assert judged.named != "long_running_jobs" or judged.confidence != "high", where
 
 
