@@ -7,8 +7,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fleetmodel import Case, plan, run, truth_of
-from tests.support.fleet_reading import diagnose_run, finding
+from fleetmodel import Case, Truth, plan, run, truth_of
+from tests.support.fleet_reading import Judged, diagnose_run, finding
+
+
+async def _read(case: Case, seed: int, types: int, at: str, tmp_path: Path) -> tuple[Truth, Judged]:
+    """The fleet of `case` ending at `at` (HH:MM) on 27 November 2026, and its reading from
+    GitHub's job events alone."""
+    hour, minute = (int(part) for part in at.split(":"))
+    end = datetime(2026, 11, 27, hour, minute, tzinfo=UTC)
+    fleet = run(plan(case, seed=seed, types=types, end=end))
+    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    return truth_of(fleet), judged
 
 
 async def test_an_outage_with_no_job_timed_and_no_more_runners_busy_is_runners_not_coming(
@@ -19,11 +29,8 @@ async def test_an_outage_with_no_job_timed_and_no_more_runners_busy_is_runners_n
     # 47 minutes (usually half a minute); busy runners rose from 3 to 8, their usual level, and
     # no job completed in the window to be timed. Longer jobs where no ceiling holds would
     # have kept more runners busy: runners are not coming. Before: no cause for that type.
-    end = datetime(2026, 11, 27, 23, 31, tzinfo=UTC)
-    fleet = run(plan(Case.OUTAGE, seed=13, types=3, end=end))
-    truth = truth_of(fleet)
+    truth, judged = await _read(Case.OUTAGE, 13, 3, "23:31", tmp_path)
     assert truth.affected.get("linux-arm64-16cpu") == "infrastructure"
-    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
     assert judged.named == "infrastructure" and judged.located
     failing = finding(judged.report, "infrastructure")
     assert "linux-arm64-16cpu" in failing.runner_types
@@ -42,10 +49,8 @@ async def test_a_job_holds_its_runner_no_longer_than_the_usual_job_time_in_an_ou
     # minute is 20 minutes a job, 1.9x the 10 minutes the usual 4 busy runners (read at a quiet
     # moment) say, but no longer than the usual mean job time (19 minutes): no slowdown.
     # Before: long-running jobs for that type, which the finding of runners failing left out.
-    end = datetime(2026, 11, 27, 4, 24, tzinfo=UTC)
-    fleet = run(plan(Case.OUTAGE, seed=12, types=6, end=end))
-    assert truth_of(fleet).affected.get("linux-x64-32cpu") == "infrastructure"
-    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
+    truth, judged = await _read(Case.OUTAGE, 12, 6, "04:24", tmp_path)
+    assert truth.affected.get("linux-x64-32cpu") == "infrastructure"
     assert judged.named == "infrastructure" and judged.located
     assert "linux-x64-32cpu" in finding(judged.report, "infrastructure").runner_types
     assert finding(judged.report, "long_running_jobs").verdict.value != "likely"
@@ -60,12 +65,9 @@ async def test_a_maximum_cut_below_the_usual_level_comes_before_more_jobs(
     # among them: more work, and it is named. But the usual demand alone would not fit
     # beneath six runners; no surge drove the type down to them: the limit is the cause.
     # Before: more work first.
-    end = datetime(2026, 11, 27, 11, 17, tzinfo=UTC)
-    fleet = run(plan(Case.MIX, seed=11, types=6, end=end))
-    truth = truth_of(fleet)
+    truth, judged = await _read(Case.MIX, 11, 6, "11:17", tmp_path)
     assert truth.primary_cause == "autoscaling_limits"
     assert truth.affected["gpu-h100-8gpu"] == "autoscaling_limits"
-    (judged,) = await diagnose_run(fleet, tmp_path, ("jobs",))
     assert judged.named == "autoscaling_limits" and judged.located
     limits = finding(judged.report, "autoscaling_limits")
     assert limits.runner_types == ("gpu-h100-8gpu",)
