@@ -78,11 +78,8 @@ SHORT = {
 def _day(chosen: date | None) -> datetime:
     """Midnight UTC of the day the runs end: `chosen`, or yesterday. The fleets are drawn
     from the seed and the moment they end, so the same day gives the same fleets."""
-    if chosen is None:
-        return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(
-            days=1
-        )
-    return datetime(chosen.year, chosen.month, chosen.day, tzinfo=UTC)
+    day = chosen or datetime.now(UTC).date() - timedelta(days=1)
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 def _range(text: str) -> list[int]:

@@ -186,11 +186,12 @@ def diagnose(fleet: FleetSignals) -> Report:
         both = {Cause.LONG_RUNNING_JOBS, Cause.INCREASED_WORKLOAD} <= set(likely)
         if both:
             likely = weigh(fleet, state.name, likely, weighed)
-        if Cause.INCREASED_WORKLOAD in likely and cut_below_usual(fleet, state, likely):
+        limit, more = Cause.AUTOSCALING_LIMITS, Cause.INCREASED_WORKLOAD
+        if {limit, more} <= set(likely) and cut_below_usual(fleet, state):
             # A ceiling below the level usually busy: the usual demand alone does not fit
             # beneath it, whatever more came; no surge drove the type there.
-            likely.remove(Cause.AUTOSCALING_LIMITS)
-            likely.insert(likely.index(Cause.INCREASED_WORKLOAD), Cause.AUTOSCALING_LIMITS)
+            likely.remove(limit)
+            likely.insert(likely.index(more), limit)
         if likely and primary is None:
             primary = likely[0]
             confidence = confidence_of(primary, {c: verdicts[c][state.name] for c in Cause})

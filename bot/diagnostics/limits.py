@@ -20,7 +20,7 @@ from bot.diagnostics.inference import below_usual_guess
 from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import SHORT_OF_USUAL, Check, runners_missing
 from bot.diagnostics.signals import FleetSignals
-from bot.domain.diagnosis import Cause, Evidence, RunnerTypeState, Verdict
+from bot.domain.diagnosis import Evidence, RunnerTypeState, Verdict
 from bot.render.diagnosis_text import amount
 
 #: Runners idle beyond this while jobs wait (and a tenth of those registered): not capacity.
@@ -137,11 +137,11 @@ def _no_ceiling(fleet: FleetSignals, state: RunnerTypeState, busy: Supply) -> st
     return why + "; the autoscaler's maximum is not measured"
 
 
-def cut_below_usual(fleet: FleetSignals, state: RunnerTypeState, likely: list[Cause]) -> bool:
-    """A ceiling found for `state` below the runners usually busy at this hour: its maximum,
-    or where none is measured, busy runners held below their usual level."""
+def cut_below_usual(fleet: FleetSignals, state: RunnerTypeState) -> bool:
+    """A ceiling for `state` below the runners usually busy at this hour: its maximum, or
+    where none is measured, busy runners held below their usual level."""
     busy = supply(fleet, state.name)
-    if Cause.AUTOSCALING_LIMITS not in likely or busy is None or busy.usual is None:
+    if busy is None or busy.usual is None:
         return False
     if state.max is not None:
         return state.max < SHORT_OF_USUAL * busy.usual
