@@ -36,11 +36,56 @@ def _kill_leftovers() -> None:
         _running.discard(pid)
 
 
+# Ports are handed out below the kernel's ephemeral range, in a block of their own per pytest
+# worker: a port the kernel picks for any client socket (or for `bind(0)`) never falls there, and
+# two workers never hand out the same one. A port picked and let go before its server binds it
+# can then be taken only by this process's own next pick, which moves on.
+_FIRST_PORT = 12000
+_BLOCK = 2000
+_next_port: dict[int, int] = {}
+
+
+def _ephemeral_floor() -> int:
+    try:
+        low = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0]
+    except (OSError, IndexError):
+        return 0
+    return int(low)
+
+
+def _block() -> int | None:
+    """The first of this process's ports: one block per xdist worker, the last for others."""
+    blocks = (_ephemeral_floor() - _FIRST_PORT) // _BLOCK
+    if blocks < 2:
+        return None
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker[2:]) % (blocks - 1) if worker[2:].isdigit() else blocks - 1
+    return _FIRST_PORT + index * _BLOCK
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on, not handed out before by this process in a while."""
+    first = _block()
+    if first is not None:
+        start = _next_port.get(first, first + os.getpid() % _BLOCK)
+        for step in range(_BLOCK):
+            port = first + (start - first + step) % _BLOCK
+            if _bindable(host, port):
+                _next_port[first] = first + (port - first + 1) % _BLOCK
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+        chosen: int = sock.getsockname()[1]
+        return chosen
 
 
 class PortTaken(RuntimeError):
