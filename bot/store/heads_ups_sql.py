@@ -1,6 +1,6 @@
-"""Heads-ups before the alert in the store, written once with `?` placeholders for both
-backends (`bot.store.shared_sql.numbered` numbers them for PostgreSQL): the early warning saves
-how each should read, a new version each time; the writer records what Slack shows."""
+"""Heads-ups before the alert in the store, on both backends (`bot.store.statements`): the early
+warning saves how each should read, a new version each time; the writer records what Slack
+shows."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.store.records import HeadsUpRecord
 from bot.store.shared_sql import Columns
+from bot.store.statements import Queries
 
 _COLUMNS = (
     "channel, runner_type, started_at, phase, view_json, updated_at, ended_at, version,"
@@ -73,3 +74,18 @@ def shown_values(record: HeadsUpRecord, channel_id: str, ts: str) -> tuple[Any, 
         record.runner_type,
         record.started_at,
     )
+
+
+class HeadsUpQueries(Queries):
+    async def heads_ups(self, channel: str, since: float) -> list[HeadsUpRecord]:
+        rows = await self._database.fetch(RECENT_HEADS_UPS, channel, since)
+        return [heads_up_from(row) for row in rows]
+
+    async def save_heads_up(self, record: HeadsUpRecord) -> None:
+        await self._database.write(SAVE_HEADS_UP, *saved_values(record))
+
+    async def unshown_heads_ups(self) -> list[HeadsUpRecord]:
+        return [heads_up_from(row) for row in await self._database.fetch(UNSHOWN_HEADS_UPS)]
+
+    async def set_heads_up_shown(self, record: HeadsUpRecord, channel_id: str, ts: str) -> None:
+        await self._database.write(HEADS_UP_SHOWN, *shown_values(record, channel_id, ts))

@@ -18,6 +18,7 @@ import asyncpg
 
 from bot.store.interface import StoreError
 from bot.store.postgres_schema import migrate
+from bot.store.statements import numbered
 
 if TYPE_CHECKING:
     from bot.store.postgres_schema import Connection
@@ -154,12 +155,13 @@ class PostgresDatabase:
                 await pool.release(conn)
 
     async def write(self, sql: str, *args: Any) -> int:
-        """One statement in a transaction of its own; the rows it changed."""
+        """One statement (`?` placeholders, `bot.store.statements`) in a transaction of its
+        own; the rows it changed."""
         doing = "the store cannot be written"
         with postgres_errors(doing):
             conn = await self._acquire(self._pool, doing)
             try:
-                return changed(await conn.execute(sql, *args))
+                return changed(await conn.execute(numbered(sql), *args))
             finally:
                 await self._pool.release(conn)
 
@@ -169,7 +171,7 @@ class PostgresDatabase:
         with postgres_errors(doing):
             conn = await self._acquire(pool, doing)
             try:
-                return list(await conn.fetch(sql, *args))
+                return list(await conn.fetch(numbered(sql), *args))
             finally:
                 await pool.release(conn)
 

@@ -17,7 +17,7 @@ from bot.store.interface import Pruned
 from bot.store.postgres_db import changed
 from bot.store.postgres_schema import Lock
 from bot.store.records import JobActivity, JobRow, QueuedJob
-from bot.store.rows import PRUNE_HEADS_UPS_PG, PRUNE_SEEN_PG
+from bot.store.rows import PRUNE_HEADS_UPS, PRUNE_SEEN
 from bot.store.shared_sql import (
     ARRIVALS,
     COMPLETIONS,
@@ -28,10 +28,10 @@ from bot.store.shared_sql import (
     UPSERT_JOB,
     job_row,
     merged_job,
-    numbered,
     queued_job,
     queued_queries,
 )
+from bot.store.statements import numbered
 
 if TYPE_CHECKING:
     from bot.store.postgres_schema import Connection
@@ -146,8 +146,8 @@ async def retention_pass(conn: Connection, before: float, now: float) -> Pruned:
         cutoff,
     )
     await conn.execute("DELETE FROM claims WHERE until < $1", before)
-    seen = await removed(PRUNE_SEEN_PG, now, INCIDENTS_PER_PASS * 10)
-    heads_ups = await removed(PRUNE_HEADS_UPS_PG, before, INCIDENTS_PER_PASS * 10)
+    seen = await removed(numbered(PRUNE_SEEN), now, INCIDENTS_PER_PASS * 10)
+    heads_ups = await removed(numbered(PRUNE_HEADS_UPS), before, INCIDENTS_PER_PASS * 10)
     return Pruned(
         seen=seen,
         heads_ups=heads_ups,

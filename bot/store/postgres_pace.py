@@ -1,5 +1,5 @@
-"""What replicas share beside the data: Slack's per-channel posting pace (`Store.take_pace`)
-and the leader leases of work only one replica may do at a time (`Store.lead`)."""
+"""Slack's per-channel posting pace (`Store.take_pace`), which replicas share, on PostgreSQL: the
+channel's row is locked for the read-decide-write (SQLite's write lock does that for it)."""
 
 from __future__ import annotations
 
@@ -35,19 +35,3 @@ async def take_channel_pace(
         bucket.at,
     )
     return pause
-
-
-async def take_leader_lease(
-    conn: Connection, role: str, owner: str, until: float, now: float
-) -> bool:
-    """`Store.lead`: one statement, so two replicas asking at once cannot both take it."""
-    status = await conn.execute(
-        "INSERT INTO leader_leases (role, owner, until) VALUES ($1, $2, $3)"
-        " ON CONFLICT (role) DO UPDATE SET owner = excluded.owner, until = excluded.until"
-        " WHERE leader_leases.owner = excluded.owner OR leader_leases.until < $4",
-        role,
-        owner,
-        until,
-        now,
-    )
-    return status.endswith(" 1")

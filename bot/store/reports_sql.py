@@ -1,11 +1,12 @@
-"""The capacity report's statements, written once with `?` placeholders for both backends
-(`bot.store.shared_sql.numbered` numbers them for PostgreSQL): the jobs of a window, whole, and
-the scheduled reports, saved once per slot and marked as Slack shows them."""
+"""The capacity report's part of the store, on both backends (`bot.store.statements`): the jobs
+of a window, whole (each backend reads them its own way), and the scheduled reports, saved once
+per slot and marked as Slack shows them."""
 
 from __future__ import annotations
 
 from bot.store.records import JobSpan, ReportRecord
 from bot.store.shared_sql import Columns
+from bot.store.statements import Queries
 
 #: Jobs created in [?, ?), held for an environment's approval left out (not queueing).
 JOB_SPANS = (
@@ -64,3 +65,24 @@ def report_values(record: ReportRecord) -> tuple[object, ...]:
         record.chart,
         record.created_at,
     )
+
+
+class ReportQueries(Queries):
+    async def save_report(self, record: ReportRecord) -> bool:
+        return await self._database.write(SAVE_REPORT, *report_values(record)) > 0
+
+    async def report(self, slot: str) -> ReportRecord | None:
+        rows = await self._database.fetch(REPORT, slot)
+        return report_from(rows[0]) if rows else None
+
+    async def unposted_reports(self) -> list[ReportRecord]:
+        return [report_from(row) for row in await self._database.fetch(UNPOSTED_REPORTS)]
+
+    async def set_report_sent(self, slot: str, at: float) -> None:
+        await self._database.write(REPORT_SENT, at, slot)
+
+    async def set_report_posted(self, slot: str, channel_id: str, ts: str) -> None:
+        await self._database.write(REPORT_POSTED, channel_id, ts, slot)
+
+    async def prune_reports(self, before: float) -> int:
+        return await self._database.write(PRUNE_REPORTS, before)

@@ -16,7 +16,6 @@ from bot.domain.alerts import AlertGroup
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.domain.silences import Silence
 from bot.store.interface import Digest, OutboxItem, OutboxKind, StoreError
-from bot.store.shared_sql import numbered
 
 
 class Row(Protocol):
@@ -52,8 +51,6 @@ FIRING_INCIDENTS = (
     f"SELECT {INCIDENT_COLUMNS}, COUNT(*) OVER () AS total FROM incidents"  # noqa: S608
     f" WHERE status = 'firing' AND {_IN_CHANNEL} ORDER BY started_at DESC, id DESC LIMIT ?"
 )
-SILENCED_INCIDENTS_PG = numbered(SILENCED_INCIDENTS)
-FIRING_INCIDENTS_PG = numbered(FIRING_INCIDENTS)
 
 #: A request or delivery seen for the first time: inserted, or an expired memory of it renewed
 #: (one row changed); one still remembered changes none. Key, expiry, now.
@@ -61,20 +58,17 @@ FIRST_SEEN = (
     "INSERT INTO seen_requests (key, expires_at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
     " SET expires_at = excluded.expires_at WHERE seen_requests.expires_at < ?"
 )
-FIRST_SEEN_PG = numbered(FIRST_SEEN)
 #: Remembered keys past their expiry, a batch at a time.
 PRUNE_SEEN = (
     "DELETE FROM seen_requests WHERE key IN (SELECT key FROM seen_requests WHERE expires_at < ?"
     " LIMIT ?)"
 )
-PRUNE_SEEN_PG = numbered(PRUNE_SEEN)
 #: Heads-ups that ended before the cut-off and whose last version is shown, a batch at a time.
 PRUNE_HEADS_UPS = (
     "DELETE FROM heads_ups WHERE (channel, runner_type, started_at) IN"
     " (SELECT channel, runner_type, started_at FROM heads_ups WHERE ended_at IS NOT NULL"
     " AND ended_at < ? AND shown_version >= version LIMIT ?)"
 )
-PRUNE_HEADS_UPS_PG = numbered(PRUNE_HEADS_UPS)
 
 
 class ParsedGroups:

@@ -1,6 +1,6 @@
 """What the SQLite and PostgreSQL stores share about GitHub's jobs: the statements that read and
-merge them, written once with `?` placeholders (`numbered` turns them into PostgreSQL's `$n`),
-and the pure merge of a delivery into what a job's row already holds.
+merge them, written once with `?` placeholders (`bot.store.statements`), and the pure merge
+of a delivery into what a job's row already holds.
 
 Times are Unix seconds. A job's row holds the furthest state any delivery reported (deliveries
 come late, twice and out of order) and each time the first delivery that knew it gave; a job
@@ -26,13 +26,6 @@ class Columns(Protocol):
     """A row read by column position (SQLite's and asyncpg's rows alike)."""
 
     def __getitem__(self, index: int, /) -> Any: ...
-
-
-def numbered(sql: str) -> str:
-    """`sql` with its `?` placeholders numbered `$1`, `$2`… as PostgreSQL wants them (the
-    shared statements hold no `?` of their own)."""
-    parts = sql.split("?")
-    return "".join(f"{part}${index}" for index, part in enumerate(parts[:-1], 1)) + parts[-1]
 
 
 #: What a job's row already knows, read before a delivery is merged into it.

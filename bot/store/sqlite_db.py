@@ -38,6 +38,7 @@ import aiosqlite
 
 from bot.store.interface import StoreError
 from bot.store.schema import MIGRATIONS
+from bot.store.statements import greatest
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ class SQLiteDatabase:
         database = cls(db, path)
         try:
             db.row_factory = sqlite3.Row
+            await db.create_function("GREATEST", -1, greatest, deterministic=True)
             await db.execute("PRAGMA busy_timeout = 5000")
             await database._reclaim_space()
             await db.execute("PRAGMA journal_mode = WAL")
@@ -110,6 +112,7 @@ class SQLiteDatabase:
             try:
                 reader = await aiosqlite.connect(f"{Path(path).as_uri()}?mode=ro", uri=True)
                 reader.row_factory = sqlite3.Row
+                await reader.create_function("GREATEST", -1, greatest, deterministic=True)
                 await reader.execute("PRAGMA busy_timeout = 5000")
             except sqlite3.Error as exc:
                 await db.close()
@@ -190,7 +193,7 @@ class SQLiteDatabase:
                     await self.db.execute("ROLLBACK")
                 raise
 
-    async def write(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+    async def write(self, sql: str, *params: Any) -> int:
         """One statement in a transaction of its own; the rows it changed."""
         async with self.lock:
             with translated("the store cannot be written"):
@@ -209,7 +212,7 @@ class SQLiteDatabase:
         async with self.read_lock:
             yield self.reader
 
-    async def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    async def fetch(self, sql: str, *params: Any) -> list[sqlite3.Row]:
         async with self.reading() as db:
             with translated("the store cannot be read"):
                 async with db.execute(sql, params) as cursor:

@@ -124,8 +124,8 @@ async def test_what_is_still_needed_stays(tmp_path: Path) -> None:
 
 
 async def _pending(store: SQLiteStore, incident_id: int) -> list[int]:
-    rows = await store._fetch(  # the rows themselves: what is left of the incident's outbox
-        "SELECT id FROM outbox WHERE incident_id = ? AND state = 'pending'", (incident_id,)
+    rows = await store._database.fetch(  # the rows themselves: what is left of its outbox
+        "SELECT id FROM outbox WHERE incident_id = ? AND state = 'pending'", incident_id
     )
     return [int(row[0]) for row in rows]
 
