@@ -8,27 +8,24 @@ which several replicas can share; anything else is the path of a SQLite file.
 
 from __future__ import annotations
 
-from bot.store.interface import (
+from bot.store.interface import Store, Transaction
+from bot.store.postgres import PostgresStore
+from bot.store.records import (
     Digest,
     Due,
+    HeadsUpRecord,
+    JobActivity,
+    JobRow,
+    JobSpan,
     NewIncident,
     OutboxItem,
     OutboxKind,
     OutboxState,
     Pruned,
-    Store,
-    StoreError,
-    Transaction,
-    UnfinishedDiagnosis,
-)
-from bot.store.postgres import PostgresStore
-from bot.store.records import (
-    HeadsUpRecord,
-    JobActivity,
-    JobRow,
-    JobSpan,
     QueuedJob,
     ReportRecord,
+    StoreError,
+    UnfinishedDiagnosis,
 )
 from bot.store.sqlite import SQLiteStore
 

@@ -8,7 +8,7 @@ the row (PostgreSQL) or the write lock (SQLite), then finds it taken.
 
 from __future__ import annotations
 
-from bot.store.interface import UnfinishedDiagnosis
+from bot.store.records import UnfinishedDiagnosis
 from bot.store.statements import Queries
 
 LEAD = (

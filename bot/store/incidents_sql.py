@@ -5,7 +5,7 @@ transaction's, `bot.store.sqlite_tx` and `bot.store.postgres_tx`.)"""
 from __future__ import annotations
 
 from bot.domain.incidents import Incident
-from bot.store.interface import Digest
+from bot.store.records import Digest
 from bot.store.rows import (
     DIGEST_COLUMNS,
     FIRING_INCIDENTS,

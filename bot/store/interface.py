@@ -1,4 +1,5 @@
-"""The store's interface: what every backend keeps and answers, and the records it hands out.
+"""The store's interface: what every backend keeps and answers, by role (the records it hands
+out are `bot.store.records`').
 
 Every change to an incident happens inside `transaction()`, which is exclusive: two
 notifications for one group key are applied one after the other, never interleaved, so the first
@@ -7,142 +8,28 @@ post of an incident is claimed exactly once.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Protocol
 
-from bot.domain.alerts import AlertGroup
-from bot.domain.incidents import Incident, IncidentStatus
+from bot.domain.incidents import Incident
 from bot.domain.jobs import JobEvent
-from bot.store.records import HeadsUpRecord, JobActivity, QueuedJob
-from bot.store.reports_interface import ReportStore
-
-
-class OutboxKind(StrEnum):
-    POST_PARENT = "post_parent"
-    UPDATE_PARENT = "update_parent"
-    POST_REPLY = "post_reply"
-    UPDATE_DIGEST = "update_digest"
-    #: A message of queuebot's own in the thread (the diagnostics report, a notice), which a
-    #: later EDIT_NOTE may replace.
-    POST_NOTE = "post_note"
-    EDIT_NOTE = "edit_note"
-    #: A file (the diagnostics chart) shared in the thread.
-    POST_FILE = "post_file"
-
-
-class OutboxState(StrEnum):
-    PENDING = "pending"
-    DONE = "done"
-    FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class OutboxItem:
-    """One Slack delivery owed for an incident, delivered in id order per incident."""
-
-    id: int
-    incident_id: int
-    kind: OutboxKind
-    payload: str
-    attempts: int
-    not_before: float
-    #: When a post of this item last went to Slack; set, its outcome may be unknown.
-    sent_at: float | None = None
-    created_at: float = 0.0
-
-
-@dataclass(frozen=True)
-class Due:
-    """An incident with deliveries owed, and when its first one may be tried (its retry time,
-    or the end of another worker's lease on it)."""
-
-    incident_id: int
-    group_key: str
-    not_before: float
-
-
-@dataclass(frozen=True)
-class Digest:
-    """One storm digest message: the incidents that opened in a storm, listed together."""
-
-    id: int
-    channel: str
-    channel_id: str | None
-    ts: str | None
-    opened_at: datetime
-    last_joined_at: datetime
-    version: int
-    shown_version: int
-    #: The ts of the thread replies that continue the list, page 2 onwards.
-    pages: tuple[str, ...] = ()
-    #: A link to the digest message, stored when it was posted.
-    permalink: str | None = None
-    #: Who last began editing it (a writer that finds another's mark re-edits every page).
-    editor: str | None = None
-
-
-@dataclass(frozen=True)
-class UnfinishedDiagnosis:
-    """A diagnostics run whose notice was owed but whose report was not (yet)."""
-
-    id: int
-    incident_id: int
-    #: The outbox entry of its "Running diagnostics…" notice, which the report replaces.
-    note_id: int
-
-
-@dataclass(frozen=True)
-class NewIncident:
-    group_key: str
-    generation: int
-    channel: str
-    status: IncidentStatus
-    group: AlertGroup
-    started_at: datetime
-    resolved_at: datetime | None
-    previous_id: int | None
-    digest_id: int | None = None
-
-
-class StoreError(Exception):
-    """The store could not be opened, read or written; the message says why. `public` says it
-    without what only an admin should read (a server's address): what /healthz shows."""
-
-    def __init__(self, message: str, public: str | None = None) -> None:
-        super().__init__(message)
-        self.public = message if public is None else public
-
-
-@dataclass(frozen=True)
-class Pruned:
-    """What one pass of retention removed."""
-
-    incidents: int = 0
-    notifications: int = 0
-    bodies: int = 0
-    outbox: int = 0
-    digests: int = 0
-    #: Remembered request signatures and delivery ids past their expiry.
-    seen: int = 0
-    #: Heads-ups that ended, and were shown ended, before the cut-off.
-    heads_ups: int = 0
-
-    @property
-    def rows(self) -> int:
-        return sum(dataclasses.astuple(self))
-
-    def __add__(self, other: Pruned) -> Pruned:
-        return Pruned(
-            *(
-                a + b
-                for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)
-            )
-        )
+from bot.store.records import (
+    Digest,
+    Due,
+    HeadsUpRecord,
+    JobActivity,
+    JobSpan,
+    NewIncident,
+    OutboxItem,
+    OutboxKind,
+    OutboxState,
+    Pruned,
+    QueuedJob,
+    ReportRecord,
+    UnfinishedDiagnosis,
+)
 
 
 class Transaction(Protocol):
@@ -198,68 +85,11 @@ class Transaction(Protocol):
         ...
 
 
-class Store(ReportStore, Protocol):
+class IncidentStore(Protocol):
+    """Incidents and storm digests, and where Slack shows them (`bot.store.incidents_sql`);
+    changed in a transaction."""
+
     def transaction(self) -> AbstractAsyncContextManager[Transaction]: ...
-
-    async def probe(self) -> None:
-        """Write to the store as a webhook would: StoreError says why it cannot (a full disk,
-        an I/O error, its file deleted or replaced)."""
-        ...
-
-    async def lead(self, role: str, owner: str, until: float) -> bool:
-        """Hold the leader lease `role` for `owner` until `until` (taking it if free or
-        lapsed, renewing it if held); False while another owner holds it."""
-        ...
-
-    async def take_pace(self, channel: str, per_second: float, burst: float) -> float:
-        """Take a post's token from `channel`'s bucket (`bot.domain.pace`) at the store's
-        clock: 0 when taken, else the seconds to wait before asking again. Atomic across
-        every process on the store."""
-        ...
-
-    async def first_seen(self, key: str, expires_at: float) -> bool:
-        """Remember `key` until `expires_at`; False if it is remembered already (a replayed
-        request, on any replica sharing the store)."""
-        ...
-
-    async def record_job(self, event: JobEvent, delivery: str, remember_until: float) -> bool:
-        """Merge a `workflow_job` delivery into its job; False (nothing changed) when the
-        delivery `delivery` was recorded before (GitHub's redelivery keeps its id)."""
-        ...
-
-    async def record_jobs(
-        self, deliveries: Sequence[tuple[JobEvent, str]], remember_until: float
-    ) -> int:
-        """`record_job` for many deliveries in one transaction (loading a history); how many
-        were new."""
-        ...
-
-    async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
-        """Jobs waiting for a runner at `at` for more than `queued_after` seconds, created less
-        than `max_age` seconds before."""
-        ...
-
-    async def job_activity(self, since: float, until: float) -> JobActivity: ...
-
-    async def running_jobs(self, at: float, lookback: float) -> dict[tuple[str, str], int]:
-        """Jobs a runner was working on at `at`, per (runner type, repository), among those
-        started no more than `lookback` seconds before."""
-        ...
-
-    async def first_job_created(self) -> float | None:
-        """When the earliest job kept was created (Unix seconds); None with no jobs."""
-        ...
-
-    async def prune_jobs(self, before: float, recorded_before: float = 0.0) -> int:
-        """Forget jobs created before `before`, or last recorded (by the store's own clock)
-        before `recorded_before`; how many."""
-        ...
-
-    async def prune(self, before: float) -> Pruned:
-        """Remove what retention lets go of (Unix seconds): resolved incidents and their
-        rows, delivered outbox entries, notifications and bodies, all older than `before`;
-        then give the freed space back."""
-        ...
 
     async def get_incident(self, incident_id: int) -> Incident | None: ...
 
@@ -275,25 +105,47 @@ class Store(ReportStore, Protocol):
         many are firing in all; with `channel` (a Slack channel id), only those routed there."""
         ...
 
-    async def claim(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
-        """Reserve the incident for `purpose` (silencing, diagnostics) to `owner` until `until`;
-        False if another holds it. Two people silencing at once (on any replica) make one
-        silence; a second click while diagnostics run starts no second run."""
+    async def channel_id_for(self, channel: str) -> str | None:
+        """The Slack id of a channel known by the name incidents were routed to, if seen."""
         ...
 
-    async def renew(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
-        """Extend `owner`'s claim to `until`; False if it is no longer `owner`'s."""
+    async def set_parent(
+        self,
+        incident_id: int,
+        channel_id: str,
+        parent_ts: str,
+        version: int,
+        previous_link: str | None,
+    ) -> None:
+        """The parent message is in Slack: where it is, the version it shows, and the link to
+        the previous incident it shows."""
         ...
 
-    async def release(self, incident_id: int, purpose: str, owner: str) -> None:
-        """Give up `owner`'s claim (never another's)."""
+    async def set_permalink(self, incident_id: int, permalink: str) -> None:
+        """The link to the incident's thread, asked of Slack once, when its parent is posted."""
         ...
 
-    async def unfinished_diagnoses(self) -> list[UnfinishedDiagnosis]:
-        """Diagnostics runs begun and not finished, oldest first."""
-        ...
+    async def set_parent_version(self, incident_id: int, version: int) -> None: ...
 
-    async def diagnosis_unfinished(self, diagnosis_id: int) -> bool: ...
+    async def get_digest(self, digest_id: int) -> Digest | None: ...
+
+    async def digest_members(self, digest_id: int) -> list[Incident]: ...
+
+    async def set_digest_posted(
+        self, digest_id: int, channel_id: str, ts: str, version: int
+    ) -> None: ...
+
+    async def set_digest_permalink(self, digest_id: int, permalink: str) -> None: ...
+
+    async def set_digest_shown(self, digest_id: int, version: int) -> None: ...
+
+    async def set_digest_editor(self, digest_id: int, editor: str) -> None: ...
+
+    async def add_digest_page(self, digest_id: int, ts: str) -> None: ...
+
+
+class OutboxStore(Protocol):
+    """The Slack outbox (`bot.store.outbox_sql`): what is owed to Slack, per incident in order."""
 
     async def due_incidents(self, owner: str | None = None) -> list[Due]:
         """Every incident with pending deliveries, oldest first, with its first one's time
@@ -338,41 +190,82 @@ class Store(ReportStore, Protocol):
         lost answer leaves the mark)."""
         ...
 
-    async def channel_id_for(self, channel: str) -> str | None:
-        """The Slack id of a channel known by the name incidents were routed to, if seen."""
+
+class ClaimStore(Protocol):
+    """Who may do what across replicas (`bot.store.claims_sql`): leader leases, an incident's
+    claims, diagnoses under way; and Slack's posting pace they share."""
+
+    async def lead(self, role: str, owner: str, until: float) -> bool:
+        """Hold the leader lease `role` for `owner` until `until` (taking it if free or
+        lapsed, renewing it if held); False while another owner holds it."""
         ...
 
-    async def set_parent(
-        self,
-        incident_id: int,
-        channel_id: str,
-        parent_ts: str,
-        version: int,
-        previous_link: str | None,
-    ) -> None:
-        """The parent message is in Slack: where it is, the version it shows, and the link to
-        the previous incident it shows."""
+    async def take_pace(self, channel: str, per_second: float, burst: float) -> float:
+        """Take a post's token from `channel`'s bucket (`bot.domain.pace`) at the store's
+        clock: 0 when taken, else the seconds to wait before asking again. Atomic across
+        every process on the store."""
         ...
 
-    async def set_permalink(self, incident_id: int, permalink: str) -> None:
-        """The link to the incident's thread, asked of Slack once, when its parent is posted."""
+    async def claim(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
+        """Reserve the incident for `purpose` (silencing, diagnostics) to `owner` until `until`;
+        False if another holds it. Two people silencing at once (on any replica) make one
+        silence; a second click while diagnostics run starts no second run."""
         ...
 
-    async def set_parent_version(self, incident_id: int, version: int) -> None: ...
+    async def renew(self, incident_id: int, purpose: str, owner: str, until: float) -> bool:
+        """Extend `owner`'s claim to `until`; False if it is no longer `owner`'s."""
+        ...
 
-    async def get_digest(self, digest_id: int) -> Digest | None: ...
+    async def release(self, incident_id: int, purpose: str, owner: str) -> None:
+        """Give up `owner`'s claim (never another's)."""
+        ...
 
-    async def digest_members(self, digest_id: int) -> list[Incident]: ...
+    async def unfinished_diagnoses(self) -> list[UnfinishedDiagnosis]:
+        """Diagnostics runs begun and not finished, oldest first."""
+        ...
 
-    async def set_digest_posted(
-        self, digest_id: int, channel_id: str, ts: str, version: int
-    ) -> None: ...
+    async def diagnosis_unfinished(self, diagnosis_id: int) -> bool: ...
 
-    async def set_digest_permalink(self, digest_id: int, permalink: str) -> None: ...
 
-    async def set_digest_shown(self, digest_id: int, version: int) -> None: ...
+class JobStore(Protocol):
+    """GitHub's jobs (`bot.store.shared_sql`): deliveries merged, queues and activity read."""
 
-    async def set_digest_editor(self, digest_id: int, editor: str) -> None: ...
+    async def record_job(self, event: JobEvent, delivery: str, remember_until: float) -> bool:
+        """Merge a `workflow_job` delivery into its job; False (nothing changed) when the
+        delivery `delivery` was recorded before (GitHub's redelivery keeps its id)."""
+        ...
+
+    async def record_jobs(
+        self, deliveries: Sequence[tuple[JobEvent, str]], remember_until: float
+    ) -> int:
+        """`record_job` for many deliveries in one transaction (loading a history); how many
+        were new."""
+        ...
+
+    async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
+        """Jobs waiting for a runner at `at` for more than `queued_after` seconds, created less
+        than `max_age` seconds before."""
+        ...
+
+    async def job_activity(self, since: float, until: float) -> JobActivity: ...
+
+    async def running_jobs(self, at: float, lookback: float) -> dict[tuple[str, str], int]:
+        """Jobs a runner was working on at `at`, per (runner type, repository), among those
+        started no more than `lookback` seconds before."""
+        ...
+
+    async def first_job_created(self) -> float | None:
+        """When the earliest job kept was created (Unix seconds); None with no jobs."""
+        ...
+
+    async def prune_jobs(self, before: float, recorded_before: float = 0.0) -> int:
+        """Forget jobs created before `before`, or last recorded (by the store's own clock)
+        before `recorded_before`; how many."""
+        ...
+
+
+class HeadsUpStore(Protocol):
+    """Heads-ups before the alert (`bot.store.heads_ups_sql`)."""
 
     async def heads_ups(self, channel: str, since: float) -> list[HeadsUpRecord]:
         """The channel's heads-ups still out, and those changed since `since`, oldest first."""
@@ -391,6 +284,53 @@ class Store(ReportStore, Protocol):
         """`record`'s version is what its message (`channel_id`, `ts`) shows."""
         ...
 
-    async def add_digest_page(self, digest_id: int, ts: str) -> None: ...
+
+class ReportStore(Protocol):
+    """The capacity report's part: a window's jobs, whole, and the scheduled reports (one per
+    slot, whoever composes it, posted once)."""
+
+    async def job_spans(self, since: float, until: float) -> list[JobSpan]:
+        """Jobs created within [since, until), oldest first, with what is known of each."""
+        ...
+
+    async def save_report(self, record: ReportRecord) -> bool:
+        """Keep `record` unless its slot has a report already; whether it was kept."""
+        ...
+
+    async def report(self, slot: str) -> ReportRecord | None: ...
+
+    async def unposted_reports(self) -> list[ReportRecord]:
+        """Reports not yet posted, the earliest due first."""
+        ...
+
+    async def set_report_sent(self, slot: str, at: float) -> None:
+        """A post of the report is going to Slack now (its outcome may never be known)."""
+        ...
+
+    async def set_report_posted(self, slot: str, channel_id: str, ts: str) -> None: ...
+
+    async def prune_reports(self, before: float) -> int:
+        """Forget the posted reports due before `before`; how many."""
+        ...
+
+
+class Store(IncidentStore, OutboxStore, ClaimStore, JobStore, HeadsUpStore, ReportStore, Protocol):
+    """Everything a backend keeps and answers, by role; and what concerns it whole."""
+
+    async def probe(self) -> None:
+        """Write to the store as a webhook would: StoreError says why it cannot (a full disk,
+        an I/O error, its file deleted or replaced)."""
+        ...
+
+    async def first_seen(self, key: str, expires_at: float) -> bool:
+        """Remember `key` until `expires_at`; False if it is remembered already (a replayed
+        request, on any replica sharing the store)."""
+        ...
+
+    async def prune(self, before: float) -> Pruned:
+        """Remove what retention lets go of (Unix seconds): resolved incidents and their
+        rows, delivered outbox entries, notifications and bodies, all older than `before`;
+        then give the freed space back."""
+        ...
 
     async def close(self) -> None: ...

@@ -3,7 +3,7 @@ incident, each item leased by one replica at a time and finished, deferred or fa
 
 from __future__ import annotations
 
-from bot.store.interface import Due, OutboxItem, OutboxState, StoreError
+from bot.store.records import Due, OutboxItem, OutboxState, StoreError
 from bot.store.rows import OUTBOX_COLUMNS, outbox_item_from
 from bot.store.statements import Queries
 

@@ -28,12 +28,11 @@ from bot.store import postgres_jobs as jobs
 from bot.store.claims_sql import ClaimQueries
 from bot.store.heads_ups_sql import HeadsUpQueries
 from bot.store.incidents_sql import IncidentQueries
-from bot.store.interface import Pruned, StoreError
 from bot.store.outbox_sql import OutboxQueries
 from bot.store.postgres_db import PostgresDatabase, changed
 from bot.store.postgres_pace import take_channel_pace
 from bot.store.postgres_tx import PostgresTransaction
-from bot.store.records import JobActivity, JobSpan, QueuedJob
+from bot.store.records import JobActivity, JobSpan, Pruned, QueuedJob, StoreError
 from bot.store.reports_sql import JOB_SPANS, ReportQueries, job_span
 from bot.store.rows import FIRST_SEEN, ParsedGroups
 from bot.store.statements import numbered

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from bot.store.interface import StoreError
 from bot.store.postgres_schema import migrate
+from bot.store.records import StoreError
 from bot.store.statements import numbered
 
 if TYPE_CHECKING:

@@ -13,10 +13,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from bot.domain.jobs import JobEvent
-from bot.store.interface import Pruned
 from bot.store.postgres_db import changed
 from bot.store.postgres_schema import Lock
-from bot.store.records import JobActivity, JobRow, QueuedJob
+from bot.store.records import JobActivity, JobRow, Pruned, QueuedJob
 from bot.store.rows import PRUNE_HEADS_UPS, PRUNE_SEEN
 from bot.store.shared_sql import (
     ARRIVALS,

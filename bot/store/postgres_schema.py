@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import asyncpg
 
-from bot.store.interface import StoreError
+from bot.store.records import StoreError
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy

@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 
 from bot.domain.incidents import Incident
-from bot.store.interface import Digest, NewIncident, OutboxKind, StoreError
 from bot.store.postgres_db import postgres_errors
 from bot.store.postgres_schema import Lock
+from bot.store.records import Digest, NewIncident, OutboxKind, StoreError
 from bot.store.rows import (
     DIGEST_COLUMNS,
     INCIDENT_COLUMNS,

@@ -1,10 +1,140 @@
-"""Records the store hands out besides incidents: GitHub's jobs as the queries read them,
-heads-ups before the alert and scheduled capacity reports."""
+"""Records the store hands out besides incidents: the Slack outbox's entries, storm digests,
+diagnostics under way, what retention removed; GitHub's jobs as the queries read them,
+heads-ups before the alert and scheduled capacity reports. And the store's one error."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
 from typing import NamedTuple
+
+from bot.domain.alerts import AlertGroup
+from bot.domain.incidents import IncidentStatus
+
+
+class OutboxKind(StrEnum):
+    POST_PARENT = "post_parent"
+    UPDATE_PARENT = "update_parent"
+    POST_REPLY = "post_reply"
+    UPDATE_DIGEST = "update_digest"
+    #: A message of queuebot's own in the thread (the diagnostics report, a notice), which a
+    #: later EDIT_NOTE may replace.
+    POST_NOTE = "post_note"
+    EDIT_NOTE = "edit_note"
+    #: A file (the diagnostics chart) shared in the thread.
+    POST_FILE = "post_file"
+
+
+class OutboxState(StrEnum):
+    PENDING = "pending"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    """One Slack delivery owed for an incident, delivered in id order per incident."""
+
+    id: int
+    incident_id: int
+    kind: OutboxKind
+    payload: str
+    attempts: int
+    not_before: float
+    #: When a post of this item last went to Slack; set, its outcome may be unknown.
+    sent_at: float | None = None
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Due:
+    """An incident with deliveries owed, and when its first one may be tried (its retry time,
+    or the end of another worker's lease on it)."""
+
+    incident_id: int
+    group_key: str
+    not_before: float
+
+
+@dataclass(frozen=True)
+class Digest:
+    """One storm digest message: the incidents that opened in a storm, listed together."""
+
+    id: int
+    channel: str
+    channel_id: str | None
+    ts: str | None
+    opened_at: datetime
+    last_joined_at: datetime
+    version: int
+    shown_version: int
+    #: The ts of the thread replies that continue the list, page 2 onwards.
+    pages: tuple[str, ...] = ()
+    #: A link to the digest message, stored when it was posted.
+    permalink: str | None = None
+    #: Who last began editing it (a writer that finds another's mark re-edits every page).
+    editor: str | None = None
+
+
+@dataclass(frozen=True)
+class UnfinishedDiagnosis:
+    """A diagnostics run whose notice was owed but whose report was not (yet)."""
+
+    id: int
+    incident_id: int
+    #: The outbox entry of its "Running diagnostics…" notice, which the report replaces.
+    note_id: int
+
+
+@dataclass(frozen=True)
+class NewIncident:
+    group_key: str
+    generation: int
+    channel: str
+    status: IncidentStatus
+    group: AlertGroup
+    started_at: datetime
+    resolved_at: datetime | None
+    previous_id: int | None
+    digest_id: int | None = None
+
+
+class StoreError(Exception):
+    """The store could not be opened, read or written; the message says why. `public` says it
+    without what only an admin should read (a server's address): what /healthz shows."""
+
+    def __init__(self, message: str, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = message if public is None else public
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What one pass of retention removed."""
+
+    incidents: int = 0
+    notifications: int = 0
+    bodies: int = 0
+    outbox: int = 0
+    digests: int = 0
+    #: Remembered request signatures and delivery ids past their expiry.
+    seen: int = 0
+    #: Heads-ups that ended, and were shown ended, before the cut-off.
+    heads_ups: int = 0
+
+    @property
+    def rows(self) -> int:
+        return sum(dataclasses.astuple(self))
+
+    def __add__(self, other: Pruned) -> Pruned:
+        return Pruned(
+            *(
+                a + b
+                for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)
+            )
+        )
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from bot.store.interface import Pruned, Store
+from bot.store.interface import Store
+from bot.store.records import Pruned
 
 log = logging.getLogger(__name__)
 

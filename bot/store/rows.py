@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from bot.domain.alerts import AlertGroup
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.domain.silences import Silence
-from bot.store.interface import Digest, OutboxItem, OutboxKind, StoreError
+from bot.store.records import Digest, OutboxItem, OutboxKind, StoreError
 
 
 class Row(Protocol):

@@ -17,9 +17,8 @@ from bot.domain.pace import Bucket, take
 from bot.store.claims_sql import ClaimQueries
 from bot.store.heads_ups_sql import HeadsUpQueries
 from bot.store.incidents_sql import IncidentQueries
-from bot.store.interface import Pruned
 from bot.store.outbox_sql import OutboxQueries
-from bot.store.records import JobActivity, JobSpan, QueuedJob
+from bot.store.records import JobActivity, JobSpan, Pruned, QueuedJob
 from bot.store.reports_sql import JOB_SPANS, ReportQueries, job_span
 from bot.store.rows import FIRST_SEEN, ParsedGroups
 from bot.store.sqlite_db import SQLiteDatabase, translated

@@ -36,7 +36,7 @@ from typing import Any
 
 import aiosqlite
 
-from bot.store.interface import StoreError
+from bot.store.records import StoreError
 from bot.store.schema import MIGRATIONS
 from bot.store.statements import greatest
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 import aiosqlite
 
-from bot.store.interface import Pruned
+from bot.store.records import Pruned
 from bot.store.rows import PRUNE_HEADS_UPS, PRUNE_SEEN
 
 BATCH = 2000

@@ -17,7 +17,7 @@ from typing import Any
 import aiosqlite
 
 from bot.domain.incidents import Incident
-from bot.store.interface import Digest, NewIncident, OutboxKind
+from bot.store.records import Digest, NewIncident, OutboxKind
 from bot.store.rows import (
     DIGEST_COLUMNS,
     INCIDENT_COLUMNS,
