@@ -9,12 +9,8 @@ from dataclasses import replace
 from bot.domain.jobs import JobAction
 from bot.store import ReportRecord, Store
 from bot.store.postgres import PostgresStore
-from tests.store import test_contract as contract
-from tests.store.test_contract import DAY, NOW, T, job
+from tests.store.contract import DAY, NOW, T, job
 from tests.support.postgres import fresh_database
-
-# The contract's fixtures: each test runs on SQLite and on PostgreSQL.
-clock, opener, store = contract.clock, contract.opener, contract.store
 
 
 async def test_a_windows_jobs_are_read_whole(store: Store) -> None:
