@@ -1,149 +1,48 @@
-"""The composition root: `create_app` builds every part and owns its lifetime.
+"""The composition root: `create_app` builds the application and owns the lifetime of every
+part (what the parts are made of is `bot.assembly`'s).
 
 One aiohttp application serves Slack (`/slack/events`, through Bolt), the Grafana webhook,
 `/healthz` and `/metrics` (routes in `bot.web`). The store, the clients, the services and the
-background tasks (the outbox worker, the silence watcher) are created in `cleanup_ctx` and
-closed or cancelled on shutdown; nothing lives at module level. The outside clients are built
-here and nowhere else (`*_client_for`).
+background tasks (the outbox worker, the silence watcher) are created in `cleanup_ctx`, one
+context per concern, and closed or cancelled on shutdown; nothing lives at module level. The
+outside clients are built by `bot.clients` and nowhere else.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import functools
 import logging
 from collections.abc import AsyncIterator
-from datetime import timedelta
 
 import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-from slack_bolt.async_app import AsyncApp
-from slack_sdk.signature import SignatureVerifier
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import listeners
+from bot.assembly import Outbound, Services, build_services, start_tasks
 from bot.capacity.composing import worker_process
-from bot.capacity.report import CapacityReporter
-from bot.capacity.schedule import WeeklyReports
+from bot.clients import github_runners_client_for, slack_client_for
 from bot.config import ConfigError, Settings, check_url_credentials, check_webhook_auth
-from bot.delivery.heads_up import HeadsUpWriter
-from bot.delivery.pacing import Pacer
-from bot.delivery.report import ReportWriter
-from bot.delivery.worker import Deliverer
-from bot.diagnostics.fleet import FleetSources
-from bot.diagnostics.service import DIAGNOSIS_CLAIM_SECONDS, Diagnoser
-from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
 from bot.diagnostics.sources.github_runners import GitHubRunnersClient
-from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.domain.clock import Clock, utcnow
-from bot.forecast.watcher import EarlyWarningWatcher
-from bot.incidents.service import IncidentService
-from bot.listeners.actions import ActionHandlers
-from bot.listeners.capacity import ReportAnswers
-from bot.listeners.silence import SilenceHandlers
-from bot.listeners.status import StatusHandlers
-from bot.render.renderer import Renderer
-from bot.silencing.grafana import GrafanaClient
-from bot.silencing.ledger import SilenceLedger
-from bot.silencing.permissions import Permissions
-from bot.silencing.service import Silencer
-from bot.silencing.watcher import SilenceWatcher
-from bot.slack.gateway import SlackGateway
-from bot.status.reader import StatusReader
-from bot.store import Pruned, open_store
-from bot.store.retention import keep_pruning
+from bot.store import Store, open_store
 from bot.telemetry.metrics import Metrics
-from bot.telemetry.passes import PassRecord
 from bot.web import paths
 from bot.web.bodies import READ_TIMEOUT
-from bot.web.github_webhook import GitHubWebhook
-from bot.web.grafana_webhook import MAX_BODY_BYTES, WebhookAuth, WebhookHandler
-from bot.web.health import Health
-from bot.web.routes import EDGES, Edges, add_routes
-from bot.web.slack_events import SlackEvents
+from bot.web.grafana_webhook import MAX_BODY_BYTES, WebhookAuth
+from bot.web.routes import add_routes
 
 log = logging.getLogger(__name__)
 
 
-#: A silenced alert absent from Grafana for this many checks in a row has resolved (90 s at the
-#: default 30 s: longer than a rule's usual 1-minute evaluation, so a Grafana restart that
-#: empties its alert list for a moment resolves nothing).
-RESOLVE_AFTER_CHECKS = 3
-SLACK_TIMEOUT_SECONDS = 15
 #: The runner supply's client, for the services that read it (None when GitHub's runners list
 #: is not configured).
 GITHUB_RUNNERS: web.AppKey[GitHubRunnersClient | None] = web.AppKey("github_runners")
-
-
-def slack_client_for(settings: Settings) -> AsyncWebClient:
-    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
-    # A call slower than this is Slack in trouble; it also bounds how long a delivery holds
-    # its outbox lease (delivery.LEASE_SECONDS), so a crashed bot's work is taken over soon.
-    return AsyncWebClient(
-        token=token, base_url=str(settings.slack_api_url), timeout=SLACK_TIMEOUT_SECONDS
-    )
-
-
-def grafana_client_for(
-    settings: Settings, session: aiohttp.ClientSession | None
-) -> GrafanaClient | None:
-    """Grafana's client, when GRAFANA_URL and GRAFANA_TOKEN are both set (else silencing is
-    off, and the Silence… button says how to turn it on)."""
-    if session is None or settings.grafana_url is None or settings.grafana_token is None:
-        return None
-    return GrafanaClient(
-        session, str(settings.grafana_url), settings.grafana_token.get_secret_value()
-    )
-
-
-def prometheus_client_for(
-    settings: Settings, session: aiohttp.ClientSession | None
-) -> PrometheusClient | None:
-    """Prometheus directly (PROMETHEUS_URL), or through Grafana's datasource proxy."""
-    if session is None:
-        return None
-    if settings.prometheus_url is not None:
-        return PrometheusClient(session, str(settings.prometheus_url))
-    if (
-        settings.grafana_prometheus_datasource_uid
-        and settings.grafana_url is not None
-        and settings.grafana_token is not None
-    ):
-        return PrometheusClient.through_grafana(
-            session,
-            str(settings.grafana_url),
-            settings.grafana_prometheus_datasource_uid,
-            settings.grafana_token.get_secret_value(),
-        )
-    return None
-
-
-def github_runners_client_for(
-    settings: Settings, session: aiohttp.ClientSession | None
-) -> GitHubRunnersClient | None:
-    """GitHub's runners list, when GITHUB_TOKEN and one of GITHUB_ORG, GITHUB_REPOSITORY or
-    GITHUB_ENTERPRISE are set (else the runner supply is not measured)."""
-    scope = settings.github_scope()
-    if session is None or scope is None or settings.github_token is None:
-        return None
-    kind, name = scope
-    return GitHubRunnersClient(
-        session,
-        str(settings.github_api_url),
-        settings.github_token.get_secret_value(),
-        RunnerScope(ScopeKind(kind), name),
-    )
-
-
-def count_pruned(metrics: Metrics, record: PassRecord, pruned: Pruned) -> None:
-    """Retention's work on /metrics, a counter per kind of row."""
-    record.succeeded()
-    metrics.inc("queuebot_retention_passes_total")
-    for what, count in dataclasses.asdict(pruned).items():
-        metrics.add("queuebot_retention_pruned_total", count, what=what)
+STORE: web.AppKey[Store] = web.AppKey("store")
+OUTBOUND: web.AppKey[Outbound] = web.AppKey("outbound")
+SERVICES: web.AppKey[Services] = web.AppKey("services")
 
 
 def create_app(
@@ -154,7 +53,11 @@ def create_app(
 ) -> web.Application:
     """Build the bot's aiohttp application from `settings`.
 
-    `slack_client` replaces the client built from SLACK_BOT_TOKEN and SLACK_API_URL.
+    `slack_client` replaces the client built from SLACK_BOT_TOKEN and SLACK_API_URL. What it
+    runs on starts in its lifetime, one cleanup context per concern, in order: the store, the
+    outbound clients, the services, the background tasks, Socket Mode. Each is closed in the
+    reverse order on shutdown; a start that fails closes what had started, so nothing is left
+    running and the store is closed.
     """
     if settings.slack_signing_secret is None and settings.slack_app_token is None:
         raise ConfigError("SLACK_SIGNING_SECRET is not set: Slack requests cannot be verified")
@@ -177,220 +80,95 @@ def create_app(
     )
     check_webhook_auth(settings)
     check_url_credentials(settings)
-    github_scope = settings.github_scope()
     if not auth.enabled:
         log.warning(
             "QUEUEBOT_WEBHOOK_AUTH=none: anyone who can reach %s can post alerts",
             paths.GRAFANA_WEBHOOK_PATH,
         )
 
-    async def lifetime(app: web.Application) -> AsyncIterator[None]:
-        store = await open_store(settings.database)
-        renderer = Renderer()
-        slack = SlackGateway(client, metrics)
-        uses_github = github_scope is not None and settings.github_token is not None
-        outbound = (
+    async def store(app: web.Application) -> AsyncIterator[None]:
+        app[STORE] = await open_store(settings.database)
+        try:
+            yield
+        finally:
+            await app[STORE].close()
+
+    async def outbound(app: web.Application) -> AsyncIterator[None]:
+        uses_github = settings.github_scope() is not None and settings.github_token is not None
+        session = (
             aiohttp.ClientSession()
             if settings.grafana_url or settings.prometheus_url or uses_github
             else None
         )
-        prometheus = prometheus_client_for(settings, outbound)
         # Built for the diagnostics and /queue-status readers of the runner supply.
-        github_runners = github_runners_client_for(settings, outbound)
-        app[GITHUB_RUNNERS] = github_runners
-        sources = FleetSources(
-            # Job events are recorded when GitHub's webhook is set up to send them.
-            store=store if settings.github_webhook_secret is not None else None,
-            jobs=settings.file.jobs,
-            runners=github_runners,
-            prometheus=prometheus,
-            pack=settings.file.queries,
-        )
-        diagnoser = Diagnoser(
-            store,
-            sources,
-            renderer,
-            metrics,
-            on_enqueued=lambda: deliverer.wake(),
-            clock=clock,
-        )
-        deliverer = Deliverer(
-            store,
-            slack,
-            renderer,
-            metrics,
-            on_parent_posted=diagnoser.schedule if settings.file.auto_diagnose else None,
-        )
-        service = IncidentService(
-            store,
-            metrics=metrics,
-            default_channel=settings.channel or "",
-            routes=settings.file.routes,
-            on_enqueued=deliverer.wake,
-            clock=clock,
-        )
-        bolt = AsyncApp(
-            client=client,
-            signing_secret=(
-                settings.slack_signing_secret.get_secret_value()
-                if settings.slack_signing_secret
-                else None
-            ),
-            request_verification_enabled=settings.slack_signing_secret is not None,
-        )
-        grafana = grafana_client_for(settings, outbound)
-        ledger = SilenceLedger(store, deliverer.wake)
-        permissions = Permissions(settings.file.silence, slack)
-        silencer = Silencer(store, grafana, permissions, metrics, ledger, clock=clock)
-        interval = settings.silence_check_seconds
-        watch = SilenceWatcher(
-            store,
-            grafana,
-            ledger,
-            metrics,
-            resolve_after=timedelta(seconds=RESOLVE_AFTER_CHECKS * interval),
-            clock=clock,
-        )
-        reader = StatusReader(store, sources, clock=clock)
-        composer = worker_process()  # reports are composed there, not beside the loop
-        reporter = CapacityReporter(
-            sources, settings.file.capacity_report, clock=clock, apart=(composer, settings.database)
-        )
-        report_writer = ReportWriter(
-            store,
-            slack,
-            renderer,
-            Pacer(store=store),
-            record=PassRecord("capacity report writer", metrics),
-        )
-        weekly = WeeklyReports(store, reporter, on_saved=report_writer.wake, clock=clock)
-        warnings = settings.file.early_warning if sources.store is not None else []
-        if settings.file.early_warning and not warnings:
-            log.warning(
-                "early_warning needs GitHub's job events (GITHUB_WEBHOOK_SECRET): no heads-ups"
-            )
-        heads_ups = HeadsUpWriter(
-            store, slack, renderer, Pacer(store=store), PassRecord("heads-up writer", metrics)
-        )
-        forecaster = EarlyWarningWatcher(
-            store,
-            warnings,
-            settings.file.jobs,
-            on_saved=heads_ups.wake,
-            clock=clock,
-            record=PassRecord("early warning", metrics),
-        )
-        retention = PassRecord("retention", metrics)
-        records = [w.record for w in (watch, report_writer, heads_ups, forecaster)] + [retention]
-        listeners.register(
-            bolt,
-            ActionHandlers(slack, renderer, diagnoser),
-            SilenceHandlers(silencer, slack, renderer, clock),
-            StatusHandlers(
-                reader,
-                slack,
-                renderer,
-                reports=ReportAnswers(reporter, slack, renderer),
-                fleet_wide=Permissions(settings.file.queue_status.as_policy(), slack),
-            ),
-        )
-        slack_events = (
-            SlackEvents(
-                bolt,
-                SignatureVerifier(settings.slack_signing_secret.get_secret_value()),
-                store,
-            )
-            if settings.slack_signing_secret
-            else None
-        )
-        app[EDGES] = Edges(
-            store=store,
-            webhook=WebhookHandler(service, auth, metrics),
-            github=GitHubWebhook(
-                store,
-                settings.github_webhook_secret,
-                settings.file.jobs,
-                metrics,
-                clock=lambda: clock().timestamp(),
-            ),
-            health=Health(
-                store,
-                metrics,
-                background=lambda: {name: not task.done() for name, task in tasks.items()},
-                troubles=lambda: [
-                    problem
-                    for problem in [deliverer.problem, *(r.problem for r in records)]
-                    if problem
-                ],
-                max_outbox_age=settings.health_max_outbox_age,
-            ),
-            slack_events=slack_events,
-        )
-        # By what /healthz calls them when one is not running.
-        tasks = {
-            "outbox worker": asyncio.create_task(deliverer.run(), name="outbox"),
-            "silence watcher": asyncio.create_task(watch.run(interval), name="silence-watch"),
-            **(
-                {
-                    "early warning": asyncio.create_task(
-                        forecaster.run(settings.forecast_check_seconds), name="early-warning"
-                    ),
-                    "heads-up writer": asyncio.create_task(heads_ups.run(), name="heads-ups"),
-                }
-                if warnings
-                else {}
-            ),
-            **(
-                {
-                    "capacity report schedule": asyncio.create_task(
-                        weekly.run(), name="capacity-reports"
-                    ),
-                    "capacity report writer": asyncio.create_task(
-                        report_writer.run(), name="capacity-report-writer"
-                    ),
-                }
-                if settings.file.capacity_report.posts
-                else {}
-            ),
-            "diagnostics resumer": asyncio.create_task(
-                diagnoser.watch(DIAGNOSIS_CLAIM_SECONDS), name="diagnostics-resume"
-            ),
-            "retention": asyncio.create_task(
-                keep_pruning(
-                    store,
-                    settings.retention_days * 86400,
-                    jobs_retention_seconds=settings.file.jobs.retention_days * 86400,
-                    on_pruned=functools.partial(count_pruned, metrics, retention),
-                    on_failed=retention.failed,
-                    # Jobs and incidents carry the times of the world the bot observes.
-                    clock=lambda: clock().timestamp(),
-                ),
-                name="retention",
-            ),
-        }
-        socket = None
-        if settings.slack_app_token is not None:
-            socket = AsyncSocketModeHandler(bolt, settings.slack_app_token.get_secret_value())
-            await socket.connect_async()  # type: ignore[no-untyped-call]
-            log.info("Slack traffic uses Socket Mode")
+        runners = github_runners_client_for(settings, session)
+        app[GITHUB_RUNNERS] = runners
+        app[OUTBOUND] = Outbound(session, runners, worker_process())
         try:
             yield
         finally:
             try:
-                if socket is not None:
-                    await socket.close_async()  # type: ignore[no-untyped-call]
-                for task in tasks.values():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-                await diagnoser.close()
-                if github_runners is not None:
-                    await github_runners.close()
+                if runners is not None:
+                    await runners.close()
             finally:
-                if outbound is not None:
-                    await outbound.close()
+                if session is not None:
+                    await session.close()
+                composer = app[OUTBOUND].composer
                 await asyncio.to_thread(composer.shutdown, wait=True, cancel_futures=True)
-                await store.close()
+
+    async def services(app: web.Application) -> AsyncIterator[None]:
+        app[SERVICES] = build_services(
+            app, app[STORE], app[OUTBOUND], settings, client, metrics, auth, clock
+        )
+        try:
+            yield
+        finally:
+            await app[SERVICES].diagnoser.close()
+
+    async def background(app: web.Application) -> AsyncIterator[None]:
+        parts = app[SERVICES]
+        parts.tasks.update(start_tasks(app[STORE], parts, settings, metrics, clock))
+        try:
+            yield
+        finally:
+            for task in parts.tasks.values():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def socket_mode(app: web.Application) -> AsyncIterator[None]:
+        if settings.slack_app_token is None:
+            yield
+            return
+        socket = AsyncSocketModeHandler(
+            app[SERVICES].bolt, settings.slack_app_token.get_secret_value()
+        )
+        try:
+            # A token Slack refuses fails the start, said plainly: the client would retry it
+            # forever. (Slack unreachable is left to the client, which retries.)
+            try:
+                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                    socket.client.wss_uri = await socket.client.issue_new_wss_url()
+            except SlackApiError as exc:
+                refused = exc.response.get("error")
+                raise ConfigError(
+                    f"Slack refused SLACK_APP_TOKEN ({refused}): Socket Mode cannot start"
+                ) from exc
+            await socket.connect_async()  # type: ignore[no-untyped-call]
+            log.info("Slack traffic uses Socket Mode")
+            yield
+        finally:
+            await socket.close_async()  # type: ignore[no-untyped-call]
+
+    concerns = (store, outbound, services, background, socket_mode)
+
+    async def lifetime(app: web.Application) -> AsyncIterator[None]:
+        # aiohttp cleans up the contexts of a start that succeeded; `web.run_app` runs no
+        # cleanup at all when the start fails. The stack closes what had started, in reverse.
+        async with contextlib.AsyncExitStack() as started:
+            for concern in concerns:
+                await started.enter_async_context(contextlib.asynccontextmanager(concern)(app))
+            yield
 
     app.cleanup_ctx.append(lifetime)
     # Without a signing secret (Socket Mode only) nothing could verify an HTTP request.

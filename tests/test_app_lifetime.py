@@ -7,11 +7,24 @@ import json
 import sqlite3
 from pathlib import Path
 
-from bot.sandbox.slack import ONCALL_USER
+import pytest
+from aiohttp import web
+
+from bot.app import OUTBOUND, SERVICES, STORE, create_app
+from bot.config import ConfigError
+from bot.sandbox.slack import ONCALL_USER, SlackSandbox
 from bot.slack.contract import ActionId
 from bot.store.schema import MIGRATIONS
 from bot.store.sqlite import SQLiteStore
-from tests.support.harness import running_stack, serve_bot, webhook_headers
+from tests.support.harness import (
+    BOT_TOKEN,
+    CHANNEL_NAME,
+    SIGNING_SECRET,
+    running_stack,
+    serve_bot,
+    settings_for,
+    webhook_headers,
+)
 from tests.support.payloads import reference
 
 APP_TOKEN = "xapp-1-test-app-token"
@@ -94,3 +107,38 @@ class TestSocketMode:
             )
             assert result.transport == "socket" and result.status == 200
             await stack.sandbox.wait_for(lambda: stack.sandbox.ephemerals(ONCALL_USER))
+
+
+class TestFailedStart:
+    async def test_a_start_that_fails_leaves_nothing_running_and_the_store_closed(
+        self, tmp_path: Path
+    ) -> None:
+        """Socket Mode refused (a revoked app token) after the store, the clients, the services
+        and the background tasks started: all of them are stopped again, the store closed."""
+        sandbox = SlackSandbox(
+            bot_token=BOT_TOKEN,
+            signing_secret=SIGNING_SECRET,
+            channel_name=CHANNEL_NAME,
+            app_token=APP_TOKEN,
+        )
+        await sandbox.start()
+        try:
+            database = tmp_path / "queuebot.db"
+            settings = settings_for(database, sandbox, SLACK_APP_TOKEN="xapp-1-revoked")
+            app = create_app(settings)
+            before = {task for task in asyncio.all_tasks() if not task.done()}
+            runner = web.AppRunner(app)
+            with pytest.raises(ConfigError, match=r"refused SLACK_APP_TOKEN \(invalid_auth\)"):
+                await runner.setup()
+            parts = app[SERVICES]
+            assert parts.tasks and all(task.done() for task in parts.tasks.values())
+            assert {task for task in asyncio.all_tasks() if not task.done()} <= before
+            assert app[OUTBOUND].session is None or app[OUTBOUND].session.closed
+            # SQLite keeps its write-ahead log while a connection is open.
+            wal = await asyncio.to_thread(Path(f"{database}-wal").exists)
+            assert await asyncio.to_thread(database.exists) and not wal
+            with pytest.raises(ValueError, match="no active connection"):
+                await app[STORE].first_job_created()
+            assert sandbox.calls("apps.connections.open")
+        finally:
+            await sandbox.stop()

@@ -8,7 +8,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.app import GITHUB_RUNNERS, github_runners_client_for
+from bot.app import GITHUB_RUNNERS
+from bot.clients import github_runners_client_for
 from bot.config import ConfigError, Settings, load_settings
 from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
 from bot.sandbox.github import GitHubSandbox

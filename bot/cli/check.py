@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from bot.app import github_runners_client_for, prometheus_client_for, slack_client_for
+from bot.clients import github_runners_client_for, prometheus_client_for, slack_client_for
 from bot.config import Settings
 from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
 from bot.diagnostics.sources.github_runners import GitHubError, GitHubUnavailable

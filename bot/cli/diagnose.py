@@ -15,7 +15,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bot.app import github_runners_client_for, prometheus_client_for
+from bot.clients import github_runners_client_for, prometheus_client_for
 from bot.config import ConfigError, Settings
 from bot.diagnostics.checks import diagnose
 from bot.diagnostics.fleet import FleetSources, FleetUnreadable, read_fleet

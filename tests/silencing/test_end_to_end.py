@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bot.app import RESOLVE_AFTER_CHECKS
+from bot.assembly import RESOLVE_AFTER_CHECKS
 from bot.sandbox.grafana import GrafanaSandbox
 from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
 from bot.sandbox.slack.models import OpenView, ViewState

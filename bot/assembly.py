@@ -1,0 +1,294 @@
+"""What the running bot is made of: the outbound clients and the services built on the store,
+Slack's listeners registered, the web edges set, and the background tasks started. `bot.app`
+calls these in its lifetime, one context per concern."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+from concurrent.futures import ProcessPoolExecutor
+from datetime import timedelta
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import listeners
+from bot.capacity.report import CapacityReporter
+from bot.capacity.schedule import WeeklyReports
+from bot.clients import (
+    grafana_client_for,
+    prometheus_client_for,
+)
+from bot.config import Settings
+from bot.delivery.heads_up import HeadsUpWriter
+from bot.delivery.pacing import Pacer
+from bot.delivery.report import ReportWriter
+from bot.delivery.worker import Deliverer
+from bot.diagnostics.fleet import FleetSources
+from bot.diagnostics.service import DIAGNOSIS_CLAIM_SECONDS, Diagnoser
+from bot.diagnostics.sources.github_runners import GitHubRunnersClient
+from bot.domain.clock import Clock
+from bot.forecast.watcher import EarlyWarningWatcher
+from bot.incidents.service import IncidentService
+from bot.listeners.actions import ActionHandlers
+from bot.listeners.capacity import ReportAnswers
+from bot.listeners.silence import SilenceHandlers
+from bot.listeners.status import StatusHandlers
+from bot.render.renderer import Renderer
+from bot.silencing.ledger import SilenceLedger
+from bot.silencing.permissions import Permissions
+from bot.silencing.service import Silencer
+from bot.silencing.watcher import SilenceWatcher
+from bot.slack.gateway import SlackGateway
+from bot.status.reader import StatusReader
+from bot.store import Pruned, Store
+from bot.store.retention import keep_pruning
+from bot.telemetry.metrics import Metrics
+from bot.telemetry.passes import PassRecord
+from bot.web.github_webhook import GitHubWebhook
+from bot.web.grafana_webhook import WebhookAuth, WebhookHandler
+from bot.web.health import Health
+from bot.web.routes import EDGES, Edges
+from bot.web.slack_events import SlackEvents
+
+log = logging.getLogger(__name__)
+
+#: A silenced alert absent from Grafana for this many checks in a row has resolved (90 s at the
+#: default 30 s: longer than a rule's usual 1-minute evaluation, so a Grafana restart that
+#: empties its alert list for a moment resolves nothing).
+RESOLVE_AFTER_CHECKS = 3
+
+
+@dataclasses.dataclass
+class Outbound:
+    """What the bot reaches out with: one HTTP session for Grafana, Prometheus and GitHub (None
+    when none is configured), GitHub's runners list, and the process capacity reports are
+    composed in (not beside the event loop)."""
+
+    session: aiohttp.ClientSession | None
+    github_runners: GitHubRunnersClient | None
+    composer: ProcessPoolExecutor
+
+
+@dataclasses.dataclass
+class Services:
+    """The services, built once the store and the outbound clients are there."""
+
+    bolt: AsyncApp
+    deliverer: Deliverer
+    diagnoser: Diagnoser
+    watch: SilenceWatcher
+    forecaster: EarlyWarningWatcher | None
+    heads_ups: HeadsUpWriter
+    weekly: WeeklyReports | None
+    report_writer: ReportWriter
+    retention: PassRecord
+    #: The background tasks by what /healthz calls them when one is not running.
+    tasks: dict[str, asyncio.Task[None]] = dataclasses.field(default_factory=dict)
+
+
+def count_pruned(metrics: Metrics, record: PassRecord, pruned: Pruned) -> None:
+    """Retention's work on /metrics, a counter per kind of row."""
+    record.succeeded()
+    metrics.inc("queuebot_retention_passes_total")
+    for what, count in dataclasses.asdict(pruned).items():
+        metrics.add("queuebot_retention_pruned_total", count, what=what)
+
+
+def build_services(
+    app: web.Application,
+    store: Store,
+    out: Outbound,
+    settings: Settings,
+    client: AsyncWebClient,
+    metrics: Metrics,
+    auth: WebhookAuth,
+    clock: Clock,
+) -> Services:
+    """Every service on the store and the outbound clients; Slack's listeners registered and
+    the web edges (`bot.web.routes.EDGES`) set."""
+    renderer = Renderer()
+    slack = SlackGateway(client, metrics)
+    prometheus = prometheus_client_for(settings, out.session)
+    sources = FleetSources(
+        # Job events are recorded when GitHub's webhook is set up to send them.
+        store=store if settings.github_webhook_secret is not None else None,
+        jobs=settings.file.jobs,
+        runners=out.github_runners,
+        prometheus=prometheus,
+        pack=settings.file.queries,
+    )
+    diagnoser = Diagnoser(
+        store,
+        sources,
+        renderer,
+        metrics,
+        on_enqueued=lambda: deliverer.wake(),
+        clock=clock,
+    )
+    deliverer = Deliverer(
+        store,
+        slack,
+        renderer,
+        metrics,
+        on_parent_posted=diagnoser.schedule if settings.file.auto_diagnose else None,
+    )
+    service = IncidentService(
+        store,
+        metrics=metrics,
+        default_channel=settings.channel or "",
+        routes=settings.file.routes,
+        on_enqueued=deliverer.wake,
+        clock=clock,
+    )
+    bolt = AsyncApp(
+        client=client,
+        signing_secret=(
+            settings.slack_signing_secret.get_secret_value()
+            if settings.slack_signing_secret
+            else None
+        ),
+        request_verification_enabled=settings.slack_signing_secret is not None,
+    )
+    grafana = grafana_client_for(settings, out.session)
+    ledger = SilenceLedger(store, deliverer.wake)
+    permissions = Permissions(settings.file.silence, slack)
+    silencer = Silencer(store, grafana, permissions, metrics, ledger, clock=clock)
+    watch = SilenceWatcher(
+        store,
+        grafana,
+        ledger,
+        metrics,
+        resolve_after=timedelta(seconds=RESOLVE_AFTER_CHECKS * settings.silence_check_seconds),
+        clock=clock,
+    )
+    reader = StatusReader(store, sources, clock=clock)
+    reporter = CapacityReporter(
+        sources,
+        settings.file.capacity_report,
+        clock=clock,
+        apart=(out.composer, settings.database),
+    )
+    report_writer = ReportWriter(
+        store,
+        slack,
+        renderer,
+        Pacer(store=store),
+        record=PassRecord("capacity report writer", metrics),
+    )
+    weekly = WeeklyReports(store, reporter, on_saved=report_writer.wake, clock=clock)
+    warnings = settings.file.early_warning if sources.store is not None else []
+    if settings.file.early_warning and not warnings:
+        log.warning("early_warning needs GitHub's job events (GITHUB_WEBHOOK_SECRET): no heads-ups")
+    heads_ups = HeadsUpWriter(
+        store, slack, renderer, Pacer(store=store), PassRecord("heads-up writer", metrics)
+    )
+    forecaster = EarlyWarningWatcher(
+        store,
+        warnings,
+        settings.file.jobs,
+        on_saved=heads_ups.wake,
+        clock=clock,
+        record=PassRecord("early warning", metrics),
+    )
+    parts = Services(
+        bolt=bolt,
+        deliverer=deliverer,
+        diagnoser=diagnoser,
+        watch=watch,
+        forecaster=forecaster if warnings else None,
+        heads_ups=heads_ups,
+        weekly=weekly if settings.file.capacity_report.posts else None,
+        report_writer=report_writer,
+        retention=PassRecord("retention", metrics),
+    )
+    records = [w.record for w in (watch, report_writer, heads_ups, forecaster)]
+    records.append(parts.retention)
+    listeners.register(
+        bolt,
+        ActionHandlers(slack, renderer, diagnoser),
+        SilenceHandlers(silencer, slack, renderer, clock),
+        StatusHandlers(
+            reader,
+            slack,
+            renderer,
+            reports=ReportAnswers(reporter, slack, renderer),
+            fleet_wide=Permissions(settings.file.queue_status.as_policy(), slack),
+        ),
+    )
+    slack_events = (
+        SlackEvents(
+            bolt,
+            SignatureVerifier(settings.slack_signing_secret.get_secret_value()),
+            store,
+        )
+        if settings.slack_signing_secret
+        else None
+    )
+    app[EDGES] = Edges(
+        store=store,
+        webhook=WebhookHandler(service, auth, metrics),
+        github=GitHubWebhook(
+            store,
+            settings.github_webhook_secret,
+            settings.file.jobs,
+            metrics,
+            clock=lambda: clock().timestamp(),
+        ),
+        health=Health(
+            store,
+            metrics,
+            background=lambda: {name: not task.done() for name, task in parts.tasks.items()},
+            troubles=lambda: [
+                problem for problem in [deliverer.problem, *(r.problem for r in records)] if problem
+            ],
+            max_outbox_age=settings.health_max_outbox_age,
+        ),
+        slack_events=slack_events,
+    )
+    return parts
+
+
+def start_tasks(
+    store: Store, parts: Services, settings: Settings, metrics: Metrics, clock: Clock
+) -> dict[str, asyncio.Task[None]]:
+    """The background work, started: by what /healthz calls each when it is not running."""
+    tasks = {
+        "outbox worker": asyncio.create_task(parts.deliverer.run(), name="outbox"),
+        "silence watcher": asyncio.create_task(
+            parts.watch.run(settings.silence_check_seconds), name="silence-watch"
+        ),
+    }
+    if parts.forecaster is not None:
+        tasks["early warning"] = asyncio.create_task(
+            parts.forecaster.run(settings.forecast_check_seconds), name="early-warning"
+        )
+        tasks["heads-up writer"] = asyncio.create_task(parts.heads_ups.run(), name="heads-ups")
+    if parts.weekly is not None:
+        tasks["capacity report schedule"] = asyncio.create_task(
+            parts.weekly.run(), name="capacity-reports"
+        )
+        tasks["capacity report writer"] = asyncio.create_task(
+            parts.report_writer.run(), name="capacity-report-writer"
+        )
+    tasks["diagnostics resumer"] = asyncio.create_task(
+        parts.diagnoser.watch(DIAGNOSIS_CLAIM_SECONDS), name="diagnostics-resume"
+    )
+    tasks["retention"] = asyncio.create_task(
+        keep_pruning(
+            store,
+            settings.retention_days * 86400,
+            jobs_retention_seconds=settings.file.jobs.retention_days * 86400,
+            on_pruned=functools.partial(count_pruned, metrics, parts.retention),
+            on_failed=parts.retention.failed,
+            # Jobs and incidents carry the times of the world the bot observes.
+            clock=lambda: clock().timestamp(),
+        ),
+        name="retention",
+    )
+    return tasks

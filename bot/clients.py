@@ -1,0 +1,77 @@
+"""The outside services' clients, built from the settings here and nowhere else: Slack's Web
+API, Grafana's silences, Prometheus (directly or through Grafana's datasource proxy) and GitHub's
+runners list. A client whose settings are missing is None, and what needs it says how to turn
+it on."""
+
+from __future__ import annotations
+
+import aiohttp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import Settings
+from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
+from bot.diagnostics.sources.github_runners import GitHubRunnersClient
+from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.silencing.grafana import GrafanaClient
+
+SLACK_TIMEOUT_SECONDS = 15
+
+
+def slack_client_for(settings: Settings) -> AsyncWebClient:
+    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+    # A call slower than this is Slack in trouble; it also bounds how long a delivery holds
+    # its outbox lease (delivery.LEASE_SECONDS), so a crashed bot's work is taken over soon.
+    return AsyncWebClient(
+        token=token, base_url=str(settings.slack_api_url), timeout=SLACK_TIMEOUT_SECONDS
+    )
+
+
+def grafana_client_for(
+    settings: Settings, session: aiohttp.ClientSession | None
+) -> GrafanaClient | None:
+    """Grafana's client, when GRAFANA_URL and GRAFANA_TOKEN are both set (else silencing is
+    off, and the Silence… button says how to turn it on)."""
+    if session is None or settings.grafana_url is None or settings.grafana_token is None:
+        return None
+    return GrafanaClient(
+        session, str(settings.grafana_url), settings.grafana_token.get_secret_value()
+    )
+
+
+def prometheus_client_for(
+    settings: Settings, session: aiohttp.ClientSession | None
+) -> PrometheusClient | None:
+    """Prometheus directly (PROMETHEUS_URL), or through Grafana's datasource proxy."""
+    if session is None:
+        return None
+    if settings.prometheus_url is not None:
+        return PrometheusClient(session, str(settings.prometheus_url))
+    if (
+        settings.grafana_prometheus_datasource_uid
+        and settings.grafana_url is not None
+        and settings.grafana_token is not None
+    ):
+        return PrometheusClient.through_grafana(
+            session,
+            str(settings.grafana_url),
+            settings.grafana_prometheus_datasource_uid,
+            settings.grafana_token.get_secret_value(),
+        )
+    return None
+
+
+def github_runners_client_for(
+    settings: Settings, session: aiohttp.ClientSession | None
+) -> GitHubRunnersClient | None:
+    """GitHub's runners list, when GITHUB_TOKEN and one of GITHUB_ORG, GITHUB_REPOSITORY or
+    GITHUB_ENTERPRISE are set (else the runner supply is not measured)."""
+    scope = settings.github_scope()
+    if session is None or scope is None or settings.github_token is None:
+        return None
+    kind, name = scope
+    return GitHubRunnersClient(
+        session,
+        str(settings.github_api_url),
+        settings.github_token.get_secret_value(),
+        RunnerScope(ScopeKind(kind), name),
+    )
