@@ -181,7 +181,13 @@ def build_services(
         Pacer(store=store),
         record=PassRecord("capacity report writer", metrics),
     )
-    weekly = WeeklyReports(store, reporter, on_saved=report_writer.wake, clock=clock)
+    weekly = WeeklyReports(
+        store,
+        reporter,
+        on_saved=report_writer.wake,
+        clock=clock,
+        record=PassRecord("capacity report schedule", metrics),
+    )
     warnings = settings.file.early_warning if sources.store is not None else []
     if settings.file.early_warning and not warnings:
         log.warning("early_warning needs GitHub's job events (GITHUB_WEBHOOK_SECRET): no heads-ups")
@@ -207,7 +213,7 @@ def build_services(
         report_writer=report_writer,
         retention=PassRecord("retention", metrics),
     )
-    records = [w.record for w in (watch, report_writer, heads_ups, forecaster)]
+    records = [w.record for w in (watch, report_writer, heads_ups, forecaster, weekly)]
     records.append(parts.retention)
     listeners.register(
         bolt,

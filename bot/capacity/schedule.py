@@ -19,6 +19,7 @@ from bot.capacity.report import CapacityReporter
 from bot.capacity.settings import LATE_SECONDS
 from bot.domain.clock import Clock, utcnow
 from bot.store import ReportRecord, Store
+from bot.telemetry.passes import PassRecord
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,12 @@ class WeeklyReports:
         *,
         on_saved: Callable[[], None] = lambda: None,
         clock: Clock = utcnow,
+        record: PassRecord | None = None,
     ) -> None:
         self._store = store
+        #: How its passes have gone (for /healthz and /metrics); a pass is a look at the
+        #: schedule by the replica that holds the lease.
+        self.record = record or PassRecord("capacity report schedule")
         self._reporter = reporter
         self._on_saved = on_saved
         self._clock = clock
@@ -49,7 +54,9 @@ class WeeklyReports:
                 # Held for long enough to compose a report (seconds; minutes for a huge fleet).
                 if await self._store.lead(SCHEDULE_ROLE, self._owner, time.time() + 10 * interval):
                     await self.check()
+                    self.record.succeeded()
             except Exception:
+                self.record.failed()
                 log.exception("the capacity report schedule failed; trying again")
             await asyncio.sleep(interval)
 

@@ -58,6 +58,11 @@ _COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
         ("event", "outcome"),
     ),
     "queuebot_retention_passes_total": ("Passes of retention over the store.", ()),
+    "queuebot_background_passes_total": (
+        "Background passes done, by task (early warning, silence watcher, capacity report"
+        " schedule, ...).",
+        ("task",),
+    ),
     "queuebot_background_failures_total": (
         "Background passes that failed, by task (early warning, silence watcher, retention,"
         " ...); a task failing three in a row makes /healthz unhealthy.",

@@ -2,7 +2,9 @@
 silence watcher, the writers, retention) says how each pass went; every failure is counted on
 /metrics (`queuebot_background_failures_total`, by task), and a task whose last
 `FAILING_IN_A_ROW` passes all failed is a reason /healthz gives (the error is the log's) until
-a pass succeeds. A loop that goes on running but never gets anything done is not healthy."""
+a pass succeeds. A loop that goes on running but never gets anything done is not healthy.
+Passes done are counted too (`queuebot_background_passes_total`): a test, or an operator, sees
+the work happen rather than waiting for it to have happened."""
 
 from __future__ import annotations
 
@@ -19,9 +21,14 @@ class PassRecord:
         self.task = task
         self._metrics = metrics
         self.failed_in_a_row = 0
+        #: Passes done so far.
+        self.passes = 0
 
     def succeeded(self) -> None:
         self.failed_in_a_row = 0
+        self.passes += 1
+        if self._metrics is not None:
+            self._metrics.inc("queuebot_background_passes_total", task=self.task)
 
     def failed(self) -> None:
         """A pass failed (its caller logs why)."""

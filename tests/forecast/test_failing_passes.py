@@ -92,7 +92,7 @@ async def test_a_burst_of_new_runner_types_posts_the_cap_and_names_the_rest(
         posted = await stack.sandbox.wait_for(
             lambda: _heads_ups(stack)[1:] and _heads_ups(stack), timeout=15
         )
-        await asyncio.sleep(1.0)  # ten more checks: nothing more is posted
+        await stack.passes("early warning", 10)  # ten more checks: nothing more is posted
         assert len(_heads_ups(stack)) == 2
         last = _text(stack, posted[-1])
         named = [n for n in names if n in last]

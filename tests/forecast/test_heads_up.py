@@ -5,7 +5,6 @@ reply in the alert's thread), or edited to back to normal when the queue drains.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -117,7 +116,7 @@ async def test_a_growing_queue_gets_one_heads_up_then_points_to_the_alert(tmp_pa
         assert TYPE in replies[0].text
         # Checks go on (ten of them): no second heads-up while the alert's condition holds.
         now[0] += timedelta(minutes=5)
-        await asyncio.sleep(10 * 0.1)
+        await stack.passes("early warning", 10)
         assert len(_heads_ups(stack)) == 1
 
 
@@ -174,7 +173,7 @@ async def test_an_alert_posted_after_the_crossing_is_linked_when_it_comes(tmp_pa
             lambda: [r for r in stack.sandbox.replies(None, parent.ts) if "warned" in r.text],
             timeout=10,
         )
-        await asyncio.sleep(10 * 0.1)
+        await stack.passes("early warning", 10)
         assert len([r for r in stack.sandbox.replies(None, parent.ts) if "warned" in r.text]) == 1
         assert TYPE in warned[0].text and len(_heads_ups(stack)) == 1
 

@@ -114,6 +114,11 @@ class Stack:
         """Wait until the silence watcher has done `count` more passes than it had so far."""
         await watched(self.url, "queuebot_silence_checks_total", count, timeout)
 
+    async def passes(self, task: str, count: int, timeout: float = 10.0) -> None:  # noqa: ASYNC109
+        """Wait until the background `task` ("early warning", …) has done `count` more passes
+        than it had so far."""
+        await watched(self.url, "queuebot_background_passes_total", count, timeout, task=task)
+
     def text(self, message: PostedMessage) -> str:
         """The current text of every block of a message, as the bot last wrote it."""
         return json.dumps(message.blocks, ensure_ascii=False) + "\n" + message.text
@@ -261,12 +266,18 @@ async def counted(url: str, sample: str, value: float, within: float = 10.0, **l
             await asyncio.sleep(0.05)
 
 
-async def watched(url: str, sample: str, more: float, timeout: float = 10.0) -> None:  # noqa: ASYNC109
-    """Wait until the counter `sample` of the bot at `url` has grown by `more`: the bot's own
-    background work, seen to happen instead of slept through."""
+async def watched(
+    url: str,
+    sample: str,
+    more: float,
+    timeout: float = 10.0,  # noqa: ASYNC109
+    **labels: str,
+) -> None:
+    """Wait until the counter `sample` (with `labels`) of the bot at `url` has grown by `more`:
+    the bot's own background work, seen to happen instead of slept through."""
     async with asyncio.timeout(timeout):
-        target = await metric(url, sample) + more
-        while await metric(url, sample) < target:  # noqa: ASYNC110
+        target = await metric(url, sample, **labels) + more
+        while await metric(url, sample, **labels) < target:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
 
 

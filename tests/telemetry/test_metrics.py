@@ -103,6 +103,12 @@ CONTRACT: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ("event", "outcome"),
     ),
     "queuebot_retention_passes_total": ("counter", "Passes of retention over the store.", ()),
+    "queuebot_background_passes_total": (
+        "counter",
+        "Background passes done, by task (early warning, silence watcher, capacity report"
+        " schedule, ...).",
+        ("task",),
+    ),
     "queuebot_background_failures_total": (
         "counter",
         "Background passes that failed, by task (early warning, silence watcher, retention,"
