@@ -34,6 +34,9 @@ STARTS_SHORT_Z = 2.0
 #: ceiling would start (each a job's usual time, then the usual wait): not turning over.
 #: Lowered maxima started 0.7-1.1 of it counting the job time alone; the wait adds to that.
 TURNOVER_SHORT = 0.6
+#: A level fallen over the hour and held at one number since is a maximum lowered where no more
+#: than this share above what the level turns over started over the hour.
+HELD_STARTS = 1.15
 TURNOVER_Z = 1.5
 #: Jobs that started in the window waited this many times their usual wait, and this many
 #: seconds more, before runners can be said not to come: a queue that formed just now behind
@@ -149,7 +152,37 @@ def fell_over_the_hour(fleet: FleetSignals, name: str) -> float | None:
     then = fleet.an_hour_ago(Signal.RUNNING_PEAK, name)
     if busy is None or not busy.peaks or then is None:
         return None
-    return then if busy.top <= then - _moved_by(then) else None
+    if busy.top > then - _moved_by(then) or _held_since_it_fell(fleet, name, busy):
+        return None
+    return then
+
+
+def _held_since_it_fell(fleet: FleetSignals, name: str, busy: Supply) -> bool:
+    """The most runners busy at once at one number exactly through the half hour, and no more
+    jobs started over the hour than runners held at that number turn over: a maximum lowered
+    within the hour (the fall is the lowering), which holds its new level as any ceiling does.
+    Runners failing leave fewer busy reading by reading; and where starts of the hour came
+    from a higher level before the fall, more started than the level now turns over."""
+    if len(busy.peaks) < 3 or max(busy.peaks) != min(busy.peaks) or busy.top < CEILING_MIN:
+        return False
+    turnover = _turnover(fleet, name, busy)
+    started = fleet.value(Signal.STARTED_HOUR, name)
+    return turnover is not None and started is not None and started <= HELD_STARTS * turnover
+
+
+def _turnover(fleet: FleetSignals, name: str, busy: Supply) -> float | None:
+    """The jobs a minute `busy.top` runners held at a ceiling start: each one a job's usual time,
+    then its successor's start, about the usual wait of the jobs started at this hour (between
+    two jobs a runner's place waits for the next ephemeral runner to start)."""
+    seconds = fleet.base(Signal.DURATION_MEAN, name)
+    usual_started = fleet.base(Signal.STARTED_HOUR, name)
+    if seconds is None and busy.usual and usual_started:
+        seconds = 60.0 * busy.usual / usual_started  # the usual hold (Little's law)
+    if not seconds:
+        return None
+    wait = _started_wait(fleet, name)
+    between = wait[2] if wait is not None else 0.0
+    return busy.top * 60.0 / (seconds + between)
 
 
 def fell_below_its_peak(fleet: FleetSignals, name: str) -> float | None:

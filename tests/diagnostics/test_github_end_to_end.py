@@ -144,3 +144,23 @@ async def test_starved_runners_at_a_quiet_hour_are_told_by_the_last_hours_failin
     )
     run = await diagnose_from_github(spec, tmp_path)
     assert (run.staged, run.named) == ("resource_constraints", "resource_constraints")
+
+
+@pytest.mark.integration
+async def test_a_maximum_lowered_within_the_hour_is_the_limit_it_holds_since(
+    tmp_path: Path,
+) -> None:
+    """The maximum of two types lowered at 22:47, 73 minutes before midnight: the most busy at
+    once fell from 309 to 145 (107 to 54) over the hour and has held at that one number since,
+    starting jobs as fast as runners held there turn over. A lowered maximum, not runners
+    failing."""
+    spec = SimulationSpec(
+        scenario=Scenario.CAPACITY_CAP,
+        hours=27,
+        runner_types=6,
+        seed=1,
+        end=datetime(2026, 11, 27, tzinfo=UTC),
+        step_seconds=120,
+    )
+    run = await diagnose_from_github(spec, tmp_path)
+    assert (run.staged, run.named, run.located) == ("autoscaling_limits",) * 2 + (True,)
