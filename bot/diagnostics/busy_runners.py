@@ -165,15 +165,16 @@ def _held_since_it_fell(fleet: FleetSignals, name: str, busy: Supply) -> bool:
     from a higher level before the fall, more started than the level now turns over."""
     if len(busy.peaks) < 3 or max(busy.peaks) != min(busy.peaks) or busy.top < CEILING_MIN:
         return False
-    turnover = _turnover(fleet, name, busy)
+    turning = _turnover(fleet, name, busy)
     started = fleet.value(Signal.STARTED_HOUR, name)
-    return turnover is not None and started is not None and started <= HELD_STARTS * turnover
+    return turning is not None and started is not None and started <= HELD_STARTS * turning[0]
 
 
-def _turnover(fleet: FleetSignals, name: str, busy: Supply) -> float | None:
-    """The jobs a minute `busy.top` runners held at a ceiling start: each one a job's usual time,
-    then its successor's start, about the usual wait of the jobs started at this hour (between
-    two jobs a runner's place waits for the next ephemeral runner to start)."""
+def _turnover(fleet: FleetSignals, name: str, busy: Supply) -> tuple[float, float, float] | None:
+    """The jobs a minute `busy.top` runners held at a ceiling start, with the seconds of a job
+    and between two: each runner a job's usual time, then its successor's start, about the
+    usual wait of the jobs started at this hour (a runner's place waits for the next ephemeral
+    runner to start)."""
     seconds = fleet.base(Signal.DURATION_MEAN, name)
     usual_started = fleet.base(Signal.STARTED_HOUR, name)
     if seconds is None and busy.usual and usual_started:
@@ -182,7 +183,7 @@ def _turnover(fleet: FleetSignals, name: str, busy: Supply) -> float | None:
         return None
     wait = _started_wait(fleet, name)
     between = wait[2] if wait is not None else 0.0
-    return busy.top * 60.0 / (seconds + between)
+    return busy.top * 60.0 / (seconds + between), seconds, between
 
 
 def fell_below_its_peak(fleet: FleetSignals, name: str) -> float | None:
@@ -212,22 +213,12 @@ def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
     would take a new job as each one ends); jobs left running hold them while new runners do
     not come."""
     busy = supply(fleet, state.name)
-    started, usual_started = (
-        fleet.value(Signal.STARTED_HOUR, state.name),
-        fleet.base(Signal.STARTED_HOUR, state.name),
-    )
+    started = fleet.value(Signal.STARTED_HOUR, state.name)
     if busy is None or not busy.flat or busy.top < CEILING_MIN or started is None:
         return None
-    seconds = fleet.base(Signal.DURATION_MEAN, state.name)
-    if seconds is None and busy.usual and usual_started:
-        seconds = 60.0 * busy.usual / usual_started  # the usual hold (Little's law)
-    if not seconds:
+    if (turning := _turnover(fleet, state.name, busy)) is None:
         return None
-    # Between two jobs a runner's place waits for the next runner to start (ephemeral
-    # runners): about the usual wait of the jobs started at this hour.
-    wait = _started_wait(fleet, state.name)
-    between = wait[2] if wait is not None else 0.0
-    turnover = busy.top * 60.0 / (seconds + between)  # jobs a minute busy.top would start
+    turnover, seconds, between = turning
     if started > TURNOVER_SHORT * turnover:
         return None
     if not significant_rise(turnover, started, 60.0, TURNOVER_Z):
