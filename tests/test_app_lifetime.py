@@ -124,7 +124,13 @@ class TestFailedStart:
         await sandbox.start()
         try:
             database = tmp_path / "queuebot.db"
-            settings = settings_for(database, sandbox, SLACK_APP_TOKEN="xapp-1-revoked")
+            # Prometheus configured: the outbound HTTP session is made, and must be closed.
+            settings = settings_for(
+                database,
+                sandbox,
+                SLACK_APP_TOKEN="xapp-1-revoked",
+                PROMETHEUS_URL="http://127.0.0.1:9",
+            )
             app = create_app(settings)
             before = {task for task in asyncio.all_tasks() if not task.done()}
             runner = web.AppRunner(app)
@@ -133,7 +139,8 @@ class TestFailedStart:
             parts = app[SERVICES]
             assert parts.tasks and all(task.done() for task in parts.tasks.values())
             assert {task for task in asyncio.all_tasks() if not task.done()} <= before
-            assert app[OUTBOUND].session is None or app[OUTBOUND].session.closed
+            session = app[OUTBOUND].session
+            assert session is not None and session.closed
             # SQLite keeps its write-ahead log while a connection is open.
             wal = await asyncio.to_thread(Path(f"{database}-wal").exists)
             assert await asyncio.to_thread(database.exists) and not wal

@@ -29,7 +29,7 @@ from bot.store.claims_sql import ClaimQueries
 from bot.store.heads_ups_sql import HeadsUpQueries
 from bot.store.incidents_sql import IncidentQueries
 from bot.store.outbox_sql import OutboxQueries
-from bot.store.postgres_db import PostgresDatabase, changed
+from bot.store.postgres_db import PostgresDatabase
 from bot.store.postgres_pace import take_channel_pace
 from bot.store.postgres_tx import PostgresTransaction
 from bot.store.records import JobActivity, JobSpan, Pruned, QueuedJob, StoreError
@@ -75,9 +75,7 @@ class PostgresStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries,
 
     async def first_seen(self, key: str, expires_at: float) -> bool:
         # See the SQLite store: expired keys are new again, and retention deletes them.
-        async with self._connection("the store cannot be written") as conn:
-            status = await conn.execute(numbered(FIRST_SEEN), key, expires_at, self._now())
-            return changed(status) == 1
+        return await self._database.write(FIRST_SEEN, key, expires_at, self._now()) == 1
 
     async def record_job(self, event: JobEvent, delivery: str, remember_until: float) -> bool:
         return await self.record_jobs([(event, delivery)], remember_until) == 1
