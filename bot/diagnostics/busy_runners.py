@@ -34,7 +34,7 @@ STARTS_SHORT_Z = 2.0
 #: ceiling would start (each a job's usual time, then the usual wait): not turning over.
 #: Lowered maxima started 0.7-1.1 of it counting the job time alone; the wait adds to that.
 TURNOVER_SHORT = 0.6
-#: A level fallen over the hour and held at one number since is a maximum lowered where no more
+#: A level held at one number is a maximum (lowered, where it fell over the hour) where no more
 #: than this share above what the level turns over started over the hour.
 HELD_STARTS = 1.15
 TURNOVER_Z = 1.5
@@ -152,30 +152,36 @@ def fell_over_the_hour(fleet: FleetSignals, name: str) -> float | None:
     then = fleet.an_hour_ago(Signal.RUNNING_PEAK, name)
     if busy is None or not busy.peaks or then is None:
         return None
-    if busy.top > then - _moved_by(then) or _held_since_it_fell(fleet, name, busy):
+    if busy.top > then - _moved_by(then) or holds_a_ceiling(fleet, name, busy):
         return None
     return then
 
 
-def _held_since_it_fell(fleet: FleetSignals, name: str, busy: Supply) -> bool:
-    """The most runners busy at once at one number exactly through the half hour, and no more
-    jobs started over the hour than runners held at that number turn over: a maximum lowered
-    within the hour (the fall is the lowering), which holds its new level as any ceiling does.
-    Runners failing leave fewer busy reading by reading; and where starts of the hour came
-    from a higher level before the fall, more started than the level now turns over."""
-    if len(busy.peaks) < 3 or max(busy.peaks) != min(busy.peaks) or busy.top < CEILING_MIN:
+def holds_a_ceiling(fleet: FleetSignals, name: str, busy: Supply | None = None) -> bool:
+    """The most busy at once at one number exactly through the half hour, the hour's starts
+    what runners held there turn over (above TURNOVER_SHORT of it, at most HELD_STARTS; at the
+    usual job time or the window's where shorter): a maximum, lowered within the hour where the
+    level fell. Runners failing leave fewer busy reading by reading, or start next to none."""
+    busy = busy or supply(fleet, name)
+    if busy is None or len(busy.peaks) < 3 or not busy.exact or busy.top < CEILING_MIN:
         return False
-    turning = _turnover(fleet, name, busy)
+    turning = _turnover(fleet, name, busy, shortest=True)
     started = fleet.value(Signal.STARTED_HOUR, name)
-    return turning is not None and started is not None and started <= HELD_STARTS * turning[0]
+    if turning is None or started is None:
+        return False
+    return TURNOVER_SHORT * turning[0] < started <= HELD_STARTS * turning[0]
 
 
-def _turnover(fleet: FleetSignals, name: str, busy: Supply) -> tuple[float, float, float] | None:
+def _turnover(
+    fleet: FleetSignals, name: str, busy: Supply, shortest: bool = False
+) -> tuple[float, float, float] | None:
     """The jobs a minute `busy.top` runners held at a ceiling start, with the seconds of a job
-    and between two: each runner a job's usual time, then its successor's start, about the
-    usual wait of the jobs started at this hour (a runner's place waits for the next ephemeral
-    runner to start)."""
+    and between two: each runner a job's usual time (or, `shortest`, the window's where
+    shorter), then its successor's start, about the usual wait of the jobs started at this
+    hour (a runner's place waits for the next ephemeral runner to start)."""
     seconds = fleet.base(Signal.DURATION_MEAN, name)
+    if shortest and seconds and (lately := fleet.value(Signal.DURATION_MEAN, name)):
+        seconds = min(seconds, lately)
     usual_started = fleet.base(Signal.STARTED_HOUR, name)
     if seconds is None and busy.usual and usual_started:
         seconds = 60.0 * busy.usual / usual_started  # the usual hold (Little's law)

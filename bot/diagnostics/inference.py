@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable
 from bot.diagnostics.busy_runners import (
     fell_over_the_hour,
     filled_above_usual,
+    holds_a_ceiling,
     not_coming,
     not_turning_over,
     rose_beneath_queue,
@@ -313,7 +314,12 @@ def across_fleet(
         for state in affected
         if likely[state.name] == [Cause.AUTOSCALING_LIMITS] and state.max is None
     }
-    held = [name for name, state in ceilings.items() if below_usual_guess(fleet, state)]
+    # Not those held at one number exactly and turning over as a ceiling does: a maximum.
+    held = [
+        name
+        for name, state in ceilings.items()
+        if below_usual_guess(fleet, state) and not holds_a_ceiling(fleet, name)
+    ]
     # No ceiling, as busy runners fell over the hour, and no cause of their own: short too.
     fallen = [n for n in names if not likely[n] and fell_over_the_hour(fleet, n) is not None]
     short = failing + held + fallen

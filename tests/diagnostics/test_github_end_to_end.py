@@ -164,3 +164,34 @@ async def test_a_maximum_lowered_within_the_hour_is_the_limit_it_holds_since(
     )
     run = await diagnose_from_github(spec, tmp_path)
     assert (run.staged, run.named, run.located) == ("autoscaling_limits",) * 2 + (True,)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("seed", "hour"),
+    [
+        # linux-4xlarge, -2xlarge and -12xlarge held at 87, 161 and 51, below their usual 129,
+        # 307 and 68: three types short of their usual level at once, each turning over jobs
+        # as fast as runners held there do.
+        pytest.param(3, 0, id="three-types-held-below-usual"),
+        # linux-2xlarge fell from 142 to 87 over the hour and has held at 87 since; its jobs
+        # lately take 30 minutes against a usual 34, so 87 runners start 3 a minute.
+        pytest.param(1, 6, id="held-since-a-fall-with-shorter-jobs"),
+    ],
+)
+async def test_types_held_at_one_number_turning_over_are_limits_not_an_outage(
+    tmp_path: Path, seed: int, hour: int
+) -> None:
+    """Busy runners held at one number exactly through the half hour, below their usual level,
+    starting jobs as fast as runners held there turn over: maxima lowered, not runners failing
+    across the fleet, however many types are so held."""
+    spec = SimulationSpec(
+        scenario=Scenario.CAPACITY_CAP,
+        hours=27,
+        runner_types=6,
+        seed=seed,
+        end=datetime(2026, 11, 27, hour, tzinfo=UTC),
+        step_seconds=120,
+    )
+    run = await diagnose_from_github(spec, tmp_path)
+    assert (run.staged, run.named, run.located) == ("autoscaling_limits",) * 2 + (True,)
