@@ -9,9 +9,6 @@ the fleet again, posts the fresh answer for everyone and removes the private one
 from __future__ import annotations
 
 import logging
-import math
-import re
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,87 +19,30 @@ from bot.domain.queue_status import QueueStatus
 from bot.listeners.answer import tell, tell_clicker
 from bot.listeners.capacity import ReportAnswers
 from bot.listeners.payloads import BlockActions
-from bot.listeners.rate_limit import PER_WINDOW, PerUserLimit
-from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
 from bot.render.renderer import Renderer
 from bot.silencing.permissions import Permissions
 from bot.slack.contract import QUEUE_STATUS_COMMAND
 from bot.slack.errors import SlackError, SlackRejected
 from bot.slack.gateway import SlackGateway
 from bot.slack.message import ChartFile, Message
+from bot.status.rate_limit import PerUserLimit
 from bot.status.reader import RUNNER_TYPE_PATTERN, StatusReader
+from bot.status.request import (
+    NotUnderstood,
+    StatusRequest,
+    parse_request,
+    quoted,
+    too_often,
+)
 
 log = logging.getLogger(__name__)
 
-HELP_WORDS = {"help", "-h", "--help", "?", "usage"}
-POST_WORD = "post"
-REPORT_WORD = "report"
-#: The longest window `report N` may ask for (what the job events keep by default, and more).
-MAX_REPORT_DAYS = 30
 NO_REPORTS = f":information_source: `{QUEUE_STATUS_COMMAND} report` is not set up here."
-_DAYS = re.compile(r"[0-9]{1,3}")
 #: What a request that names no channel is scoped to: no incident is routed there.
 NO_CHANNEL = "-"
 FAILED = (
     f":warning: `{QUEUE_STATUS_COMMAND}` failed because of an error on queuebot's side (logged)."
 )
-
-
-@dataclass(frozen=True)
-class StatusRequest:
-    #: A runner type or prefix to show in detail; None for the summary.
-    query: str | None = None
-    #: For everyone in the channel rather than only for the asker.
-    public: bool = False
-    #: The capacity report of the last this many days (0: the configured window), not the
-    #: queue now.
-    report_days: int | None = None
-
-
-@dataclass(frozen=True)
-class NotUnderstood:
-    """Help was asked for (`problem` None) or the text made no sense (`problem` says why)."""
-
-    problem: str | None = None
-
-
-def parse_request(text: str) -> StatusRequest | NotUnderstood:
-    """`""`, `post`, `<prefix>`, `post <prefix>`, `report [days]`, `post report [days]`; `help`
-    or anything else asks for the usage."""
-    words = text.split()
-    if not words:
-        return StatusRequest()
-    if len(words) == 1 and words[0].casefold() in HELP_WORDS:
-        return NotUnderstood()
-    public = words[0].casefold() == POST_WORD
-    rest = words[1:] if public else words
-    if not rest:
-        return StatusRequest(public=public)
-    if rest[0].casefold() == REPORT_WORD:
-        days = rest[1] if len(rest) == 2 else "0"
-        # ASCII digits only, and few: "²" is a digit to str.isdigit() but not to int(), and
-        # int() refuses more than 4,300 of them.
-        if _DAYS.fullmatch(days) and int(days) <= MAX_REPORT_DAYS and (len(rest) == 1 or int(days)):
-            return StatusRequest(public=public, report_days=int(days))
-        return NotUnderstood(
-            f"`{QUEUE_STATUS_COMMAND} {REPORT_WORD}` takes a number of days from 1 to"
-            f" {MAX_REPORT_DAYS} (default: the configured window)."
-        )
-    if len(rest) == 1 and RUNNER_TYPE_PATTERN.fullmatch(rest[0]):
-        return StatusRequest(query=rest[0], public=public)
-    return NotUnderstood(f"`{QUEUE_STATUS_COMMAND} {_quoted(text)}` is not something I understand.")
-
-
-def _quoted(text: str) -> str:
-    """What someone typed, shown inside inline code: one line, escaped, shortened."""
-    return clip(escape_mrkdwn(oneline(text)), 100).replace("`", "'")
-
-
-def too_often(wait: float) -> str:
-    return (
-        f":hourglass: You have asked for `{QUEUE_STATUS_COMMAND}` {PER_WINDOW} times in the"
-        f" last minute; ask again in {max(1, math.ceil(wait))} s."
-    )
 
 
 class StatusHandlers:
@@ -189,7 +129,7 @@ class StatusHandlers:
             return
         runner_type = payload.actions[0].value or ""
         if not RUNNER_TYPE_PATTERN.fullmatch(runner_type):
-            shown = _quoted(runner_type)
+            shown = quoted(runner_type)
             await tell_clicker(
                 self._slack,
                 self._renderer,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.listeners.rate_limit import PerUserLimit
+from bot.status.rate_limit import PerUserLimit
 
 
 def test_a_person_waits_until_the_oldest_ask_leaves_the_window() -> None:
