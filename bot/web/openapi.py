@@ -1,11 +1,11 @@
-"""The OpenAPI 3.1 description of queuebot's HTTP interface for Grafana and operators.
+"""The OpenAPI 3.1 description of queuebot's HTTP interface for Grafana, GitHub and operators.
 
-It covers `POST /webhooks/grafana`, `GET /healthz`, `GET /metrics` and `GET /openapi.json`
-(this document). The webhook's request body schema is generated from the pydantic models that
-parse it (`bot.models.WEBHOOK_ADAPTER`), so the document cannot drift from the parser; the
-answers listed are exactly those `bot.webhook.WebhookHandler` gives. `/slack/events` is Slack's
-to call and is described by Slack's own documentation, not here.
-"""
+It covers `POST /webhooks/grafana`, `POST /webhooks/github`, `GET /healthz`, `GET /metrics` and
+`GET /openapi.json` (this document). The webhooks' request body schemas are generated from the
+pydantic models that parse them (`bot.domain.notifications.WEBHOOK_ADAPTER`,
+`bot.domain.jobs.WorkflowJobDelivery`), so the document cannot drift from the parsers; the
+answers listed are exactly those `bot.web.grafana_webhook.WebhookHandler` gives. `/slack/events`
+is Slack's to call and is described by Slack's own documentation, not here."""
 
 from __future__ import annotations
 
