@@ -34,6 +34,7 @@ from bot.store.postgres_pace import take_channel_pace
 from bot.store.postgres_tx import PostgresTransaction
 from bot.store.records import JobActivity, JobSpan, Pruned, QueuedJob, StoreError
 from bot.store.reports_sql import JOB_SPANS, ReportQueries, job_span
+from bot.store.retention_sql import BATCH
 from bot.store.rows import FIRST_SEEN, ParsedGroups
 from bot.store.statements import numbered
 
@@ -107,9 +108,7 @@ class PostgresStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries,
         total = 0
         while True:
             async with self._connection("cannot forget old jobs", jobs=True) as conn:
-                pruned = await jobs.forget_jobs_before(
-                    conn, before, recorded_before, jobs.INCIDENTS_PER_PASS * 10
-                )
+                pruned = await jobs.forget_jobs_before(conn, before, recorded_before, BATCH * 10)
             total += pruned
             if not pruned:
                 return total

@@ -1,7 +1,7 @@
 """What grows on PostgreSQL and what lets it go: GitHub's job events, merged and read with the
 statements `bot.store.shared_sql` holds for both backends, and one pass of retention.
 
-Retention removes what `bot.store.sqlite_retention` describes, in the same order. The incidents
+Retention removes what `bot.store.retention_sql` describes, as SQLite does. The incidents
 a pass takes are locked (`FOR UPDATE SKIP LOCKED`): one a replica is applying a notification
 to right now is left for the next pass instead of being deleted under it.
 """
@@ -16,7 +16,7 @@ from bot.domain.jobs import JobEvent
 from bot.store.postgres_db import changed
 from bot.store.postgres_schema import Lock
 from bot.store.records import JobActivity, JobRow, Pruned, QueuedJob
-from bot.store.rows import PRUNE_HEADS_UPS, PRUNE_SEEN
+from bot.store.retention_sql import BATCH, prune_pass
 from bot.store.shared_sql import (
     ARRIVALS,
     COMPLETIONS,
@@ -34,9 +34,6 @@ from bot.store.statements import numbered
 
 if TYPE_CHECKING:
     from bot.store.postgres_schema import Connection
-
-#: Incidents one pass of retention takes at most: a pass is one short transaction.
-INCIDENTS_PER_PASS = 2000
 
 
 async def merge_delivery(conn: Connection, event: JobEvent, now: float) -> None:
@@ -91,8 +88,8 @@ async def forget_jobs_before(
 
 
 async def retention_pass(conn: Connection, before: float, now: float) -> Pruned:
-    """One pass of retention at cut-off `before` (Unix seconds), in the caller's transaction;
-    remembered keys expired by `now` go too."""
+    """One pass of retention (`bot.store.retention_sql`) at cut-off `before` (Unix seconds), in
+    the caller's transaction; remembered keys expired by `now` go too."""
     cutoff = datetime.fromtimestamp(before, UTC)
     gone = [
         row[0]
@@ -101,61 +98,17 @@ async def retention_pass(conn: Connection, before: float, now: float) -> Pruned:
             " AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.incident_id = i.id"
             " AND o.state = 'pending') LIMIT $2 FOR UPDATE SKIP LOCKED",
             cutoff,
-            INCIDENTS_PER_PASS,
+            BATCH,
         )
     ]
 
-    async def removed(sql: str, *args: object) -> int:
-        return changed(await conn.execute(sql, *args))
+    async def removed(sql: str, *params: object) -> int:
+        return changed(await conn.execute(numbered(sql), *params))
 
-    incidents = outbox = notifications = 0
-    if gone:
-        await conn.execute(
-            "UPDATE incidents SET previous_id = NULL WHERE previous_id = ANY($1)", gone
-        )
-        await conn.execute("DELETE FROM diagnoses WHERE incident_id = ANY($1)", gone)
-        await conn.execute("DELETE FROM claims WHERE incident_id = ANY($1)", gone)
-        outbox = await removed("DELETE FROM outbox WHERE incident_id = ANY($1)", gone)
-        notifications = await removed("DELETE FROM notifications WHERE incident_id = ANY($1)", gone)
-        incidents = await removed("DELETE FROM incidents WHERE id = ANY($1)", gone)
+    def taken(column: str) -> str:
+        return column + " = ANY(?)"
 
-    await conn.execute(
-        "DELETE FROM diagnoses WHERE finished_at IS NOT NULL AND finished_at < $1", before
-    )
-    outbox += await removed(
-        "DELETE FROM outbox WHERE id IN (SELECT o.id FROM outbox o WHERE o.state != 'pending'"
-        " AND o.done_at < $1 AND NOT EXISTS (SELECT 1 FROM diagnoses d WHERE d.note_id = o.id)"
-        " LIMIT $2)",
-        before,
-        INCIDENTS_PER_PASS * 10,
-    )
-    notifications += await removed(
-        "DELETE FROM notifications WHERE id IN (SELECT id FROM notifications"
-        " WHERE received_at < $1 LIMIT $2)",
-        cutoff,
-        INCIDENTS_PER_PASS * 10,
-    )
-    bodies = await removed(
-        "DELETE FROM notification_bodies b WHERE NOT EXISTS (SELECT 1 FROM notifications n"
-        " WHERE n.body_sha256 = b.sha256)",
-    )
-    digests = await removed(
-        "DELETE FROM digests d WHERE last_joined_at < $1 AND NOT EXISTS"
-        " (SELECT 1 FROM incidents i WHERE i.digest_id = d.id)",
-        cutoff,
-    )
-    await conn.execute("DELETE FROM claims WHERE until < $1", before)
-    seen = await removed(numbered(PRUNE_SEEN), now, INCIDENTS_PER_PASS * 10)
-    heads_ups = await removed(numbered(PRUNE_HEADS_UPS), before, INCIDENTS_PER_PASS * 10)
-    return Pruned(
-        seen=seen,
-        heads_ups=heads_ups,
-        incidents=incidents,
-        notifications=notifications,
-        bodies=bodies,
-        outbox=outbox,
-        digests=digests,
-    )
+    return await prune_pass(removed, taken if gone else None, (gone,), cutoff, before, now)
 
 
 async def record_deliveries(

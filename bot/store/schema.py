@@ -202,4 +202,9 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX jobs_recorded ON jobs (updated_at)
     """,
+    # A notification's body is kept in notification_bodies since step 4; the column it had
+    # before is read by nothing, and PostgreSQL's table never had it.
+    """
+    ALTER TABLE notifications DROP COLUMN body
+    """,
 )

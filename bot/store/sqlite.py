@@ -20,6 +20,7 @@ from bot.store.incidents_sql import IncidentQueries
 from bot.store.outbox_sql import OutboxQueries
 from bot.store.records import JobActivity, JobSpan, Pruned, QueuedJob
 from bot.store.reports_sql import JOB_SPANS, ReportQueries, job_span
+from bot.store.retention_sql import BATCH
 from bot.store.rows import FIRST_SEEN, ParsedGroups
 from bot.store.sqlite_db import SQLiteDatabase, translated
 from bot.store.sqlite_jobs import (
@@ -29,7 +30,7 @@ from bot.store.sqlite_jobs import (
     record_lot,
     running_at,
 )
-from bot.store.sqlite_retention import BATCH, prune_before
+from bot.store.sqlite_retention import prune_before
 from bot.store.sqlite_tx import SQLiteTransaction
 
 

@@ -134,7 +134,10 @@ class SQLiteDatabase:
         # An existing file takes the setting only through VACUUM, and not in WAL mode. Another
         # process using the file keeps it in WAL mode: then this waits for a later start.
         try:
-            await self.db.execute("PRAGMA journal_mode = DELETE")
+            # A PRAGMA that answers with a row keeps its statement open until the row is read:
+            # read it, or the later switch to WAL finds a transaction still open.
+            async with self.db.execute("PRAGMA journal_mode = DELETE") as cursor:
+                await cursor.fetchall()
             await self.db.execute("VACUUM")
         except sqlite3.OperationalError as exc:
             log.warning("freed space is not given back until a restart: %s", exc)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 from pathlib import Path
 
 import asyncpg
@@ -15,8 +16,9 @@ import pytest
 from bot.store import Store, StoreError, open_store
 from bot.store.postgres import PostgresStore
 from bot.store.postgres_schema import POSTGRES_MIGRATIONS
+from bot.store.schema import MIGRATIONS
 from bot.store.sqlite import SQLiteStore
-from tests.store.contract import Opener, group, new, opened
+from tests.store.contract import Opener, T, group, new, opened
 
 
 async def test_probe_writes_and_a_closed_store_reopens_with_its_data(opener: Opener) -> None:
@@ -143,3 +145,40 @@ async def test_two_replicas_opening_a_groups_first_incident_make_one(postgres_ur
     assert arrived == 1
     assert sorted([one[0], two[0]]) == [False, True]
     assert one[1] == two[1]
+
+
+async def test_a_sqlite_file_of_the_schema_before_upgrades_in_place(tmp_path: Path) -> None:
+    """A file made at the schema version before this one (without incremental auto-vacuum, as
+    versions before it made them), with an incident and a notification that kept its body in
+    the old column, opens with its rows kept, converted to incremental auto-vacuum; it then
+    records notifications as a new file does."""
+    path = tmp_path / "older.db"
+    before = len(MIGRATIONS) - 1
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        for script in MIGRATIONS[:before]:
+            db.executescript(script)
+        db.execute(f"PRAGMA user_version = {before}")
+        db.execute(
+            "INSERT INTO incidents (group_key, generation, channel, status, group_json,"
+            " started_at, created_at, updated_at) VALUES ('g', 1, '#ci', 'firing', ?, ?, ?, ?)",
+            (group().model_dump_json(), T.isoformat(), T.isoformat(), T.isoformat()),
+        )
+        db.execute(
+            "INSERT INTO notifications (group_key, received_at, body, outcome, incident_id)"
+            " VALUES ('g', ?, '{}', 'opened', 1)",
+            (T.isoformat(),),
+        )
+        db.commit()
+    store = await open_store(str(path))
+    try:
+        assert (await store.get_incident(1)) is not None
+        async with store.transaction() as tx:
+            added = await tx.add_notification("g", T, '{"b": 1}', "updated", 1, "key")
+            assert await tx.seen_since("g", "key", T)
+    finally:
+        await store.close()
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+        assert db.execute("PRAGMA auto_vacuum").fetchone() == (2,)  # incremental
+        rows = db.execute("SELECT id, outcome FROM notifications ORDER BY id").fetchall()
+        assert rows == [(1, "opened"), (added, "updated")]
