@@ -27,13 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.stats import percentile
 from bot.diagnostics.sources.job_history import load_history
 from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.grafana import GrafanaSandbox
-from bot.sandbox.slack import ONCALL_USER, PostedMessage
-from bot.simulator import Scenario, SimulationSpec, simulate_jobs
-from bot.simulator.deliveries import history_bodies
 from bot.slack.contract import ActionId, SilenceInput
 from bot.store import open_store
+from queuebot_lab.sandbox.github import GitHubSandbox
+from queuebot_lab.sandbox.grafana import GrafanaSandbox
+from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage
+from queuebot_lab.simulator import Scenario, SimulationSpec, simulate_jobs
+from queuebot_lab.simulator.deliveries import history_bodies
 from tests.support.github_fleet import TOKEN, sandbox_runners
 from tests.support.harness import Stack, running_stack
 from tests.support.payloads import reference

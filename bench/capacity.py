@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.stats import percentile
 from bot.capacity.replay import Replay, Window, replay
 from bot.capacity.sizing import MeasuredJob, Sizing, recommend
-from bot.simulator.job_log import JobLog
-from bot.simulator.profiles import Profile, profile, runner_type_names
-from bot.simulator.queue_model import simulate_type
+from queuebot_lab.simulator.job_log import JobLog
+from queuebot_lab.simulator.profiles import Profile, profile, runner_type_names
+from queuebot_lab.simulator.queue_model import simulate_type
 
 DAY = 86400.0
 STEP = 60

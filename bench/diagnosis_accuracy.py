@@ -50,8 +50,8 @@ from bot.diagnostics.checks import diagnose
 from bot.diagnostics.signals import collect
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
-from bot.simulator import MetricsShape, Scenario, SimulationSpec, write_file
 from fleetmodel import Case, plan, run
+from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, write_file
 from tests.support.fleet_reading import COMBINATIONS, Judged, diagnose_run
 from tests.support.github_fleet import diagnose_from_github, named_with_their_cause
 from tests.support.prometheus import Prometheus

@@ -33,8 +33,8 @@ from bot.diagnostics.checks import diagnose
 from bot.diagnostics.signals import collect
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
-from bot.simulator import Scenario, SimulationSpec, write_file
 from bot.slack.contract import ActionId
+from queuebot_lab.simulator import Scenario, SimulationSpec, write_file
 from tests.support.harness import running_stack
 from tests.support.payloads import reference
 from tests.support.prometheus import Prometheus

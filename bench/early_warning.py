@@ -39,9 +39,9 @@ from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.forecast.projection import QueueState, Threshold
 from bot.forecast.reading import queue_states
 from bot.forecast.warnings import Phase, WarningBoard
-from bot.simulator import Scenario, SimulationSpec, simulate_jobs
-from bot.simulator.deliveries import SimulatedJob, history_bodies
 from bot.store import open_store
+from queuebot_lab.simulator import Scenario, SimulationSpec, simulate_jobs
+from queuebot_lab.simulator.deliveries import SimulatedJob, history_bodies
 from tests.support.github_fleet import ALERT_LEAVES_OUT
 
 #: An onset is the alert firing after this long without.

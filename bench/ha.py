@@ -39,7 +39,7 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stats import percentile
-from bot.sandbox.slack import PostedMessage, SlackSandbox
+from queuebot_lab.sandbox.slack import PostedMessage, SlackSandbox
 from tests.support.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,

@@ -35,7 +35,7 @@ from typing import Any
 import aiohttp
 
 from bot.incidents.service import STORM_WINDOW
-from bot.sandbox.slack import SlackSandbox
+from queuebot_lab.sandbox.slack import SlackSandbox
 
 BOT_TOKEN = "xoxb-bench-token"
 SIGNING_SECRET = "bench-signing-secret"
@@ -53,7 +53,7 @@ def free_port() -> int:
 
 
 def alert_body(run: int, index: int, channels: int) -> bytes:
-    raw = resources.files("bot.demo").joinpath("seed_queueing_alert_firing.json")
+    raw = resources.files("queuebot_lab.demo").joinpath("seed_queueing_alert_firing.json")
     body: dict[str, Any] = copy.deepcopy(json.loads(raw.read_bytes()))
     name = f"Bench alert {run}-{index}"
     body["groupKey"] = f'{{}}:{{alertname="{name}"}}'

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import aiohttp
 
 from bench.stats import percentile
-from bot.sandbox.slack import SlackSandbox
+from queuebot_lab.sandbox.slack import SlackSandbox
 from tests.support.github import HOOK_SECRET, hook_headers, job_delivery
 from tests.support.harness import (
     BOT_TOKEN,

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import aiohttp
 
 from bench.stats import percentile
-from bot.sandbox.slack import SlackSandbox
+from queuebot_lab.sandbox.slack import SlackSandbox
 from tests.support.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,

@@ -35,9 +35,9 @@ import asyncpg
 
 from bench.stats import percentile
 from bot.domain.jobs import JobAction, JobEvent
-from bot.sandbox.slack import SlackSandbox
 from bot.store import open_store
 from bot.store.shared_sql import merged_job
+from queuebot_lab.sandbox.slack import SlackSandbox
 from tests.support.github import HOOK_SECRET
 from tests.support.harness import (
     BOT_TOKEN,

@@ -33,7 +33,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stats import percentile
-from bot.sandbox.slack import SlackSandbox
+from queuebot_lab.sandbox.slack import SlackSandbox
 from tests.support.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,

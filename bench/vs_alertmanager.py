@@ -77,8 +77,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stats import percentile
 from bot.delivery.digest import DIGEST_PAGE_EVENT
-from bot.sandbox.slack import SlackSandbox
-from bot.sandbox.slack.faults import INCOMING_WEBHOOK, Fault
+from queuebot_lab.sandbox.slack import SlackSandbox
+from queuebot_lab.sandbox.slack.faults import INCOMING_WEBHOOK, Fault
 from tests.support.alertmanager import Alertmanager, rfc3339
 from tests.support.harness import (
     BOT_TOKEN,

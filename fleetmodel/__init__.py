@@ -1,5 +1,5 @@
 """A second fleet model, written from the systems' documentation and source, not from
-`bot.simulator`: the checks are tuned on one model and judged on the other.
+`queuebot_lab.simulator`: the checks are tuned on one model and judged on the other.
 
 It models runner types (scale sets) the way GitHub and actions-runner-controller report them:
 

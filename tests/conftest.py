@@ -11,7 +11,7 @@ from typing import Protocol
 import pytest
 import pytest_asyncio
 
-from bot.simulator import MetricsShape, Scenario, SimulationSpec, Truth, write_file
+from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, Truth, write_file
 from tests.support.alertmanager import Alertmanager
 from tests.support.fleets import Fleets, fleet_spec
 from tests.support.integration import require_binary

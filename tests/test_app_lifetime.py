@@ -12,10 +12,10 @@ from aiohttp import web
 
 from bot.app import OUTBOUND, SERVICES, STORE, create_app
 from bot.config import ConfigError
-from bot.sandbox.slack import ONCALL_USER, SlackSandbox
 from bot.slack.contract import ActionId
 from bot.store.schema import MIGRATIONS
 from bot.store.sqlite import SQLiteStore
+from queuebot_lab.sandbox.slack import ONCALL_USER, SlackSandbox
 from tests.support.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,

@@ -36,6 +36,36 @@ def test_no_import_circles() -> None:
     assert cycles(_edges()) == []
 
 
+def _lab_imports(path: Path) -> list[tuple[int, bool]]:
+    """Where the module at `path` imports the lab (queuebot_lab): each line, and whether
+    inside a function (imported when it runs, not when the module is)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            inside.update(id(child) for child in ast.walk(node))
+    found = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        if any(name.split(".")[0] == "queuebot_lab" for name in names):
+            found.append((node.lineno, id(node) in inside))
+    return found
+
+
+def test_the_product_imports_the_lab_only_for_its_commands() -> None:
+    """`pip install .` installs no lab: only the CLI's demo and simulate commands import it,
+    when they run."""
+    found = {
+        name: lines for name, path in modules(ROOT, "bot").items() if (lines := _lab_imports(path))
+    }
+    assert set(found) == {"bot.cli.main"}
+    assert all(inside for _, inside in found["bot.cli.main"])
+
+
 def test_no_module_is_over_400_lines() -> None:
     long = {
         name: length
@@ -91,7 +121,7 @@ def channel_writes(root: Path, package: str) -> list[str]:
 
 def test_only_the_outbox_writes_into_channels() -> None:
     """Every message the bot posts or edits in a channel goes through bot.delivery."""
-    sandbox = {n for n in modules(ROOT, "bot") if n.startswith("bot.sandbox")}
+    sandbox = {n for n in modules(ROOT, "bot") if n.startswith("queuebot_lab.sandbox")}
     assert [w for w in channel_writes(ROOT, "bot") if w.split(":")[0] not in sandbox] == []
 
 

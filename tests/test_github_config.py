@@ -12,7 +12,7 @@ from bot.app import GITHUB_RUNNERS
 from bot.clients import github_runners_client_for
 from bot.config import ConfigError, Settings, load_settings
 from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
-from bot.sandbox.github import GitHubSandbox
+from queuebot_lab.sandbox.github import GitHubSandbox
 from tests.support.harness import running_stack
 
 TOKEN = "ghs_configTestToken0123456789"

@@ -1,9 +1,15 @@
 """What a wheel of queuebot holds: every package under bot/ is listed in pyproject.toml, or a
-plain `pip install .` would leave it out (an editable install would not show it)."""
+plain `pip install .` would leave it out (an editable install would not show it); and nothing
+of the lab (lab/: the stand-ins, the simulator, the demo)."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,3 +24,38 @@ def test_every_package_is_in_the_wheel() -> None:
         for init in (ROOT / "bot").rglob("__init__.py")
     }
     assert found - listed == set()
+
+
+def test_the_wheel_holds_no_stand_in_simulator_or_demo(tmp_path: Path) -> None:
+    """A wheel built from the repository (offline, with the setuptools the dev install brings)
+    holds the product and its templates, and none of the lab's modules."""
+    # Built from a copy: setuptools leaves build/ behind in the tree it builds, and a stale one
+    # would put back in the wheel modules long gone from the source.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for name in ("bot", "templates"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(  # noqa: S603 - our own interpreter and pip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(tmp_path),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )
+    (wheel,) = tmp_path.glob("queuebot-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "bot/app.py" in names and "bot/templates/_macros.j2" in names
+    lab = [n for n in names if re.search(r"(^|/)(sandbox|simulator|demo|queuebot_lab)(/|\\.py)", n)]
+    assert lab == []

@@ -90,9 +90,31 @@ def cmd_check(args: argparse.Namespace) -> int:
     return asyncio.run(run_check(load_settings(for_serve=True)))
 
 
+#: What `queuebot demo` and `queuebot simulate` say where the lab is not installed beside the
+#: product (a production install has no local Slack workspace nor simulated fleet).
+NO_LAB = (
+    "queuebot: `queuebot {command}` comes with queuebot's lab, which is not installed here;"
+    " from a checkout of queuebot: pip install . ./lab"
+)
+
+
+def _lab_missing(command: str, exc: ImportError) -> bool:
+    """Whether `exc` is the lab itself missing (said on stderr), not an import inside it."""
+    if exc.name is None or exc.name.split(".")[0] != "queuebot_lab":
+        return False
+    print(NO_LAB.format(command=command), file=sys.stderr)
+    return True
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from bot.cli.diagnose import parse_time
-    from bot.demo import run_demo
+
+    try:
+        from queuebot_lab.demo import run_demo
+    except ImportError as exc:
+        if _lab_missing("demo", exc):
+            return 2
+        raise
 
     try:
         at = parse_time(args.at) if args.at else None
@@ -129,7 +151,13 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Write synthetic fleet history (OpenMetrics) for tests, demos and benchmarks."""
     from bot.cli.diagnose import parse_time
-    from bot.simulator.simulate import run_cli
+
+    try:
+        from queuebot_lab.simulator.simulate import run_cli
+    except ImportError as exc:
+        if _lab_missing("simulate", exc):
+            return 2
+        raise
 
     try:
         end = parse_time(args.end) if args.end else None

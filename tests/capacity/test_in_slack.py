@@ -22,13 +22,13 @@ from bot.delivery.pacing import Pacer
 from bot.delivery.report import REPORT_EVENT, ReportWriter
 from bot.diagnostics.fleet import FleetSources
 from bot.render.renderer import Renderer
-from bot.sandbox.slack import ONCALL_USER, PostedMessage, SlackSandbox
 from bot.slack.contract import ActionId
 from bot.slack.gateway import SlackGateway
 from bot.store import Store
 from bot.store.postgres import PostgresStore
 from bot.store.sqlite import SQLiteStore
 from bot.telemetry.metrics import Metrics
+from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage, SlackSandbox
 from tests.support.github import HOOK_SECRET
 from tests.support.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, Stack, running_stack
 from tests.support.jobs import BUSY, record_sample

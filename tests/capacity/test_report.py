@@ -15,10 +15,10 @@ from bot.capacity.settings import CapacitySettings, WeeklyPost
 from bot.diagnostics.fleet import FleetSources
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.render.renderer import Renderer
-from bot.simulator import MetricsShape, Scenario
-from bot.simulator.profiles import profile, runner_type_names
 from bot.store import Store
 from bot.store.sqlite import SQLiteStore
+from queuebot_lab.simulator import MetricsShape, Scenario
+from queuebot_lab.simulator.profiles import profile, runner_type_names
 from tests.support.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
 from tests.support.jobs import BUSY, job_event, record, record_sample
 

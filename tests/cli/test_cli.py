@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from bot.cli.main import build_parser
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.grafana import GrafanaSandbox
-from bot.sandbox.slack import SlackSandbox
-from bot.simulator import MetricsShape, Scenario, SimulationSpec
+from queuebot_lab.sandbox.github import GitHubSandbox
+from queuebot_lab.sandbox.grafana import GrafanaSandbox
+from queuebot_lab.sandbox.slack import SlackSandbox
+from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec
 from tests.conftest import PrometheusFactory
 from tests.support.harness import BOT_TOKEN
 from tests.support.payloads import FIXTURES
@@ -451,3 +451,25 @@ async def test_check_tells_of_job_events_and_prometheus_through_grafana(tmp_path
         assert b"not configured (PROMETHEUS_URL)" not in out
         code, out = await _check(_check_env(sandbox, tmp_path))
         assert b"github job events: not configured (GITHUB_WEBHOOK_SECRET)" in out
+
+
+@pytest.mark.parametrize("command", [["demo"], ["simulate", "--scenario", "surge", "--out", "x"]])
+def test_the_lab_commands_say_how_to_install_the_lab_where_it_is_missing(
+    command: list[str],
+) -> None:
+    """A production install (`pip install .`) has no lab: `queuebot demo` and `queuebot
+    simulate` say so and how to install it, exit 2, no traceback."""
+    script = (
+        "import sys; sys.modules['queuebot_lab'] = None;"  # as if not installed
+        " from bot.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    )
+    done = subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-c", script, *command],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "comes with queuebot's lab" in done.stderr and "pip install . ./lab" in done.stderr
+    assert "Traceback" not in done.stderr

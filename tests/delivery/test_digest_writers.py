@@ -17,11 +17,11 @@ from bot.delivery.recovery import Recovery
 from bot.domain.notifications import parse_webhook
 from bot.incidents.service import STORM_THRESHOLD, IncidentService
 from bot.render.renderer import Renderer
-from bot.sandbox.slack import SlackSandbox
 from bot.slack.gateway import SlackGateway
 from bot.store import OutboxItem, OutboxKind, Store
 from bot.store.sqlite import SQLiteStore
 from bot.telemetry.metrics import Metrics
+from queuebot_lab.sandbox.slack import SlackSandbox
 from tests.support.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET
 from tests.support.payloads import reference, with_values
 

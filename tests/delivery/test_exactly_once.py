@@ -14,9 +14,9 @@ import aiohttp
 import pytest
 
 from bot.incidents.service import STORM_THRESHOLD
-from bot.sandbox.slack import PostedMessage, SlackSandbox
-from bot.simulator import MetricsShape, Scenario, SimulationSpec
 from bot.slack.contract import ActionId
+from queuebot_lab.sandbox.slack import PostedMessage, SlackSandbox
+from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec
 from tests.conftest import PrometheusFactory
 from tests.support.harness import (
     BOT_TOKEN,

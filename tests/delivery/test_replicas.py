@@ -16,8 +16,8 @@ import aiohttp
 import pytest
 
 from bot.incidents.service import STORM_THRESHOLD
-from bot.sandbox.slack import ONCALL_USER, PostedMessage, SlackSandbox
 from bot.slack.contract import ActionId, SilenceInput
+from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage, SlackSandbox
 from tests.support.alertmanager import Alertmanager
 from tests.support.harness import (
     BOT_TOKEN,

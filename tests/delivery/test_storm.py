@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bot.sandbox.slack import PostedMessage
+from queuebot_lab.sandbox.slack import PostedMessage
 from tests.support.harness import Stack, running_stack
 from tests.support.payloads import reference, with_values
 

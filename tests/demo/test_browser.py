@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bot.demo import Demo, reference_alert
+from queuebot_lab.demo import Demo, reference_alert
 from tests.support.integration import require_binary
 
 pytestmark = pytest.mark.integration

@@ -23,10 +23,10 @@ from bot.diagnostics.checks import diagnose
 from bot.diagnostics.signals import collect
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
-from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
-from bot.simulator import MetricsShape, Scenario, SimulationSpec, runner_type_names
-from bot.simulator.spec import UNBOUNDED_TYPE
 from bot.slack.contract import ActionId
+from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
+from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, runner_type_names
+from queuebot_lab.simulator.spec import UNBOUNDED_TYPE
 from tests.conftest import PrometheusFactory
 from tests.support.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
 from tests.support.harness import Stack, running_stack

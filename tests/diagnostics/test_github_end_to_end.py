@@ -19,10 +19,10 @@ import pytest
 
 from bot.diagnostics.sources.job_history import load_history
 from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.sandbox.github import GitHubSandbox
-from bot.simulator import FleetJobs, Scenario, SimulationSpec, simulate_jobs
-from bot.simulator.deliveries import delivery, events, history_bodies, workflow_job_body
 from bot.store import open_store
+from queuebot_lab.sandbox.github import GitHubSandbox
+from queuebot_lab.simulator import FleetJobs, Scenario, SimulationSpec, simulate_jobs
+from queuebot_lab.simulator.deliveries import delivery, events, history_bodies, workflow_job_body
 from tests.support.github import HOOK_SECRET
 from tests.support.github_fleet import alert_numbers, diagnose_from_github, sandbox_runners
 from tests.support.harness import running_stack

@@ -28,7 +28,7 @@ from bot.diagnostics.sources.github_runners import (
     GitHubUnavailable,
 )
 from bot.diagnostics.sources.runner_supply import TypeSupply
-from bot.sandbox.github import GitHubSandbox, GitHubTokenKind
+from queuebot_lab.sandbox.github import GitHubSandbox, GitHubTokenKind
 
 TOKEN = "ghs_runnersTestToken0123456789"
 ORG = RunnerScope(ScopeKind.ORG, "pytorch")

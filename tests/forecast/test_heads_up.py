@@ -11,9 +11,9 @@ from pathlib import Path
 
 from bot.delivery.heads_up import HEADS_UP_EVENT
 from bot.forecast.warnings import CLEAR_CHECKS
-from bot.sandbox.slack import ONCALL_USER, PostedMessage
-from bot.simulator.deliveries import SimulatedJob, delivery, workflow_job_body
 from bot.slack.contract import ActionId
+from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage
+from queuebot_lab.simulator.deliveries import SimulatedJob, delivery, workflow_job_body
 from tests.support.github import HOOK_SECRET
 from tests.support.harness import CHANNEL_NAME, Stack, running_stack, top_level
 from tests.support.payloads import reference, refired

@@ -11,9 +11,9 @@ from bot.diagnostics.sources.job_history import load_history
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.forecast.projection import Threshold
 from bot.forecast.reading import RECENT_SECONDS, queue_states
-from bot.simulator import Scenario, SimulationSpec, simulate_jobs
-from bot.simulator.deliveries import history_bodies
 from bot.store import open_store
+from queuebot_lab.simulator import Scenario, SimulationSpec, simulate_jobs
+from queuebot_lab.simulator.deliveries import history_bodies
 from tests.support.github_fleet import alert_numbers
 
 END = datetime(2026, 11, 24, 18, 0, tzinfo=UTC)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox.slack import PostedMessage
+from queuebot_lab.sandbox.slack import PostedMessage
 from tests.support.harness import running_stack
 from tests.support.payloads import WEBHOOK_FIXTURES, load, reference, refired, with_values
 

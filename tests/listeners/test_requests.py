@@ -12,8 +12,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from bot.sandbox.slack import ONCALL_USER, payloads
 from bot.slack.contract import ActionId
+from queuebot_lab.sandbox.slack import ONCALL_USER, payloads
 from tests.support.harness import SIGNING_SECRET, Stack, running_stack, serve_bot
 from tests.support.payloads import reference
 

@@ -16,9 +16,9 @@ from bot.domain.queue_status import Compared, FleetView, QueueStatus, TypeDetail
 from bot.render.incident import CUTS, SHORTENED, parent_forms
 from bot.render.renderer import Renderer
 from bot.render.templates import Templates
-from bot.sandbox.slack import blockkit as sandbox
 from bot.slack import blockkit
 from bot.slack.message import Message
+from queuebot_lab.sandbox.slack import blockkit as sandbox
 from tests.render.hostile import alert_bodies, hostile_body
 from tests.support.payloads import encoded, reference
 

@@ -1,6 +1,6 @@
 """Whatever an alert holds, every message made of it is one Slack takes, by the bot's own check
-(bot.slack.blockkit) and by the local Slack API's (bot.sandbox.slack.blockkit), and every piece
-of it stays inert in mrkdwn: generated hostile alerts through each message kind."""
+(bot.slack.blockkit) and by the local Slack API's (queuebot_lab.sandbox.slack.blockkit), and every
+piece of it stays inert in mrkdwn: generated hostile alerts through each message kind."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from bot.domain.notifications import parse_webhook
 from bot.domain.queue_status import Compared, FleetView, OpenIncident, QueueStatus, TypeDetail
 from bot.domain.silences import Matcher, Person, Silence
 from bot.render.renderer import Renderer
-from bot.sandbox.slack import blockkit as sandbox
 from bot.slack import blockkit
 from bot.slack.message import Message
+from queuebot_lab.sandbox.slack import blockkit as sandbox
 from tests.render.hostile import alert_bodies, hostile_body, markup_left, texts
 from tests.support.blocks import mrkdwn_texts
 from tests.support.payloads import encoded

@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.sandbox.slack import PostedMessage
+from queuebot_lab.sandbox.slack import PostedMessage
 from tests.render.hostile import grown, hostile_body
 from tests.support.harness import Stack, running_stack
 

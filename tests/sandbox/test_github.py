@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.sandbox.github import GitHubSandbox, GitHubTokenKind
+from queuebot_lab.sandbox.github import GitHubSandbox, GitHubTokenKind
 
 TOKEN = "ghs_sandboxTestToken0123456789"
 START = datetime(2026, 11, 24, 9, 0, 0, 500000, tzinfo=UTC)

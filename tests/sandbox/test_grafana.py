@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.sandbox.grafana import GrafanaSandbox
+from queuebot_lab.sandbox.grafana import GrafanaSandbox
 from tests.support.alertmanager import PREFIX, Alertmanager
 from tests.support.integration import require_binary
 

@@ -15,10 +15,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from bot.assembly import RESOLVE_AFTER_CHECKS
-from bot.sandbox.grafana import GrafanaSandbox
-from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
-from bot.sandbox.slack.models import OpenView, ViewState
 from bot.slack.contract import ActionId, SilenceInput
+from queuebot_lab.sandbox.grafana import GrafanaSandbox
+from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
+from queuebot_lab.sandbox.slack.models import OpenView, ViewState
 from tests.support.alertmanager import Alertmanager
 from tests.support.harness import Stack, running_stack
 from tests.support.payloads import reference, refired

@@ -16,7 +16,6 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from bot.domain.silences import Matcher
-from bot.sandbox.grafana import GrafanaSandbox
 from bot.silencing.grafana import (
     API_PREFIX,
     GrafanaClient,
@@ -26,6 +25,7 @@ from bot.silencing.grafana import (
     GrafanaUnreachable,
     SilenceNotFound,
 )
+from queuebot_lab.sandbox.grafana import GrafanaSandbox
 from tests.support.alertmanager import Alertmanager
 
 MATCHERS = (Matcher(name="__alert_rule_uid__", value="dez2aomgvru2oe"),)

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.slack import ONCALL_USER, PostedMessage
-from bot.sandbox.slack.models import OpenView
 from bot.slack.contract import ActionId, SilenceInput
+from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage
+from queuebot_lab.sandbox.slack.models import OpenView
 from tests.support.alertmanager import Alertmanager
 from tests.support.harness import Stack, running_stack
 from tests.support.payloads import reference

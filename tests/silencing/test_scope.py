@@ -17,9 +17,9 @@ import pytest
 from bot.domain.alerts import AlertGroup
 from bot.domain.notifications import parse_webhook
 from bot.domain.silences import RULE_UID_LABEL
-from bot.sandbox.slack import ONCALL_USER, PostedMessage
 from bot.silencing.matchers import silence_matchers
 from bot.slack.contract import ActionId, SilenceInput
+from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage
 from tests.support.alertmanager import Alertmanager
 from tests.support.harness import Stack, running_stack
 from tests.support.payloads import encoded, load, reference

@@ -21,7 +21,7 @@ import pytest
 
 from bot.diagnostics.measures import BY_WORKFLOW, Signal
 from bot.diagnostics.sources.querypack import DEFAULT_QUERIES, QueryPack
-from bot.simulator import (
+from queuebot_lab.simulator import (
     CAUSES,
     MAX_HOURS,
     MetricsShape,
@@ -32,9 +32,9 @@ from bot.simulator import (
     simulate,
     write_file,
 )
-from bot.simulator.profiles import workflow_of
-from bot.simulator.simulate import run_cli
-from bot.simulator.spec import UNBOUNDED_TYPE
+from queuebot_lab.simulator.profiles import workflow_of
+from queuebot_lab.simulator.simulate import run_cli
+from queuebot_lab.simulator.spec import UNBOUNDED_TYPE
 from tests.conftest import PrometheusFactory
 from tests.support.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
 from tests.support.integration import require_binary

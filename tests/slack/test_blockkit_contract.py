@@ -1,6 +1,6 @@
 """The bot's Block Kit check (bot.slack.blockkit) and the local Slack API's own
-(bot.sandbox.slack.blockkit), written apart, held to one corpus: every message and modal the
-renderer makes from real and hostile payloads, messages just inside and just outside each
+(queuebot_lab.sandbox.slack.blockkit), written apart, held to one corpus: every message and modal
+the renderer makes from real and hostile payloads, messages just inside and just outside each
 limit, structurally wrong ones, and generated ones. Where the local Slack API refuses, the bot
 refuses with the same error; where the bot accepts, so does the local Slack API.
 
@@ -28,9 +28,9 @@ from bot.domain.notifications import parse_webhook
 from bot.domain.queue_status import Compared, FleetView, OpenIncident, QueueStatus, TypeDetail
 from bot.domain.silences import Matcher, Person, Silence
 from bot.render.renderer import Renderer
-from bot.sandbox.slack import blockkit as sandbox
 from bot.slack import blockkit as bot
 from bot.slack.limits import MAX_TOTAL_BLOCK_CHARS
+from queuebot_lab.sandbox.slack import blockkit as sandbox
 from tests.support.payloads import WEBHOOK_FIXTURES, encoded, load, reference
 
 Blocks = list[dict[str, Any]]

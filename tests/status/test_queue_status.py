@@ -18,14 +18,14 @@ import pytest
 from bot.domain.diagnosis import RunnerTypeState
 from bot.domain.queue_status import FleetView, QueueStatus
 from bot.render.renderer import Renderer
-from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
-from bot.sandbox.slack.models import Ephemeral
-from bot.simulator import Scenario, SimulationSpec, Truth, runner_type_names
 from bot.slack import blockkit
 from bot.slack.contract import ActionId, SilenceInput
 from bot.status.rate_limit import PER_WINDOW
 from bot.status.reader import matching
 from bot.status.request import NotUnderstood, StatusRequest, parse_request
+from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
+from queuebot_lab.sandbox.slack.models import Ephemeral
+from queuebot_lab.simulator import Scenario, SimulationSpec, Truth, runner_type_names
 from tests.support.alertmanager import Alertmanager
 from tests.support.blocks import mrkdwn_texts
 from tests.support.github import HOOK_SECRET, deliver, job_delivery

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
-from bot.sandbox.slack.models import Ephemeral
+from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
+from queuebot_lab.sandbox.slack.models import Ephemeral
 from tests.support.harness import Stack, running_stack
 from tests.support.payloads import reference
 

@@ -9,9 +9,9 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.demo import Demo
-from bot.demo.story import told_story
-from bot.sandbox.slack import ONCALL_USER, render_message
+from queuebot_lab.demo import Demo
+from queuebot_lab.demo.story import told_story
+from queuebot_lab.sandbox.slack import ONCALL_USER, render_message
 
 #: What the story ends with in the channel.
 THE_END = "*Unsilenced* by @alice"

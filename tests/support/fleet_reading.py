@@ -25,11 +25,11 @@ from bot.diagnostics.sources.job_history import load_history
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.domain.diagnosis import Finding, Report
-from bot.sandbox.github import GitHubSandbox
 from bot.store import open_store
 from fleetmodel import FleetRun, Truth, truth_of
 from fleetmodel.arc import Shape, write_openmetrics
 from fleetmodel.github import deliveries, runners_list
+from queuebot_lab.sandbox.github import GitHubSandbox
 from tests.support.github_fleet import named_with_their_cause
 from tests.support.prometheus import Prometheus
 

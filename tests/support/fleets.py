@@ -11,7 +11,7 @@ from typing import Protocol
 
 import pytest
 
-from bot.simulator import MetricsShape, Scenario, SimulationSpec, Truth
+from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, Truth
 from tests.support.prometheus import Prometheus
 
 

@@ -18,10 +18,10 @@ from bot.diagnostics.sources.github_runners import GitHubRunnersClient
 from bot.diagnostics.sources.job_history import load_history
 from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.domain.diagnosis import Report, Verdict
-from bot.sandbox.github import GitHubSandbox, SandboxRunner
-from bot.simulator import FleetJobs, SimulatedRunner, SimulationSpec, simulate_jobs
-from bot.simulator.deliveries import history_bodies
 from bot.store import open_store
+from queuebot_lab.sandbox.github import GitHubSandbox, SandboxRunner
+from queuebot_lab.simulator import FleetJobs, SimulatedRunner, SimulationSpec, simulate_jobs
+from queuebot_lab.simulator.deliveries import history_bodies
 
 TOKEN = "ghs_" + "fleet" * 8
 WEEK = 7 * 86400.0

@@ -24,8 +24,8 @@ from bot.app import create_app
 from bot.config import Settings, load_settings
 from bot.delivery.recovery import DIGEST_EVENT, PARENT_EVENT
 from bot.domain.clock import Clock, utcnow
-from bot.sandbox.slack import PostedMessage, SlackSandbox
 from bot.web.routes import EDGES
+from queuebot_lab.sandbox.slack import PostedMessage, SlackSandbox
 
 BOT_TOKEN = "xoxb-test-bot-token"
 SIGNING_SECRET = "test-signing-secret"

@@ -25,15 +25,15 @@ import pytest
 
 from bot.config import ConfigError, load_settings
 from bot.domain.notifications import parse_webhook
-from bot.sandbox.grafana import PREFIX as GRAFANA_API
-from bot.sandbox.grafana import GrafanaSandbox
-from bot.sandbox.slack import ONCALL_USER, SlackSandbox
-from bot.sandbox.slack.models import ViewState
 from bot.slack.contract import ActionId, SilenceInput
 from bot.telemetry.logs import QUIETED, JsonFormatter, RedactionFilter, setup_logging
 from bot.telemetry.redaction import REDACTED, known_secrets
 from bot.web import paths
 from bot.web.grafana_webhook import SIGNATURE_HEADER
+from queuebot_lab.sandbox.grafana import PREFIX as GRAFANA_API
+from queuebot_lab.sandbox.grafana import GrafanaSandbox
+from queuebot_lab.sandbox.slack import ONCALL_USER, SlackSandbox
+from queuebot_lab.sandbox.slack.models import ViewState
 from tests.support.harness import watched
 from tests.support.payloads import encoded, reference
 from tests.support.servers import free_port

@@ -40,10 +40,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.sandbox.grafana import GrafanaSandbox
-from bot.sandbox.slack import ONCALL_USER, payloads
 from bot.slack.contract import ActionId
 from bot.web.grafana_webhook import MAX_BODY_BYTES, is_json
+from queuebot_lab.sandbox.grafana import GrafanaSandbox
+from queuebot_lab.sandbox.slack import ONCALL_USER, payloads
 from tests.support.harness import SIGNING_SECRET, Stack, running_stack, webhook_headers
 from tests.support.live import Live, live_stack
 from tests.support.payloads import reference

@@ -7,8 +7,8 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import SlackSandbox
-from bot.sandbox.slack.server import SANDBOX_BOT_TOKEN
+from queuebot_lab.sandbox.slack import SlackSandbox
+from queuebot_lab.sandbox.slack.server import SANDBOX_BOT_TOKEN
 
 #: A small modal as an app would open it for a silence.
 SILENCE_MODAL: dict[str, Any] = {

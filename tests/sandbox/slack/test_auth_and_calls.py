@@ -2,7 +2,7 @@
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import SlackSandbox
+from queuebot_lab.sandbox.slack import SlackSandbox
 from tests.sandbox.slack.conftest import refusal
 
 

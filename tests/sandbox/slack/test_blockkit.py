@@ -1,11 +1,11 @@
-"""The local Slack API's Block Kit check (bot.sandbox.slack.blockkit): what Slack refuses, with
-the error it answers and the problem in Slack's words."""
+"""The local Slack API's Block Kit check (queuebot_lab.sandbox.slack.blockkit): what Slack refuses,
+with the error it answers and the problem in Slack's words."""
 
 from typing import Any
 
 import pytest
 
-from bot.sandbox.slack.blockkit import (
+from queuebot_lab.sandbox.slack.blockkit import (
     BLOCKS_FORMAT,
     BLOCKS_SCHEMA,
     BLOCKS_TOO_LONG,

@@ -6,8 +6,8 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import SlackSandbox
-from bot.sandbox.slack.server import SANDBOX_BOT_TOKEN
+from queuebot_lab.sandbox.slack import SlackSandbox
+from queuebot_lab.sandbox.slack.server import SANDBOX_BOT_TOKEN
 
 
 async def test_injected_429_reaches_slack_sdk_with_retry_after(

@@ -12,10 +12,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.sandbox.slack import SlackSandbox
-from bot.sandbox.slack.guard import Listening, LocalGuard, split_authority
-from bot.sandbox.slack.server import SANDBOX_BOT_TOKEN
-from bot.sandbox.slack.web import UiControl
+from queuebot_lab.sandbox.slack import SlackSandbox
+from queuebot_lab.sandbox.slack.guard import Listening, LocalGuard, split_authority
+from queuebot_lab.sandbox.slack.server import SANDBOX_BOT_TOKEN
+from queuebot_lab.sandbox.slack.web import UiControl
 
 JSON_TYPE = {"Content-Type": "application/json"}
 
@@ -197,7 +197,7 @@ async def test_every_interface_when_asked_with_a_warning(
 ) -> None:
     """0.0.0.0 is had when asked for: the URL names loopback, any address literal of this
     machine is answered (a rebinding page names a domain, never an address), a name is not."""
-    caplog.set_level(logging.WARNING, logger="bot.sandbox.slack.server")
+    caplog.set_level(logging.WARNING, logger="queuebot_lab.sandbox.slack.server")
     sandbox = SlackSandbox()
     await sandbox.start(host="0.0.0.0")  # noqa: S104 - what this test is about
     try:

@@ -12,10 +12,10 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.sandbox.slack import SlackSandbox
-from bot.sandbox.slack.faults import INCOMING_WEBHOOK
-from bot.sandbox.slack.incoming import MOST_ATTACHMENTS
-from bot.sandbox.slack.server import SANDBOX_BOT_TOKEN
+from queuebot_lab.sandbox.slack import SlackSandbox
+from queuebot_lab.sandbox.slack.faults import INCOMING_WEBHOOK
+from queuebot_lab.sandbox.slack.incoming import MOST_ATTACHMENTS
+from queuebot_lab.sandbox.slack.server import SANDBOX_BOT_TOKEN
 
 #: What Alertmanager 0.25's slack_configs sends (notify/slack/slack.go `request`).
 ALERTMANAGER_BODY: dict[str, Any] = {

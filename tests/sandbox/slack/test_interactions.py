@@ -11,8 +11,8 @@ from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox, ViewState
-from bot.sandbox.slack.server import SANDBOX_BOT_TOKEN, SANDBOX_SIGNING_SECRET
+from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox, ViewState
+from queuebot_lab.sandbox.slack.server import SANDBOX_BOT_TOKEN, SANDBOX_SIGNING_SECRET
 from tests.sandbox.slack.conftest import SILENCE_MODAL
 
 Answer = Callable[[dict[str, Any]], Awaitable[web.StreamResponse]]

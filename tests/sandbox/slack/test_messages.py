@@ -5,8 +5,8 @@ from typing import Any
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import ONCALL_USER, SlackSandbox
-from bot.sandbox.slack.server import SANDBOX_BOT_TOKEN
+from queuebot_lab.sandbox.slack import ONCALL_USER, SlackSandbox
+from queuebot_lab.sandbox.slack.server import SANDBOX_BOT_TOKEN
 from tests.sandbox.slack.conftest import refusal
 
 BUTTONS: list[dict[str, Any]] = [

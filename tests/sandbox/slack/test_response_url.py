@@ -4,7 +4,7 @@ from typing import Any
 
 import aiohttp
 
-from bot.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox
+from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox
 
 
 def alert(sandbox: SlackSandbox) -> str:

@@ -14,8 +14,8 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import ONCALL_USER, SlackSandbox
-from bot.sandbox.slack.server import SANDBOX_BOT_TOKEN
+from queuebot_lab.sandbox.slack import ONCALL_USER, SlackSandbox
+from queuebot_lab.sandbox.slack.server import SANDBOX_BOT_TOKEN
 
 APP_TOKEN = "xapp-1-sandbox"
 

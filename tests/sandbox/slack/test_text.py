@@ -2,7 +2,7 @@
 
 from datetime import datetime
 
-from bot.sandbox.slack.text import mrkdwn, render_message, render_thread
+from queuebot_lab.sandbox.slack.text import mrkdwn, render_message, render_thread
 
 ALERT = {
     "ts": "1795300000.000100",

@@ -2,8 +2,8 @@
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox
-from bot.sandbox.slack.server import DEFAULT_SCOPES, SANDBOX_BOT_TOKEN
+from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox
+from queuebot_lab.sandbox.slack.server import DEFAULT_SCOPES, SANDBOX_BOT_TOKEN
 from tests.sandbox.slack.conftest import refusal
 
 

@@ -7,7 +7,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import ONCALL_USER, SandboxEventKind, SlackSandbox
+from queuebot_lab.sandbox.slack import ONCALL_USER, SandboxEventKind, SlackSandbox
 
 SILENCE_MODAL: dict[str, Any] = {
     "type": "modal",

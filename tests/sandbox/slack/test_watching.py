@@ -5,7 +5,7 @@ import asyncio
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import ONCALL_USER, SandboxEventKind, SlackSandbox
+from queuebot_lab.sandbox.slack import ONCALL_USER, SandboxEventKind, SlackSandbox
 
 
 async def test_wait_for_wakes_when_a_message_arrives(

@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox
-from bot.sandbox.slack.web import UiControl
+from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox
+from queuebot_lab.sandbox.slack.web import UiControl
 from tests.sandbox.slack import test_interactions as interactions
 from tests.sandbox.slack.conftest import SILENCE_MODAL
 from tests.sandbox.slack.test_interactions import Receiver, post_alert

@@ -1,8 +1,0 @@
-"""Local stand-ins for the systems queuebot talks to, for the tests and `queuebot demo`.
-
-- `bot.sandbox.slack`: a Slack-compatible workspace (Web API, response URLs, files, Socket Mode,
-  interactivity and a web page that renders the channel);
-- `bot.sandbox.grafana`: Grafana's Alertmanager-compatible silence and alert API;
-- `bot.sandbox.github`: GitHub's REST API for self-hosted runner lists;
-- `bot.sandbox.serving`: one way to serve any of them on a real port.
-"""
