@@ -34,9 +34,9 @@ from queuebot_lab.sandbox.grafana import GrafanaSandbox
 from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage
 from queuebot_lab.simulator import Scenario, SimulationSpec, simulate_jobs
 from queuebot_lab.simulator.deliveries import history_bodies
-from tests.support.github_fleet import TOKEN, sandbox_runners
-from tests.support.harness import Stack, running_stack
-from tests.support.payloads import reference
+from testkit.github_fleet import TOKEN, sandbox_runners
+from testkit.harness import Stack, running_stack
+from testkit.payloads import reference
 
 SLACK_ACK_SECONDS = 3.0
 

@@ -52,9 +52,9 @@ from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
 from fleetmodel import Case, plan, run
 from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, write_file
-from tests.support.fleet_reading import COMBINATIONS, Judged, diagnose_run
-from tests.support.github_fleet import diagnose_from_github, named_with_their_cause
-from tests.support.prometheus import Prometheus
+from testkit.fleet_reading import COMBINATIONS, Judged, diagnose_run
+from testkit.github_fleet import diagnose_from_github, named_with_their_cause
+from testkit.prometheus import Prometheus
 
 CAUSES = [
     "none",

@@ -35,9 +35,9 @@ from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.diagnostics.sources.querypack import QueryPack
 from bot.slack.contract import ActionId
 from queuebot_lab.simulator import Scenario, SimulationSpec, write_file
-from tests.support.harness import running_stack
-from tests.support.payloads import reference
-from tests.support.prometheus import Prometheus
+from testkit.harness import running_stack
+from testkit.payloads import reference
+from testkit.prometheus import Prometheus
 
 
 def summary(name: str, seconds: list[float]) -> str:

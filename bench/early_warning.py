@@ -42,7 +42,7 @@ from bot.forecast.warnings import Phase, WarningBoard
 from bot.store import open_store
 from queuebot_lab.simulator import Scenario, SimulationSpec, simulate_jobs
 from queuebot_lab.simulator.deliveries import SimulatedJob, history_bodies
-from tests.support.github_fleet import ALERT_LEAVES_OUT
+from testkit.github_fleet import ALERT_LEAVES_OUT
 
 #: An onset is the alert firing after this long without.
 QUIET_BEFORE = 1800.0
@@ -50,7 +50,7 @@ STEP = 60.0
 
 
 class AlertRule:
-    """The alert's numbers at any moment, as `tests.support.github_fleet.alert_numbers` computes
+    """The alert's numbers at any moment, as `testkit.github_fleet.alert_numbers` computes
     them, over the only jobs that can count: those that waited 5 minutes or more."""
 
     def __init__(self, jobs: list[SimulatedJob], threshold: Threshold) -> None:

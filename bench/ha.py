@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stats import percentile
 from queuebot_lab.sandbox.slack import PostedMessage, SlackSandbox
-from tests.support.harness import (
+from testkit.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,
     SIGNING_SECRET,
@@ -49,9 +49,9 @@ from tests.support.harness import (
     stop_process,
     webhook_headers,
 )
-from tests.support.payloads import encoded, reference, with_values
-from tests.support.postgres import fresh_database
-from tests.support.servers import free_port
+from testkit.payloads import encoded, reference, with_values
+from testkit.postgres import fresh_database
+from testkit.servers import free_port
 
 
 def storm(incidents: int, notifications: int) -> list[tuple[int, bytes]]:

@@ -29,15 +29,15 @@ import aiohttp
 
 from bench.stats import percentile
 from queuebot_lab.sandbox.slack import SlackSandbox
-from tests.support.github import HOOK_SECRET, hook_headers, job_delivery
-from tests.support.harness import (
+from testkit.github import HOOK_SECRET, hook_headers, job_delivery
+from testkit.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,
     SIGNING_SECRET,
     serve_process,
     stop_process,
 )
-from tests.support.servers import free_port
+from testkit.servers import free_port
 
 TYPES = [("self-hosted", f"linux.{size}xlarge") for size in (2, 4, 8, 12, 16, 24)]
 

@@ -31,7 +31,7 @@ import aiohttp
 
 from bench.stats import percentile
 from queuebot_lab.sandbox.slack import SlackSandbox
-from tests.support.harness import (
+from testkit.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,
     SIGNING_SECRET,
@@ -40,8 +40,8 @@ from tests.support.harness import (
     stop_process,
     webhook_headers,
 )
-from tests.support.payloads import reference
-from tests.support.servers import free_port
+from testkit.payloads import reference
+from testkit.servers import free_port
 
 PROBE = """
 import http.client, json, sys, time

@@ -28,8 +28,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.diagnostics_latency import percentile, prepare, summary
-from tests.support.harness import Stack, running_stack
-from tests.support.payloads import reference
+from testkit.harness import Stack, running_stack
+from testkit.payloads import reference
 
 INCIDENTS = 20
 FORMS = {"summary": "", "detail": "linux-g5", "post": "post"}

@@ -38,8 +38,8 @@ from bot.domain.jobs import JobAction, JobEvent
 from bot.store import open_store
 from bot.store.shared_sql import merged_job
 from queuebot_lab.sandbox.slack import SlackSandbox
-from tests.support.github import HOOK_SECRET
-from tests.support.harness import (
+from testkit.github import HOOK_SECRET
+from testkit.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,
     SIGNING_SECRET,
@@ -48,9 +48,9 @@ from tests.support.harness import (
     serve_process,
     stop_process,
 )
-from tests.support.payloads import reference
-from tests.support.postgres import with_database
-from tests.support.servers import free_port
+from testkit.payloads import reference
+from testkit.postgres import with_database
+from testkit.servers import free_port
 
 LOT = 5000
 JOB_COLUMNS = [

@@ -32,7 +32,7 @@ from bot.incidents.service import IncidentService
 from bot.store import OutboxState
 from bot.store.sqlite import SQLiteStore
 from bot.telemetry.metrics import Metrics
-from tests.support.payloads import reference
+from testkit.payloads import reference
 
 STEP = 300.0  # Grafana's group interval
 REPEAT = 4 * 3600.0  # Grafana's repeat interval

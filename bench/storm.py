@@ -34,15 +34,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stats import percentile
 from queuebot_lab.sandbox.slack import SlackSandbox
-from tests.support.harness import (
+from testkit.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,
     SIGNING_SECRET,
     serve_process,
     webhook_headers,
 )
-from tests.support.payloads import encoded, reference, with_values
-from tests.support.servers import free_port
+from testkit.payloads import encoded, reference, with_values
+from testkit.servers import free_port
 
 
 def peak_rss_mb(pid: int) -> float:

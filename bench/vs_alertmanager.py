@@ -79,8 +79,8 @@ from bench.stats import percentile
 from bot.delivery.digest import DIGEST_PAGE_EVENT
 from queuebot_lab.sandbox.slack import SlackSandbox
 from queuebot_lab.sandbox.slack.faults import INCOMING_WEBHOOK, Fault
-from tests.support.alertmanager import Alertmanager, rfc3339
-from tests.support.harness import (
+from testkit.alertmanager import Alertmanager, rfc3339
+from testkit.harness import (
     BOT_TOKEN,
     SIGNING_SECRET,
     WEBHOOK_TOKEN,
@@ -88,7 +88,7 @@ from tests.support.harness import (
     serve_process,
     stop_process,
 )
-from tests.support.servers import free_port
+from testkit.servers import free_port
 
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
 AM_CHANNEL, QB_CHANNEL = "alertmanager-path", "queuebot-path"

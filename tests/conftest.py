@@ -12,10 +12,10 @@ import pytest
 import pytest_asyncio
 
 from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, Truth, write_file
-from tests.support.alertmanager import Alertmanager
-from tests.support.fleets import Fleets, fleet_spec
-from tests.support.integration import require_binary
-from tests.support.prometheus import Prometheus
+from testkit.alertmanager import Alertmanager
+from testkit.fleets import Fleets, fleet_spec
+from testkit.integration import require_binary
+from testkit.prometheus import Prometheus
 
 _CLEARED_PREFIXES = ("SLACK_", "GRAFANA_", "QUEUEBOT_", "PROMETHEUS_", "GITHUB_")
 _CLEARED_NAMES = {
@@ -106,7 +106,7 @@ async def prometheus_for(tmp_path: Path) -> AsyncIterator[PrometheusFactory]:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def fleets(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Fleets]:
-    """One Prometheus per scenario and shape of the shared fleets (`tests.support.fleets`), made
+    """One Prometheus per scenario and shape of the shared fleets (`testkit.fleets`), made
     when first asked for and kept for the session; tests using it run `in_session_loop`."""
     binary = require_binary("prometheus", "apt-get install -y prometheus")
     promtool = require_binary("promtool", "apt-get install -y prometheus")

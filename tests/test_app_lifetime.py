@@ -16,7 +16,7 @@ from bot.slack.contract import ActionId
 from bot.store.schema import MIGRATIONS
 from bot.store.sqlite import SQLiteStore
 from queuebot_lab.sandbox.slack import ONCALL_USER, SlackSandbox
-from tests.support.harness import (
+from testkit.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,
     SIGNING_SECRET,
@@ -25,7 +25,7 @@ from tests.support.harness import (
     settings_for,
     webhook_headers,
 )
-from tests.support.payloads import reference
+from testkit.payloads import reference
 
 APP_TOKEN = "xapp-1-test-app-token"
 

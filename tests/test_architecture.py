@@ -7,7 +7,7 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-from tests.support.architecture import Import, cycles, imports, modules, rules, violations
+from testkit.architecture import Import, cycles, imports, modules, rules, violations
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 400
@@ -200,3 +200,17 @@ def test_a_channel_write_outside_the_outbox_is_reported(tmp_path: Path) -> None:
         "pkg.listeners.a:3 upload_file",
         "pkg.listeners.a:4 update_message",
     ]
+
+
+def test_the_benchmarks_share_code_with_the_tests_through_testkit_not_tests() -> None:
+    """bench/ imports the product, the lab, fleetmodel and testkit, never tests/."""
+    found = []
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            found += [f"{path.name}:{node.lineno}" for n in names if n.split(".")[0] == "tests"]
+    assert found == []

@@ -13,7 +13,7 @@ import pytest
 from bot.config import ConfigError, load_settings
 from bot.domain.notifications import parse_webhook
 from bot.incidents.routing import route_channel
-from tests.support.payloads import encoded, reference
+from testkit.payloads import encoded, reference
 
 SERVE_ENV = {
     "SLACK_BOT_TOKEN": "xoxb-test-token",

@@ -13,7 +13,7 @@ from bot.clients import github_runners_client_for
 from bot.config import ConfigError, Settings, load_settings
 from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
 from queuebot_lab.sandbox.github import GitHubSandbox
-from tests.support.harness import running_stack
+from testkit.harness import running_stack
 
 TOKEN = "ghs_configTestToken0123456789"
 

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from tests.support import servers
+from testkit import servers
 
 
 def _floor() -> int:

@@ -29,10 +29,10 @@ from bot.store.postgres import PostgresStore
 from bot.store.sqlite import SQLiteStore
 from bot.telemetry.metrics import Metrics
 from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage, SlackSandbox
-from tests.support.github import HOOK_SECRET
-from tests.support.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, Stack, running_stack
-from tests.support.jobs import BUSY, record_sample
-from tests.support.postgres import fresh_database
+from testkit.github import HOOK_SECRET
+from testkit.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, Stack, running_stack
+from testkit.jobs import BUSY, record_sample
+from testkit.postgres import fresh_database
 
 COMMAND = "/queue-status"
 #: A Monday, 09:00 UTC: when the weekly posts below are due.

@@ -19,8 +19,8 @@ from bot.store import Store
 from bot.store.sqlite import SQLiteStore
 from queuebot_lab.simulator import MetricsShape, Scenario
 from queuebot_lab.simulator.profiles import profile, runner_type_names
-from tests.support.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
-from tests.support.jobs import BUSY, job_event, record, record_sample
+from testkit.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
+from testkit.jobs import BUSY, job_event, record, record_sample
 
 #: A Monday morning; the window is the day before.
 UNTIL = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)

@@ -9,8 +9,8 @@ from typing import Any
 from bot.delivery.digest import DIGEST_PAGE_EVENT
 from bot.incidents.service import STORM_THRESHOLD
 from bot.render.digest import DIGEST_FIRST_PAGE
-from tests.support.harness import running_stack
-from tests.support.payloads import reference
+from testkit.harness import running_stack
+from testkit.payloads import reference
 
 
 def _incident(n: int) -> dict[str, Any]:

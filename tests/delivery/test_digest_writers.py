@@ -22,8 +22,8 @@ from bot.store import OutboxItem, OutboxKind, Store
 from bot.store.sqlite import SQLiteStore
 from bot.telemetry.metrics import Metrics
 from queuebot_lab.sandbox.slack import SlackSandbox
-from tests.support.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET
-from tests.support.payloads import reference, with_values
+from testkit.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET
+from testkit.payloads import reference, with_values
 
 START = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
 

@@ -18,8 +18,8 @@ import pytest
 from bot.incidents.service import STORM_THRESHOLD
 from bot.slack.contract import ActionId, SilenceInput
 from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage, SlackSandbox
-from tests.support.alertmanager import Alertmanager
-from tests.support.harness import (
+from testkit.alertmanager import Alertmanager
+from testkit.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,
     SIGNING_SECRET,
@@ -29,9 +29,9 @@ from tests.support.harness import (
     top_level,
     webhook_headers,
 )
-from tests.support.payloads import encoded, reference, with_values
-from tests.support.postgres import PrivateCluster, fresh_database
-from tests.support.servers import free_port
+from testkit.payloads import encoded, reference, with_values
+from testkit.postgres import PrivateCluster, fresh_database
+from testkit.servers import free_port
 
 pytestmark = pytest.mark.integration
 

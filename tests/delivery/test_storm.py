@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from queuebot_lab.sandbox.slack import PostedMessage
-from tests.support.harness import Stack, running_stack
-from tests.support.payloads import reference, with_values
+from testkit.harness import Stack, running_stack
+from testkit.payloads import reference, with_values
 
 
 def _incident(n: int) -> dict[str, Any]:

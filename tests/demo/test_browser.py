@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from queuebot_lab.demo import Demo, reference_alert
-from tests.support.integration import require_binary
+from testkit.integration import require_binary
 
 pytestmark = pytest.mark.integration
 

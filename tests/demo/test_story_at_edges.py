@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.demo_story import assert_the_whole_story, story_at
+from testkit.demo_story import assert_the_whole_story, story_at
 
 EDGES = [
     datetime(2026, 11, 26, 10, 0, 0, tzinfo=UTC),

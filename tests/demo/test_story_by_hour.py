@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.demo_story import assert_the_whole_story, story_at
+from testkit.demo_story import assert_the_whole_story, story_at
 
 HOURS = [datetime(2026, 11, 26, h, h * 7 % 60, h * 13 % 60, tzinfo=UTC) for h in range(24)]
 

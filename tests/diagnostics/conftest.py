@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.integration import require_binary
+from testkit.integration import require_binary
 
 
 @pytest.fixture

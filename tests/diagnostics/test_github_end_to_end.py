@@ -23,9 +23,9 @@ from bot.store import open_store
 from queuebot_lab.sandbox.github import GitHubSandbox
 from queuebot_lab.simulator import FleetJobs, Scenario, SimulationSpec, simulate_jobs
 from queuebot_lab.simulator.deliveries import delivery, events, history_bodies, workflow_job_body
-from tests.support.github import HOOK_SECRET
-from tests.support.github_fleet import alert_numbers, diagnose_from_github, sandbox_runners
-from tests.support.harness import running_stack
+from testkit.github import HOOK_SECRET
+from testkit.github_fleet import alert_numbers, diagnose_from_github, sandbox_runners
+from testkit.harness import running_stack
 
 #: The last minutes of the fleet reach the bot through its webhook, the rest is loaded.
 REPLAYED = timedelta(minutes=10)

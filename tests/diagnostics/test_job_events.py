@@ -29,7 +29,7 @@ from bot.domain.diagnosis import Cause
 from bot.domain.jobs import RunnerTypeRule, WorkflowJobDelivery, job_event
 from bot.render.diagnosis_text import text_report
 from bot.store.sqlite import SQLiteStore
-from tests.support.github import job_delivery
+from testkit.github import job_delivery
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 RULE = RunnerTypeRule()

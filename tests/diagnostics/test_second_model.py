@@ -18,8 +18,8 @@ from bot.domain.diagnosis import Finding
 from bot.store import JobSpan
 from fleetmodel import Case, FleetRun, plan, run, truth_of
 from fleetmodel.arc import Shape
-from tests.support.fleet_reading import arc_prometheus, diagnose_run, finding
-from tests.support.integration import require_binary
+from testkit.fleet_reading import arc_prometheus, diagnose_run, finding
+from testkit.integration import require_binary
 
 END = datetime(2026, 11, 24, 15, 10, tzinfo=UTC)
 

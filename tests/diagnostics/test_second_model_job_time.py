@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fleetmodel import Case, plan, run, truth_of
-from tests.support.fleet_reading import diagnose_run, finding
+from testkit.fleet_reading import diagnose_run, finding
 
 
 async def test_jobs_holding_their_runners_longer_are_slower_with_none_completed_to_time(

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fleetmodel import Case, plan, run, truth_of
-from tests.support.fleet_reading import diagnose_run, finding
+from testkit.fleet_reading import diagnose_run, finding
 
 
 async def test_long_jobs_moved_onto_a_type_hold_its_runners_before_one_completes(

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fleetmodel import Case, Truth, plan, run, truth_of
-from tests.support.fleet_reading import Judged, diagnose_run, finding
+from testkit.fleet_reading import Judged, diagnose_run, finding
 
 
 async def _read(case: Case, seed: int, types: int, at: str, tmp_path: Path) -> tuple[Truth, Judged]:

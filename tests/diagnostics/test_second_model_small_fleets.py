@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fleetmodel import Case, FleetRun, plan, run, truth_of
-from tests.support.fleet_reading import diagnose_run, finding
+from testkit.fleet_reading import diagnose_run, finding
 
 
 def _small(case: Case, hour: int) -> FleetRun:

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from bot.domain.jobs import JobEvent
 from bot.web.routes import EDGES
+from testkit.harness import running_stack
+from testkit.jobs import job_event
+from testkit.postgres import fresh_database
 from tests.forecast.test_heads_up import (
     START,
     TYPE,
@@ -22,9 +25,6 @@ from tests.forecast.test_heads_up import (
     _send,
     _text,
 )
-from tests.support.harness import running_stack
-from tests.support.jobs import job_event
-from tests.support.postgres import fresh_database
 
 #: Letters and digits at random: PostgreSQL compresses an index entry, and a run of one letter
 #: would fit after all.

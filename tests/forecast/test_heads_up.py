@@ -14,9 +14,9 @@ from bot.forecast.warnings import CLEAR_CHECKS
 from bot.slack.contract import ActionId
 from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage
 from queuebot_lab.simulator.deliveries import SimulatedJob, delivery, workflow_job_body
-from tests.support.github import HOOK_SECRET
-from tests.support.harness import CHANNEL_NAME, Stack, running_stack, top_level
-from tests.support.payloads import reference, refired
+from testkit.github import HOOK_SECRET
+from testkit.harness import CHANNEL_NAME, Stack, running_stack, top_level
+from testkit.payloads import reference, refired
 
 START = datetime(2026, 11, 24, 18, 0, tzinfo=UTC)
 TYPE = "linux.2xlarge"

@@ -14,7 +14,7 @@ from bot.forecast.reading import RECENT_SECONDS, queue_states
 from bot.store import open_store
 from queuebot_lab.simulator import Scenario, SimulationSpec, simulate_jobs
 from queuebot_lab.simulator.deliveries import history_bodies
-from tests.support.github_fleet import alert_numbers
+from testkit.github_fleet import alert_numbers
 
 END = datetime(2026, 11, 24, 18, 0, tzinfo=UTC)
 

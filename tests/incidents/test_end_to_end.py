@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from queuebot_lab.sandbox.slack import PostedMessage
-from tests.support.harness import running_stack
-from tests.support.payloads import WEBHOOK_FIXTURES, load, reference, refired, with_values
+from testkit.harness import running_stack
+from testkit.payloads import WEBHOOK_FIXTURES, load, reference, refired, with_values
 
 RESOLVED_AT = datetime(2024, 12, 1, 4, 5, tzinfo=UTC)
 MENTION_OR_LINK = re.compile(r"<[!@#]|<https?:|<mailto:")

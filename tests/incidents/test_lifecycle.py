@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from bot.domain.incidents import Incident, IncidentStatus, ThreadEventKind
 from bot.domain.notifications import parse_webhook
 from bot.incidents.lifecycle import Action, decide
-from tests.support.payloads import encoded, reference, refired, with_values
+from testkit.payloads import encoded, reference, refired, with_values
 
 NOW = datetime(2024, 12, 1, 3, 0, tzinfo=UTC)
 

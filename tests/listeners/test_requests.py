@@ -14,8 +14,8 @@ import pytest
 
 from bot.slack.contract import ActionId
 from queuebot_lab.sandbox.slack import ONCALL_USER, payloads
-from tests.support.harness import SIGNING_SECRET, Stack, running_stack, serve_bot
-from tests.support.payloads import reference
+from testkit.harness import SIGNING_SECRET, Stack, running_stack, serve_bot
+from testkit.payloads import reference
 
 
 async def _posted(stack: Stack) -> str:

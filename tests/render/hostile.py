@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.support.payloads import reference
+from testkit.payloads import reference
 
 #: Pieces hostile text is made of: markup, what escaping makes five times longer, what JSON
 #: makes longer (quotes, backslashes, control characters), emoji (two UTF-16 units, and joined

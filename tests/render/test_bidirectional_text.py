@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.harness import running_stack
-from tests.support.payloads import reference
+from testkit.harness import running_stack
+from testkit.payloads import reference
 
 OVERRIDES = ["\u202e", "\u202d", "\u2066", "\u2067", "\u2068", "\u2069", "\u200f", "\u202a"]
 

@@ -20,8 +20,8 @@ from bot.render.renderer import Renderer
 from bot.slack import blockkit
 from bot.slack.limits import MAX_BLOCKS_PER_MESSAGE, MAX_TOTAL_BLOCK_CHARS
 from bot.slack.message import ChartFile
+from testkit.blocks import mrkdwn_texts
 from tests.render.hostile import markup_left, texts
-from tests.support.blocks import mrkdwn_texts
 
 CHART = ChartFile("F0CHART1", "Capacity of the busiest runner types", "alt")
 

@@ -19,8 +19,8 @@ from bot.render.templates import Templates
 from bot.slack import blockkit
 from bot.slack.message import Message
 from queuebot_lab.sandbox.slack import blockkit as sandbox
+from testkit.payloads import encoded, reference
 from tests.render.hostile import alert_bodies, hostile_body
-from tests.support.payloads import encoded, reference
 
 AT = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
 

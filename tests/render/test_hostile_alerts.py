@@ -28,9 +28,9 @@ from bot.render.renderer import Renderer
 from bot.slack import blockkit
 from bot.slack.message import Message
 from queuebot_lab.sandbox.slack import blockkit as sandbox
+from testkit.blocks import mrkdwn_texts
+from testkit.payloads import encoded
 from tests.render.hostile import alert_bodies, hostile_body, markup_left, texts
-from tests.support.blocks import mrkdwn_texts
-from tests.support.payloads import encoded
 
 AT = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
 PREVIOUS = "https://example.slack.com/archives/C1/p1700000000000100"

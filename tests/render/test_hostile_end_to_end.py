@@ -11,8 +11,8 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from queuebot_lab.sandbox.slack import PostedMessage
+from testkit.harness import Stack, running_stack
 from tests.render.hostile import grown, hostile_body
-from tests.support.harness import Stack, running_stack
 
 
 def _resolved(body: dict[str, Any]) -> dict[str, Any]:

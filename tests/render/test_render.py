@@ -14,7 +14,7 @@ from bot.render.mrkdwn import clip, escape_mrkdwn, safe_url
 from bot.render.renderer import Renderer
 from bot.render.values import format_duration
 from bot.slack import blockkit
-from tests.support.payloads import WEBHOOK_FIXTURES, encoded, load, reference
+from testkit.payloads import WEBHOOK_FIXTURES, encoded, load, reference
 
 MENTION_OR_LINK = re.compile(r"<[!@#]|<https?:|<mailto:")
 

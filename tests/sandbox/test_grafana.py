@@ -17,8 +17,8 @@ import aiohttp
 import pytest
 
 from queuebot_lab.sandbox.grafana import GrafanaSandbox
-from tests.support.alertmanager import PREFIX, Alertmanager
-from tests.support.integration import require_binary
+from testkit.alertmanager import PREFIX, Alertmanager
+from testkit.integration import require_binary
 
 TOKEN = "glsa_contract_test_token"
 RULE_UID = "dez2aomgvru2oe"

@@ -19,9 +19,9 @@ from bot.slack.contract import ActionId, SilenceInput
 from queuebot_lab.sandbox.grafana import GrafanaSandbox
 from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
 from queuebot_lab.sandbox.slack.models import OpenView, ViewState
-from tests.support.alertmanager import Alertmanager
-from tests.support.harness import Stack, running_stack
-from tests.support.payloads import reference, refired
+from testkit.alertmanager import Alertmanager
+from testkit.harness import Stack, running_stack
+from testkit.payloads import reference, refired
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ import pytest
 
 from bot.domain.silences import RULE_UID_LABEL, Matcher
 from bot.silencing.grafana import GrafanaClient
-from tests.support.alertmanager import Alertmanager
+from testkit.alertmanager import Alertmanager
 
 RULE = Matcher(name=RULE_UID_LABEL, value="r1")
 HOSTILE_NAMES = ["type!", "type ", " type", 'type"', "type=~", "a:b", "", "1type", "typé", "a,b"]

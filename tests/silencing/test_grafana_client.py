@@ -26,7 +26,7 @@ from bot.silencing.grafana import (
     SilenceNotFound,
 )
 from queuebot_lab.sandbox.grafana import GrafanaSandbox
-from tests.support.alertmanager import Alertmanager
+from testkit.alertmanager import Alertmanager
 
 MATCHERS = (Matcher(name="__alert_rule_uid__", value="dez2aomgvru2oe"),)
 TOKEN = "glsa_t"

@@ -22,7 +22,7 @@ from bot.silencing.matchers import silence_matchers
 from bot.silencing.service import explain
 from bot.slack import blockkit
 from bot.slack.contract import ActionId, SilenceInput
-from tests.support.payloads import encoded, load, reference
+from testkit.payloads import encoded, load, reference
 
 NOW = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
 ALICE = Person(id="U0ONCALL", name="alice")

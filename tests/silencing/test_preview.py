@@ -16,9 +16,9 @@ import pytest
 from bot.slack.contract import ActionId, SilenceInput
 from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage
 from queuebot_lab.sandbox.slack.models import OpenView
-from tests.support.alertmanager import Alertmanager
-from tests.support.harness import Stack, running_stack
-from tests.support.payloads import reference
+from testkit.alertmanager import Alertmanager
+from testkit.harness import Stack, running_stack
+from testkit.payloads import reference
 
 pytestmark = pytest.mark.integration
 

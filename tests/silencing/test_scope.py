@@ -20,9 +20,9 @@ from bot.domain.silences import RULE_UID_LABEL
 from bot.silencing.matchers import silence_matchers
 from bot.slack.contract import ActionId, SilenceInput
 from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage
-from tests.support.alertmanager import Alertmanager
-from tests.support.harness import Stack, running_stack
-from tests.support.payloads import encoded, load, reference
+from testkit.alertmanager import Alertmanager
+from testkit.harness import Stack, running_stack
+from testkit.payloads import encoded, load, reference
 
 RULE_UID = "dez2aomgvru2oe"
 SILENCE_PAGE = "https://pytorchci.grafana.net/alerting/silence/new?alertmanager=grafana"

@@ -3,7 +3,7 @@ label sets actions-runner-controller's metrics really have, it is reproducible, 
 into a real Prometheus, every query of the query pack answers for every runner type, with each
 scenario's signature on the affected types and a healthy fleet on the others.
 
-The Prometheus tests use the shared fleets (`tests.support.fleets`: 27 hours of 6 runner types
+The Prometheus tests use the shared fleets (`testkit.fleets`: 27 hours of 6 runner types
 every 2 minutes); "a day earlier" is the same hour the day before.
 """
 
@@ -35,10 +35,10 @@ from queuebot_lab.simulator import (
 from queuebot_lab.simulator.profiles import workflow_of
 from queuebot_lab.simulator.simulate import run_cli
 from queuebot_lab.simulator.spec import UNBOUNDED_TYPE
+from testkit.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
+from testkit.integration import require_binary
+from testkit.prometheus import Prometheus, stored_samples
 from tests.conftest import PrometheusFactory
-from tests.support.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
-from tests.support.integration import require_binary
-from tests.support.prometheus import Prometheus, stored_samples
 
 END = FLEET_END
 DAY = timedelta(days=1)

@@ -31,7 +31,7 @@ from bot.render.renderer import Renderer
 from bot.slack import blockkit as bot
 from bot.slack.limits import MAX_TOTAL_BLOCK_CHARS
 from queuebot_lab.sandbox.slack import blockkit as sandbox
-from tests.support.payloads import WEBHOOK_FIXTURES, encoded, load, reference
+from testkit.payloads import WEBHOOK_FIXTURES, encoded, load, reference
 
 Blocks = list[dict[str, Any]]
 AT = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)

@@ -26,13 +26,13 @@ from bot.status.request import NotUnderstood, StatusRequest, parse_request
 from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
 from queuebot_lab.sandbox.slack.models import Ephemeral
 from queuebot_lab.simulator import Scenario, SimulationSpec, Truth, runner_type_names
-from tests.support.alertmanager import Alertmanager
-from tests.support.blocks import mrkdwn_texts
-from tests.support.github import HOOK_SECRET, deliver, job_delivery
-from tests.support.harness import Stack, running_stack
-from tests.support.payloads import reference
-from tests.support.prometheus import Prometheus
-from tests.support.servers import free_port
+from testkit.alertmanager import Alertmanager
+from testkit.blocks import mrkdwn_texts
+from testkit.github import HOOK_SECRET, deliver, job_delivery
+from testkit.harness import Stack, running_stack
+from testkit.payloads import reference
+from testkit.prometheus import Prometheus
+from testkit.servers import free_port
 
 Make = Callable[[SimulationSpec], Awaitable[tuple[Prometheus, Truth]]]
 COMMAND = "/queue-status"

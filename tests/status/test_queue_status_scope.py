@@ -15,8 +15,8 @@ import pytest
 
 from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
 from queuebot_lab.sandbox.slack.models import Ephemeral
-from tests.support.harness import Stack, running_stack
-from tests.support.payloads import reference
+from testkit.harness import Stack, running_stack
+from testkit.payloads import reference
 
 COMMAND = "/queue-status"
 PRIVATE_TITLE = "Jobs are queueing in autoscaled machines"

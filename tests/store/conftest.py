@@ -11,8 +11,8 @@ import pytest
 from bot.store import Store
 from bot.store.postgres import PostgresStore
 from bot.store.sqlite import SQLiteStore
+from testkit.postgres import fresh_database
 from tests.store.contract import Clock, Opener
-from tests.support.postgres import fresh_database
 
 
 @pytest.fixture

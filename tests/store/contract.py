@@ -12,7 +12,7 @@ from bot.domain.jobs import JobAction, JobEvent
 from bot.domain.notifications import parse_webhook
 from bot.domain.silences import Matcher, Person, Silence
 from bot.store import NewIncident, Store
-from tests.support.payloads import encoded, reference
+from testkit.payloads import encoded, reference
 
 NOW = 1_700_000_000.0
 

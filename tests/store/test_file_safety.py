@@ -17,9 +17,9 @@ import pytest
 
 from bot.store.sqlite import SQLiteStore
 from bot.store.sqlite_db import SQLiteDatabase
-from tests.support.harness import Stack, running_stack
-from tests.support.integration import require
-from tests.support.payloads import reference
+from testkit.harness import Stack, running_stack
+from testkit.integration import require
+from testkit.payloads import reference
 
 
 async def _health(stack: Stack) -> tuple[int, dict[str, Any]]:

@@ -13,10 +13,10 @@ from typing import Any
 import asyncpg
 
 from bot.store.postgres_db import JOBS_POOL_SIZE
-from tests.support.github import HOOK_SECRET, deliver, job_delivery
-from tests.support.harness import running_stack
-from tests.support.payloads import reference
-from tests.support.postgres import fresh_database
+from testkit.github import HOOK_SECRET, deliver, job_delivery
+from testkit.harness import running_stack
+from testkit.payloads import reference
+from testkit.postgres import fresh_database
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 DELIVERIES = JOBS_POOL_SIZE + 7

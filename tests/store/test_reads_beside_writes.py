@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bot.domain.jobs import JobEvent
 from bot.store import SQLiteStore
-from tests.support.jobs import job_event
+from testkit.jobs import job_event
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

@@ -9,8 +9,8 @@ from dataclasses import replace
 from bot.domain.jobs import JobAction
 from bot.store import ReportRecord, Store
 from bot.store.postgres import PostgresStore
+from testkit.postgres import fresh_database
 from tests.store.contract import DAY, NOW, T, job
-from tests.support.postgres import fresh_database
 
 
 async def test_a_windows_jobs_are_read_whole(store: Store) -> None:

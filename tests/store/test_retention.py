@@ -16,8 +16,8 @@ from bot.incidents.service import IncidentService
 from bot.store import OutboxState
 from bot.store.sqlite import SQLiteStore
 from bot.telemetry.metrics import Metrics
-from tests.support.harness import counted, running_stack
-from tests.support.payloads import encoded, reference
+from testkit.harness import counted, running_stack
+from testkit.payloads import encoded, reference
 
 DAY = 86400.0
 

@@ -34,9 +34,9 @@ from queuebot_lab.sandbox.grafana import PREFIX as GRAFANA_API
 from queuebot_lab.sandbox.grafana import GrafanaSandbox
 from queuebot_lab.sandbox.slack import ONCALL_USER, SlackSandbox
 from queuebot_lab.sandbox.slack.models import ViewState
-from tests.support.harness import watched
-from tests.support.payloads import encoded, reference
-from tests.support.servers import free_port
+from testkit.harness import watched
+from testkit.payloads import encoded, reference
+from testkit.servers import free_port
 
 REPO = Path(__file__).parents[2]
 RFC3339_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")

@@ -17,8 +17,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.telemetry.metrics import Metrics
-from tests.support.harness import Stack, running_stack
-from tests.support.payloads import reference
+from testkit.harness import Stack, running_stack
+from testkit.payloads import reference
 
 BOT = Path(__file__).resolve().parents[2] / "bot"
 

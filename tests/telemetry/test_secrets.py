@@ -11,8 +11,8 @@ import pytest
 
 from bot.slack.contract import ActionId
 from bot.telemetry.redaction import REDACTED, Redactor, redact_url
-from tests.support.harness import BOT_TOKEN, SIGNING_SECRET, running_stack
-from tests.support.payloads import reference
+from testkit.harness import BOT_TOKEN, SIGNING_SECRET, running_stack
+from testkit.payloads import reference
 
 WEBHOOK_TOKEN = "webhook-token-never-logged"
 

@@ -44,9 +44,9 @@ from bot.slack.contract import ActionId
 from bot.web.grafana_webhook import MAX_BODY_BYTES, is_json
 from queuebot_lab.sandbox.grafana import GrafanaSandbox
 from queuebot_lab.sandbox.slack import ONCALL_USER, payloads
-from tests.support.harness import SIGNING_SECRET, Stack, running_stack, webhook_headers
-from tests.support.live import Live, live_stack
-from tests.support.payloads import reference
+from testkit.harness import SIGNING_SECRET, Stack, running_stack, webhook_headers
+from testkit.live import Live, live_stack
+from testkit.payloads import reference
 
 T = TypeVar("T")
 

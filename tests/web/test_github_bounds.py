@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from bot.web.routes import EDGES
-from tests.support.github import HOOK_SECRET, deliver, job_delivery
-from tests.support.harness import Stack, running_stack
-from tests.support.postgres import fresh_database
+from testkit.github import HOOK_SECRET, deliver, job_delivery
+from testkit.harness import Stack, running_stack
+from testkit.postgres import fresh_database
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 NOW = T0 + timedelta(minutes=30)

@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 import pytest
 
 from bot.web.routes import EDGES
-from tests.support.github import HOOK_SECRET, deliver, fixture, hook_headers, job_delivery
-from tests.support.harness import Stack, running_stack
+from testkit.github import HOOK_SECRET, deliver, fixture, hook_headers, job_delivery
+from testkit.harness import Stack, running_stack
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

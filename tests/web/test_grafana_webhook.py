@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.harness import running_stack, webhook_headers
-from tests.support.payloads import reference
+from testkit.harness import running_stack, webhook_headers
+from testkit.payloads import reference
 
 TOKEN = "webhook-shared-token"
 HMAC_SECRET = "webhook-hmac-secret"

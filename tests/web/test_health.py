@@ -12,8 +12,8 @@ from typing import Any
 from bot.store import open_store
 from bot.telemetry.metrics import Metrics
 from bot.web.health import Health
-from tests.support.harness import Stack, running_stack, watched
-from tests.support.payloads import reference, with_values
+from testkit.harness import Stack, running_stack, watched
+from testkit.payloads import reference, with_values
 
 
 async def _health(stack: Stack) -> tuple[int, dict[str, Any]]:

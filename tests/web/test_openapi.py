@@ -30,8 +30,8 @@ from schemathesis.specs.openapi.checks import (
 from bot.domain.notifications import parse_webhook
 from bot.web import paths
 from bot.web.openapi import document
-from tests.support.live import Live, live_stack
-from tests.support.payloads import WEBHOOK_FIXTURES, encoded, load
+from testkit.live import Live, live_stack
+from testkit.payloads import WEBHOOK_FIXTURES, encoded, load
 
 TOKEN = "openapi-webhook-token"
 

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tests.support.harness import WEBHOOK_TOKEN, Stack, running_stack
-from tests.support.payloads import reference
+from testkit.harness import WEBHOOK_TOKEN, Stack, running_stack
+from testkit.payloads import reference
 
 #: Far longer than the read timeout the tests set, far shorter than aiohttp's own (an hour).
 PATIENCE = 10.0

@@ -25,7 +25,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.support.servers import LocalServer
+from testkit.servers import LocalServer
 
 PREFIX = "/api/alertmanager/grafana"
 

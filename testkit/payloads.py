@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "tests" / "fixtures"
 
 WEBHOOK_FIXTURES = sorted(p.name for p in FIXTURES.glob("*.json"))
 

@@ -12,7 +12,7 @@ from typing import Protocol
 import pytest
 
 from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, Truth
-from tests.support.prometheus import Prometheus
+from testkit.prometheus import Prometheus
 
 
 def _busy_hour() -> datetime:

@@ -30,8 +30,8 @@ from fleetmodel import FleetRun, Truth, truth_of
 from fleetmodel.arc import Shape, write_openmetrics
 from fleetmodel.github import deliveries, runners_list
 from queuebot_lab.sandbox.github import GitHubSandbox
-from tests.support.github_fleet import named_with_their_cause
-from tests.support.prometheus import Prometheus
+from testkit.github_fleet import named_with_their_cause
+from testkit.prometheus import Prometheus
 
 TOKEN = "ghs_" + "second" * 7
 #: A fleet of its own: every runner type counts (not the reference alert's exclusions).

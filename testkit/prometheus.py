@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import aiohttp
 
-from tests.support.servers import LocalServer
+from testkit.servers import LocalServer
 
 #: Scrape nothing: the backfilled history is the only data.
 CONFIG = "scrape_configs: []\n"

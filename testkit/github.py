@@ -13,7 +13,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.support.payloads import FIXTURES
+from testkit.payloads import FIXTURES
 
 #: The hook's secret the test bots know (GITHUB_WEBHOOK_SECRET).
 HOOK_SECRET = "test-github-hook-secret"

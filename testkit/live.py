@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.support.harness import Stack, running_stack
+from testkit.harness import Stack, running_stack
 
 T = TypeVar("T")
 

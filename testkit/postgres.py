@@ -3,7 +3,7 @@
 The server is the one at QUEUEBOT_TEST_POSTGRES (a URL of a database to connect to while
 creating the test's own), by default a local PostgreSQL with trust authentication. A test
 needing it is skipped where no server answers, and fails in CI (`QUEUEBOT_REQUIRE_INTEGRATION=1`,
-`tests.support.integration`).
+`testkit.integration`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from tests.support.integration import require
-from tests.support.servers import free_port
+from testkit.integration import require
+from testkit.servers import free_port
 
 DEFAULT_BASE = "postgresql://postgres@127.0.0.1:5432/test"
 
