@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stats import percentile
-from bot.diagnostics.sources.job_history import load_history
-from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.fleet.sources.job_history import load_history
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.slack.contract import ActionId, SilenceInput
 from bot.store import open_store
 from queuebot_lab.sandbox.github import GitHubSandbox

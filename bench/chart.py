@@ -21,9 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stats import percentile
-from bot.diagnostics.chart import ChartData, Series, render_chart
+from bot.fleet.chart import ChartData, Series, render_chart
 
-IMPORT = "import time; t = time.perf_counter(); import bot.diagnostics.chart; " + (
+IMPORT = "import time; t = time.perf_counter(); import bot.fleet.chart; " + (
     "print(time.perf_counter() - t)"
 )
 

@@ -47,9 +47,9 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.signals import collect
-from bot.diagnostics.sources.prometheus import PrometheusClient
-from bot.diagnostics.sources.querypack import QueryPack
+from bot.fleet.signals import collect
+from bot.fleet.sources.prometheus import PrometheusClient
+from bot.fleet.sources.querypack import QueryPack
 from fleetmodel import Case, plan, run
 from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, write_file
 from testkit.fleet_reading import COMBINATIONS, Judged, diagnose_run

@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stats import percentile
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.signals import collect
-from bot.diagnostics.sources.prometheus import PrometheusClient
-from bot.diagnostics.sources.querypack import QueryPack
+from bot.fleet.signals import collect
+from bot.fleet.sources.prometheus import PrometheusClient
+from bot.fleet.sources.querypack import QueryPack
 from bot.slack.contract import ActionId
 from queuebot_lab.simulator import Scenario, SimulationSpec, write_file
 from testkit.harness import running_stack

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stats import percentile
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.fleet import FleetSources, read_fleet
+from bot.fleet.reading import FleetSources, read_fleet
 from bot.store.sqlite import SQLiteStore
 
 END = datetime(2026, 11, 20, 20, 0, tzinfo=UTC)

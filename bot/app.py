@@ -25,8 +25,8 @@ from bot.assembly import Outbound, Services, build_services, start_tasks
 from bot.capacity.composing import worker_process
 from bot.clients import github_runners_client_for, slack_client_for
 from bot.config import ConfigError, Settings, check_url_credentials, check_webhook_auth
-from bot.diagnostics.sources.github_runners import GitHubRunnersClient
 from bot.domain.clock import Clock, utcnow
+from bot.fleet.sources.github_runners import GitHubRunnersClient
 from bot.store import Store, open_store
 from bot.telemetry.metrics import Metrics
 from bot.web import paths

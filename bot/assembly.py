@@ -29,10 +29,10 @@ from bot.delivery.heads_up import HeadsUpWriter
 from bot.delivery.pacing import Pacer
 from bot.delivery.report import ReportWriter
 from bot.delivery.worker import Deliverer
-from bot.diagnostics.fleet import FleetSources
 from bot.diagnostics.service import DIAGNOSIS_CLAIM_SECONDS, Diagnoser
-from bot.diagnostics.sources.github_runners import GitHubRunnersClient
 from bot.domain.clock import Clock
+from bot.fleet.reading import FleetSources
+from bot.fleet.sources.github_runners import GitHubRunnersClient
 from bot.forecast.watcher import EarlyWarningWatcher
 from bot.incidents.service import IncidentService
 from bot.listeners.actions import ActionHandlers

@@ -9,9 +9,9 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Settings
-from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
-from bot.diagnostics.sources.github_runners import GitHubRunnersClient
-from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.fleet.sources.github_access import RunnerScope, ScopeKind
+from bot.fleet.sources.github_runners import GitHubRunnersClient
+from bot.fleet.sources.prometheus import PrometheusClient
 from bot.silencing.grafana import GrafanaClient
 
 SLACK_TIMEOUT_SECONDS = 15

@@ -18,13 +18,13 @@ from pathlib import Path
 import aiohttp
 
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.fleet import FleetSources, read_fleet
-from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
-from bot.diagnostics.sources.github_runners import GitHubRunnersClient
-from bot.diagnostics.sources.job_history import load_history
-from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.domain.diagnosis import Finding, Report
+from bot.fleet.reading import FleetSources, read_fleet
+from bot.fleet.sources.github_access import RunnerScope, ScopeKind
+from bot.fleet.sources.github_runners import GitHubRunnersClient
+from bot.fleet.sources.job_history import load_history
+from bot.fleet.sources.jobs_config import JobsConfig
+from bot.fleet.sources.prometheus import PrometheusClient
 from bot.store import open_store
 from fleetmodel import FleetRun, Truth, truth_of
 from fleetmodel.arc import Shape, write_openmetrics

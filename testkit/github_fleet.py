@@ -12,12 +12,12 @@ from pathlib import Path
 import aiohttp
 
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.fleet import FleetSources, read_fleet
-from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
-from bot.diagnostics.sources.github_runners import GitHubRunnersClient
-from bot.diagnostics.sources.job_history import load_history
-from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.domain.diagnosis import Report, Verdict
+from bot.fleet.reading import FleetSources, read_fleet
+from bot.fleet.sources.github_access import RunnerScope, ScopeKind
+from bot.fleet.sources.github_runners import GitHubRunnersClient
+from bot.fleet.sources.job_history import load_history
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import open_store
 from queuebot_lab.sandbox.github import GitHubSandbox, SandboxRunner
 from queuebot_lab.simulator import FleetJobs, SimulatedRunner, SimulationSpec, simulate_jobs

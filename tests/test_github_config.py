@@ -11,7 +11,7 @@ import pytest
 from bot.app import GITHUB_RUNNERS
 from bot.clients import github_runners_client_for
 from bot.config import ConfigError, Settings, load_settings
-from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
+from bot.fleet.sources.github_access import RunnerScope, ScopeKind
 from queuebot_lab.sandbox.github import GitHubSandbox
 from testkit.harness import running_stack
 

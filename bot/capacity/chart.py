@@ -1,7 +1,7 @@
 """The capacity report's chart: for the busiest runner types, hour by hour over the window, the
 runners busy (on average within the hour) above and the p95 queue time of the jobs queued in
 that hour below, with the target marked in the panel's heading. Drawn by the diagnostics' chart
-(`bot.diagnostics.chart`), so it reads like the alert's own."""
+(`bot.fleet.chart`), so it reads like the alert's own."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 from bot.capacity.measures import TypeMeasures
 from bot.capacity.replay import percentile
-from bot.diagnostics.chart import ChartData, Series
 from bot.domain.capacity import CHART_TYPES
+from bot.fleet.chart import ChartData, Series
 
 _HOUR = 3600.0
 

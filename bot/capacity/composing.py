@@ -19,9 +19,9 @@ from bot.capacity.fleet_metrics import TypeMetrics
 from bot.capacity.measures import TypeMeasures, measure
 from bot.capacity.replay import percentile
 from bot.capacity.settings import CapacitySettings
-from bot.diagnostics.chart import render_chart
-from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.domain.capacity import CHART_TYPES, TypeCapacity
+from bot.fleet.chart import render_chart
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import JobSpan, open_store
 
 #: Runner types shown in one report, busiest first (Slack's 50 blocks a message, and people).

@@ -15,9 +15,9 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from bot.diagnostics.measures import Signal
-from bot.diagnostics.sources.prometheus import PrometheusClient, RangeSeries
-from bot.diagnostics.sources.querypack import QueryPack
+from bot.fleet.measures import Signal
+from bot.fleet.sources.prometheus import PrometheusClient, RangeSeries
+from bot.fleet.sources.querypack import QueryPack
 
 #: Prometheus answers at most 11,000 points a series; a week every 5 minutes is 2,016.
 STEP = timedelta(minutes=5)

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from bot.capacity.composing import Inputs, composed, composed_from
 from bot.capacity.fleet_metrics import TypeMetrics, fleet_metrics
 from bot.capacity.settings import CapacitySettings
-from bot.diagnostics.fleet import FleetSources
-from bot.diagnostics.sources.github_runners import GitHubError
-from bot.diagnostics.sources.prometheus import PrometheusError
-from bot.diagnostics.sources.runner_supply import supply_by_type
 from bot.domain.capacity import CapacityReport
 from bot.domain.clock import Clock, utcnow
+from bot.fleet.reading import FleetSources
+from bot.fleet.sources.github_runners import GitHubError
+from bot.fleet.sources.prometheus import PrometheusError
+from bot.fleet.sources.runner_supply import supply_by_type
 
 log = logging.getLogger(__name__)
 

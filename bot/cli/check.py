@@ -14,10 +14,10 @@ import aiohttp
 
 from bot.clients import github_runners_client_for, prometheus_client_for, slack_client_for
 from bot.config import Settings
-from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
-from bot.diagnostics.sources.github_runners import GitHubError, GitHubUnavailable
-from bot.diagnostics.sources.prometheus import PrometheusError
 from bot.domain.incidents import is_channel_id
+from bot.fleet.sources.github_access import RunnerScope, ScopeKind
+from bot.fleet.sources.github_runners import GitHubError, GitHubUnavailable
+from bot.fleet.sources.prometheus import PrometheusError
 from bot.silencing.grafana import API_PREFIX
 from bot.slack.errors import SlackError
 from bot.slack.gateway import SlackGateway

@@ -18,7 +18,7 @@ import aiohttp
 from bot.clients import github_runners_client_for, prometheus_client_for
 from bot.config import ConfigError, Settings
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.fleet import FleetSources, FleetUnreadable, read_fleet
+from bot.fleet.reading import FleetSources, FleetUnreadable, read_fleet
 from bot.render.diagnosis_text import text_report
 from bot.store import Store, is_server, open_store
 

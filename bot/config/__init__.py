@@ -27,9 +27,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.capacity.settings import CapacitySettings
 from bot.config.words import problems as _problems
-from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.diagnostics.sources.querypack import QueryPack
 from bot.domain.incidents import is_channel_id
+from bot.fleet.sources.jobs_config import JobsConfig
+from bot.fleet.sources.querypack import QueryPack
 from bot.forecast.settings import EarlyWarning
 from bot.incidents.routing import Route
 from bot.silencing.permissions import FleetWideViewers, SilencePolicy

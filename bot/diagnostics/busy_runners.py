@@ -15,10 +15,10 @@ from bot.diagnostics.evidence import (
     supply,
     waited_through,
 )
-from bot.diagnostics.measures import Signal, told_how_long
 from bot.diagnostics.runner_checks import CEILING_MIN
-from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Evidence, RunnerTypeState
+from bot.fleet.measures import Signal, told_how_long
+from bot.fleet.signals import FleetSignals
 from bot.render.diagnosis_text import amount
 
 #: Busy runners held at a ceiling this many times those usually busy at this hour, and this

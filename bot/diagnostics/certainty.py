@@ -9,10 +9,10 @@ from __future__ import annotations
 from bot.diagnostics.evidence import RATIO_LIKELY, queue_floor, sizes, supply
 from bot.diagnostics.inference import below_usual_guess, demand_as_usual
 from bot.diagnostics.job_time import completing_slower, runners_not_grown, timed_by_few
-from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check
-from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Cause, Confidence, RunnerTypeState, Verdict
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals
 
 CONFIDENCE_ORDER = (Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH)
 #: A queue under this many times the usual one is the queue the type has every day at this

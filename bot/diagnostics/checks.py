@@ -44,9 +44,7 @@ from bot.diagnostics.evidence import (
 from bot.diagnostics.inference import Guess, across_fleet, failing_across, infer
 from bot.diagnostics.job_time import long_running, weigh
 from bot.diagnostics.limits import autoscaling, cut_below_usual, idle_while_waiting
-from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check, infrastructure, resources
-from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.diagnostics.workload import moved_from, moved_in, top_workflows
 from bot.domain.diagnosis import (
     Cause,
@@ -58,6 +56,8 @@ from bot.domain.diagnosis import (
     Scope,
     Verdict,
 )
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals, window_minutes
 from bot.render.diagnosis_text import past_text
 
 #: Demand well above the baseline (RATIO_LIKELY), by at least this many more jobs than usual

@@ -13,11 +13,11 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from bot.diagnostics.measures import Signal, told_how_long
 from bot.diagnostics.queue_age import queue_ruled_out
-from bot.diagnostics.signals import EARLIER, FleetSignals
 from bot.diagnostics.workload import behind
 from bot.domain.diagnosis import Evidence, PastQueue, RunnerTypeState
+from bot.fleet.measures import Signal, told_how_long
+from bot.fleet.signals import EARLIER, FleetSignals
 
 #: "Well above the baseline".
 RATIO_LIKELY = 1.5

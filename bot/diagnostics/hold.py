@@ -4,9 +4,9 @@ ones."""
 
 from __future__ import annotations
 
-from bot.diagnostics.measures import Signal
-from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Evidence
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals
 
 #: The time a job holds a runner (runners busy / jobs started a minute) this many times usual,
 #: with about as many runners busy as usual or more (at a ceiling, as many): jobs are slower.

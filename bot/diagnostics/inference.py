@@ -52,11 +52,11 @@ from bot.diagnostics.evidence import (
     demand,
     supply,
 )
-from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import SHORT_OF_USUAL, Check
-from bot.diagnostics.signals import FleetSignals
 from bot.diagnostics.workload import work_new_to
 from bot.domain.diagnosis import Cause, Confidence, Evidence, RunnerTypeState, Verdict
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals
 from bot.render.diagnosis_text import amount
 
 #: Busy runners held at this share of those usually busy at this hour or more: a ceiling the

@@ -15,11 +15,11 @@ from bot.diagnostics.hold import (
     hold_ratio,
     hold_time,
 )
-from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check
-from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.diagnostics.workload import SLOWER_MIN_JOBS, mix_explains, top_workflows
 from bot.domain.diagnosis import Cause, RunnerTypeState, Verdict
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals, window_minutes
 from bot.render.diagnosis_text import amount
 
 #: Job times: with fewer jobs than this in the window, a rise counts only with the median (or

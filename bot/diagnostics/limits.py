@@ -17,10 +17,10 @@ from bot.diagnostics.evidence import (
     waited_through,
 )
 from bot.diagnostics.inference import below_usual_guess
-from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import SHORT_OF_USUAL, Check, runners_missing
-from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Evidence, RunnerTypeState, Verdict
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals
 from bot.render.diagnosis_text import amount
 
 #: Runners idle beyond this while jobs wait (and a tenth of those registered): not capacity.

@@ -11,8 +11,8 @@ the jobs that started lately waited: the type does not queue as the alert counts
 
 from __future__ import annotations
 
-from bot.diagnostics.measures import Signal
-from bot.diagnostics.signals import FleetSignals
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals
 
 #: Fewer than one job: none (Prometheus's `increase` extrapolates to the window's edges).
 NONE_LEFT = 1.0

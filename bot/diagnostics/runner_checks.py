@@ -14,9 +14,9 @@ from bot.diagnostics.evidence import (
     supply,
     waited_through,
 )
-from bot.diagnostics.measures import Signal
-from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.domain.diagnosis import Evidence, RunnerTypeState, Verdict
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals, window_minutes
 from bot.render.diagnosis_text import amount
 
 FAILED_RUNNERS_LIKELY = 3.0

@@ -23,12 +23,12 @@ from enum import StrEnum
 
 from bot.delivery import owed
 from bot.delivery.owed import OwedFile
-from bot.diagnostics.charting import CHART_TITLE, MAX_CHARTED, ChartUnavailable, queue_chart
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.fleet import FleetSources, FleetUnreadable, read_fleet
 from bot.domain.clock import Clock, utcnow
 from bot.domain.diagnosis import Report
 from bot.domain.incidents import Incident, IncidentStatus
+from bot.fleet.charting import CHART_TITLE, MAX_CHARTED, ChartUnavailable, queue_chart
+from bot.fleet.reading import FleetSources, FleetUnreadable, read_fleet
 from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
 from bot.render.renderer import Renderer
 from bot.slack.message import Message

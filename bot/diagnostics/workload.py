@@ -6,9 +6,9 @@ raises one and lowers the other); and what work new to a type brings it."""
 from __future__ import annotations
 
 from bot.diagnostics.hold import HELD_MIN_BUSY, HELD_TIMED_RATIO
-from bot.diagnostics.measures import Breakdown, Signal
-from bot.diagnostics.signals import FleetSignals, window_minutes
 from bot.domain.diagnosis import Evidence
+from bot.fleet.measures import Breakdown, Signal
+from bot.fleet.signals import FleetSignals, window_minutes
 
 #: A workflow counts as behind a change when its rate or time grew this much.
 WORKFLOW_RATIO = 1.5

@@ -6,11 +6,11 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from bot.diagnostics.sources.job_events import usual_moments
-from bot.diagnostics.sources.job_window import counted
-from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.domain.heads_up import HeadsUpView
 from bot.domain.incidents import Incident
+from bot.fleet.sources.job_events import usual_moments
+from bot.fleet.sources.job_window import counted
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.forecast.projection import Threshold
 from bot.forecast.reading import RECENT_SECONDS
 from bot.forecast.warnings import HeadsUp

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from bot.diagnostics.sources.job_window import counted
-from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.fleet.sources.job_window import counted
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.forecast.projection import RISE_SECONDS, QueueState
 from bot.store import Store
 

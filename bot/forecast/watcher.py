@@ -17,10 +17,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 
-from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.domain.clock import Clock, utcnow
 from bot.domain.heads_up import HeadsUpView, Phase
 from bot.domain.incidents import Incident
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.forecast.news import view_of
 from bot.forecast.reading import queue_states
 from bot.forecast.settings import EarlyWarning

@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
-from bot.diagnostics.charting import ChartUnavailable
 from bot.domain.queue_status import QueueStatus
+from bot.fleet.charting import ChartUnavailable
 from bot.listeners.answer import tell, tell_clicker
 from bot.listeners.capacity import ReportAnswers
 from bot.listeners.payloads import BlockActions

@@ -15,11 +15,7 @@ import logging
 import re
 from datetime import datetime
 
-from bot.diagnostics.charting import MAX_CHARTED, ChartUnavailable, queue_chart
 from bot.diagnostics.evidence import runner_state
-from bot.diagnostics.fleet import FleetSources, FleetUnreadable, read_fleet
-from bot.diagnostics.measures import Signal
-from bot.diagnostics.signals import FleetSignals
 from bot.domain.clock import Clock, utcnow
 from bot.domain.diagnosis import RunnerTypeState
 from bot.domain.incidents import Incident
@@ -30,6 +26,10 @@ from bot.domain.queue_status import (
     QueueStatus,
     TypeDetail,
 )
+from bot.fleet.charting import MAX_CHARTED, ChartUnavailable, queue_chart
+from bot.fleet.measures import Signal
+from bot.fleet.reading import FleetSources, FleetUnreadable, read_fleet
+from bot.fleet.signals import FleetSignals
 from bot.store import Store
 
 log = logging.getLogger(__name__)

@@ -28,8 +28,8 @@ from urllib.parse import parse_qs
 from aiohttp import web
 from pydantic import SecretStr, ValidationError
 
-from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.domain.jobs import JobAction, WorkflowJobDelivery, job_event
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import Store, StoreError
 from bot.telemetry.metrics import Metrics
 from bot.web.bodies import SlowBody, read_body, slow_body_answer

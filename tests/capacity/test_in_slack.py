@@ -20,7 +20,7 @@ from bot.capacity.schedule import WeeklyReports
 from bot.capacity.settings import CapacitySettings, WeeklyPost
 from bot.delivery.pacing import Pacer
 from bot.delivery.report import REPORT_EVENT, ReportWriter
-from bot.diagnostics.fleet import FleetSources
+from bot.fleet.reading import FleetSources
 from bot.render.renderer import Renderer
 from bot.slack.contract import ActionId
 from bot.slack.gateway import SlackGateway

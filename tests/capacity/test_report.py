@@ -12,8 +12,8 @@ import pytest
 
 from bot.capacity.report import REUSE_SECONDS, CapacityReporter
 from bot.capacity.settings import CapacitySettings, WeeklyPost
-from bot.diagnostics.fleet import FleetSources
-from bot.diagnostics.sources.prometheus import PrometheusClient
+from bot.fleet.reading import FleetSources
+from bot.fleet.sources.prometheus import PrometheusClient
 from bot.render.renderer import Renderer
 from bot.store import Store
 from bot.store.sqlite import SQLiteStore

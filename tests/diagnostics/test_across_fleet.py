@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.diagnostics.inference import Guess, across_fleet
-from bot.diagnostics.measures import Signal
 from bot.diagnostics.runner_checks import Check
-from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Cause, Confidence, Evidence, RunnerTypeState, Verdict
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals
 
 AT = datetime(2026, 11, 26, 22, 7, tzinfo=UTC)
 FAILING = (Verdict.LIKELY, (Evidence(runner_type="", measure="busy runners", now=1.0),))

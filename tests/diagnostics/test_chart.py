@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from PIL import Image, ImageChops
 
-from bot.diagnostics.chart import (
+from bot.fleet.chart import (
     BOTTOM_PANEL,
     HEIGHT,
     MAX_SERIES,

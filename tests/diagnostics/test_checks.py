@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.measures import Breakdown, Signal
-from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Cause, Scope, Verdict
+from bot.fleet.measures import Breakdown, Signal
+from bot.fleet.signals import FleetSignals
 from bot.render.diagnosis_text import text_report
 from bot.render.renderer import Renderer
 from bot.store import QueuedJob

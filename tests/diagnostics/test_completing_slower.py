@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.diagnostics.job_time import completing_slower
-from bot.diagnostics.measures import Signal
-from bot.diagnostics.signals import FleetSignals
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals
 
 NAME = "linux-x64-highmem-32cpu"
 

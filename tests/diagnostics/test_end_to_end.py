@@ -20,9 +20,9 @@ import aiohttp
 import pytest
 
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.signals import collect
-from bot.diagnostics.sources.prometheus import PrometheusClient
-from bot.diagnostics.sources.querypack import QueryPack
+from bot.fleet.signals import collect
+from bot.fleet.sources.prometheus import PrometheusClient
+from bot.fleet.sources.querypack import QueryPack
 from bot.slack.contract import ActionId
 from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
 from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, runner_type_names

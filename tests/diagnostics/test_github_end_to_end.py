@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from bot.diagnostics.sources.job_history import load_history
-from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.fleet.sources.job_history import load_history
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import open_store
 from queuebot_lab.sandbox.github import GitHubSandbox
 from queuebot_lab.simulator import FleetJobs, Scenario, SimulationSpec, simulate_jobs

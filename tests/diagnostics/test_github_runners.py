@@ -1,4 +1,4 @@
-"""The runner supply's client (bot.diagnostics.sources.github_runners) over HTTP against
+"""The runner supply's client (bot.fleet.sources.github_runners) over HTTP against
 `GitHubSandbox` on a real port: pages, supply per runner type, the cache, GitHub's rate limits
 and each refusal in words an admin acts on. Time is a clock the test moves; the sandbox's
 request log proves what was asked."""
@@ -16,8 +16,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bot.diagnostics.sources.github_access import RunnerScope, ScopeKind
-from bot.diagnostics.sources.github_runners import (
+from bot.fleet.sources.github_access import RunnerScope, ScopeKind
+from bot.fleet.sources.github_runners import (
     GitHubBadCredentials,
     GitHubError,
     GitHubMissingPermission,
@@ -27,7 +27,7 @@ from bot.diagnostics.sources.github_runners import (
     GitHubRunnersClient,
     GitHubUnavailable,
 )
-from bot.diagnostics.sources.runner_supply import TypeSupply
+from bot.fleet.sources.runner_supply import TypeSupply
 from queuebot_lab.sandbox.github import GitHubSandbox, GitHubTokenKind
 
 TOKEN = "ghs_runnersTestToken0123456789"

@@ -14,19 +14,19 @@ from pathlib import Path
 import pytest
 
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.fleet import FleetSources, FleetUnreadable, from_runners, read_fleet
-from bot.diagnostics.measures import Breakdown, Signal
-from bot.diagnostics.sources.job_events import SHORT_HISTORY_NOTE, read_jobs
-from bot.diagnostics.sources.job_history import load_history
-from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.diagnostics.sources.runner_supply import (
+from bot.domain.diagnosis import Cause
+from bot.domain.jobs import RunnerTypeRule, WorkflowJobDelivery, job_event
+from bot.fleet.measures import Breakdown, Signal
+from bot.fleet.reading import FleetSources, FleetUnreadable, from_runners, read_fleet
+from bot.fleet.sources.job_events import SHORT_HISTORY_NOTE, read_jobs
+from bot.fleet.sources.job_history import load_history
+from bot.fleet.sources.jobs_config import JobsConfig
+from bot.fleet.sources.runner_supply import (
     RunnerFleet,
     RunnerLabel,
     RunnerStatus,
     SelfHostedRunner,
 )
-from bot.domain.diagnosis import Cause
-from bot.domain.jobs import RunnerTypeRule, WorkflowJobDelivery, job_event
 from bot.render.diagnosis_text import text_report
 from bot.store.sqlite import SQLiteStore
 from testkit.github import job_delivery

@@ -1,4 +1,4 @@
-"""The Prometheus client (bot.diagnostics.sources.prometheus): what each kind of answer means,
+"""The Prometheus client (bot.fleet.sources.prometheus): what each kind of answer means,
 against small local servers answering as Prometheus, Grafana's datasource proxy or a broken proxy
 do."""
 
@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bot.diagnostics.sources.prometheus import (
+from bot.fleet.sources.prometheus import (
     PrometheusClient,
     PrometheusRejected,
     PrometheusUnavailable,

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.diagnostics.evidence import QUEUED_AFFECTED
-from bot.diagnostics.measures import Signal
 from bot.diagnostics.queue_age import queue_ruled_out
-from bot.diagnostics.signals import FleetSignals
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals
 
 AT = datetime(2026, 11, 27, 4, 10, tzinfo=UTC)
 NAME = "linux-arm64-4cpu"

@@ -9,12 +9,12 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.diagnostics.fleet import FleetSources, read_fleet
-from bot.diagnostics.measures import Signal
-from bot.diagnostics.sources.job_events import running_peaks
-from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.diagnostics.sources.prometheus import PrometheusClient
 from bot.domain.diagnosis import Finding
+from bot.fleet.measures import Signal
+from bot.fleet.reading import FleetSources, read_fleet
+from bot.fleet.sources.job_events import running_peaks
+from bot.fleet.sources.jobs_config import JobsConfig
+from bot.fleet.sources.prometheus import PrometheusClient
 from bot.store import JobSpan
 from fleetmodel import Case, FleetRun, plan, run, truth_of
 from fleetmodel.arc import Shape

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytest import approx
 
-from bot.diagnostics.signals import mean_by_group
+from bot.fleet.signals import mean_by_group
 
 
 def test_a_workflow_in_few_windows_of_the_usual_days_is_usual_there() -> None:

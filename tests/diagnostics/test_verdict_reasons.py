@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.diagnostics.checks import diagnose
-from bot.diagnostics.measures import Signal
-from bot.diagnostics.signals import FleetSignals
 from bot.domain.diagnosis import Cause, Finding, Report, Verdict
+from bot.fleet.measures import Signal
+from bot.fleet.signals import FleetSignals
 from bot.render.diagnosis_text import text_report
 
 AT = datetime(2026, 11, 26, 14, 11, tzinfo=UTC)

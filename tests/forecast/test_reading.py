@@ -7,8 +7,8 @@ import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.diagnostics.sources.job_history import load_history
-from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.fleet.sources.job_history import load_history
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.forecast.projection import Threshold
 from bot.forecast.reading import RECENT_SECONDS, queue_states
 from bot.store import open_store

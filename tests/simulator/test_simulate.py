@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.diagnostics.measures import BY_WORKFLOW, Signal
-from bot.diagnostics.sources.querypack import DEFAULT_QUERIES, QueryPack
+from bot.fleet.measures import BY_WORKFLOW, Signal
+from bot.fleet.sources.querypack import DEFAULT_QUERIES, QueryPack
 from queuebot_lab.simulator import (
     CAUSES,
     MAX_HOURS,

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.diagnostics.charting import CHART_SPAN
-from bot.diagnostics.signals import BASELINE_DAYS
+from bot.fleet.charting import CHART_SPAN
+from bot.fleet.signals import BASELINE_DAYS
 from queuebot_lab.sandbox.github import SandboxRunner
 from queuebot_lab.simulator import FleetJobs, Scenario, SimulatedJob, SimulationSpec, simulate_jobs
 from queuebot_lab.simulator.deliveries import events, history_bodies

@@ -26,10 +26,10 @@ from aiohttp import web
 
 from bot.app import create_app
 from bot.config import load_settings
-from bot.diagnostics.sources.job_events import queued_now
-from bot.diagnostics.sources.job_history import load_history
-from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.domain.notifications import parse_webhook
+from bot.fleet.sources.job_events import queued_now
+from bot.fleet.sources.job_history import load_history
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import Store, open_store
 from bot.web import paths
 from queuebot_lab.demo.alerts import REFERENCE_RESOLVED, reference_alert, surge_alert

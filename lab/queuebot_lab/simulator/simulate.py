@@ -3,7 +3,7 @@
 It owns the fleet simulator behind `queuebot simulate`: a seeded, discrete-event queue model per
 runner type (scale set), sampled every `step_seconds` and written as the metrics ARC's listener
 and controller and cAdvisor export, so that `promtool tsdb create-blocks-from openmetrics` loads
-it into a real Prometheus and the query pack (`bot.diagnostics.sources.querypack`) reads it as
+it into a real Prometheus and the query pack (`bot.fleet.sources.querypack`) reads it as
 it reads a real fleet.
 
 The model, per runner type (`queuebot_lab.simulator.queue_model`):

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.diagnostics.measures import BY_WORKFLOW, Breakdown, Origin, Signal
-from bot.diagnostics.sources.prometheus import PrometheusClient, PrometheusError
-from bot.diagnostics.sources.querypack import QueryPack
+from bot.fleet.measures import BY_WORKFLOW, Breakdown, Origin, Signal
+from bot.fleet.sources.prometheus import PrometheusClient, PrometheusError
+from bot.fleet.sources.querypack import QueryPack
 from bot.store import QueuedJob
 
 #: The baseline: the same time of day on this many previous days.

@@ -50,7 +50,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from bot.diagnostics.measures import PERCENTILE_TOP_SECONDS, Signal
+from bot.fleet.measures import PERCENTILE_TOP_SECONDS, Signal
 
 #: The target label a scrape relabels the listener pod's `actions.github.com/scale-set-name` to.
 SCALE_SET_LABEL = "actions_github_com_scale_set_name"

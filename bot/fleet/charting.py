@@ -1,6 +1,6 @@
 """The queue over the last hours, as a chart: the runner types' history, from GitHub's job
 events when they are recorded (the jobs queued at each moment, as the alert counts them), else
-from Prometheus, drawn by `bot.diagnostics.chart`. Diagnostics share it in the incident's
+from Prometheus, drawn by `bot.fleet.chart`. Diagnostics share it in the incident's
 thread; /queue-status shows it for the runner types asked about.
 """
 
@@ -10,11 +10,11 @@ import asyncio
 import math
 from datetime import datetime, timedelta
 
-from bot.diagnostics.chart import ChartData, Series, render_chart
-from bot.diagnostics.fleet import FleetSources
-from bot.diagnostics.measures import Signal
-from bot.diagnostics.sources.job_events import queued_now
-from bot.diagnostics.sources.prometheus import PrometheusError, RangeSeries
+from bot.fleet.chart import ChartData, Series, render_chart
+from bot.fleet.measures import Signal
+from bot.fleet.reading import FleetSources
+from bot.fleet.sources.job_events import queued_now
+from bot.fleet.sources.prometheus import PrometheusError, RangeSeries
 from bot.store import StoreError
 
 CHART_SPAN = timedelta(hours=6)

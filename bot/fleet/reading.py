@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.diagnostics.measures import BY_WORKFLOW, Origin, Signal
-from bot.diagnostics.signals import (
+from bot.fleet.measures import BY_WORKFLOW, Origin, Signal
+from bot.fleet.signals import (
     EARLIER,
     HOUR_AGO,
     WITH_BASELINE,
@@ -29,12 +29,12 @@ from bot.diagnostics.signals import (
     no_fleet,
     window_minutes,
 )
-from bot.diagnostics.sources.github_runners import GitHubError, GitHubRunnersClient
-from bot.diagnostics.sources.job_events import JobReading, read_jobs
-from bot.diagnostics.sources.jobs_config import JobsConfig
-from bot.diagnostics.sources.prometheus import PrometheusClient
-from bot.diagnostics.sources.querypack import QueryPack
-from bot.diagnostics.sources.runner_supply import RunnerFleet
+from bot.fleet.sources.github_runners import GitHubError, GitHubRunnersClient
+from bot.fleet.sources.job_events import JobReading, read_jobs
+from bot.fleet.sources.jobs_config import JobsConfig
+from bot.fleet.sources.prometheus import PrometheusClient
+from bot.fleet.sources.querypack import QueryPack
+from bot.fleet.sources.runner_supply import RunnerFleet
 from bot.store import Store, StoreError
 
 #: How long reading the fleet may take before what came in is used.

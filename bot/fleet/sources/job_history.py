@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.diagnostics.sources.jobs_config import JobsConfig
 from bot.domain.jobs import JobEvent, WorkflowJobDelivery, job_event
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import Store
 
 #: Jobs merged per transaction.

@@ -6,7 +6,7 @@ At a moment T, per runner type:
   `queued_after_seconds` (5 min), and the longest wait among them — the reference alert's own
   two numbers, computed as its rule computes them from the same events; with the
   longest-waiting jobs themselves;
-- over the window before T (bot.diagnostics.sources.job_window): arrivals, starts and
+- over the window before T (bot.fleet.sources.job_window): arrivals, starts and
   completions per minute, queue time mean/p50/p90/max, job time mean/p50/p90, by workflow, job
   and repository;
 - jobs failing: the share of the last hour's completions (failures are rare: a short window
@@ -25,9 +25,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.diagnostics.measures import Breakdown, Signal
-from bot.diagnostics.signals import Values, WorkflowValues, mean_by_group
-from bot.diagnostics.sources.job_window import (
+from bot.fleet.measures import Breakdown, Signal
+from bot.fleet.signals import Values, WorkflowValues, mean_by_group
+from bot.fleet.sources.job_window import (
     RATES,
     Groups,
     WindowNumbers,
@@ -37,7 +37,7 @@ from bot.diagnostics.sources.job_window import (
     usual,
     window_values,
 )
-from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import JobActivity, JobRow, JobSpan, QueuedJob, Store
 
 #: The longest-waiting jobs kept per runner type, to name and link.

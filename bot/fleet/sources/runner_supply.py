@@ -6,7 +6,7 @@ architecture (`X64`, `ARM`, `ARM64`) — are read-only and name no type. A runne
 labels can take a job asking for any of them, so it counts under each. GitHub matches `runs-on`
 labels without regard to case; so does everything here.
 
-Pure: no I/O. `bot.diagnostics.sources.github_runners` fills these from the REST API.
+Pure: no I/O. `bot.fleet.sources.github_runners` fills these from the REST API.
 """
 
 from __future__ import annotations

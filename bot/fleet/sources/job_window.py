@@ -14,9 +14,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from bot.diagnostics.measures import Breakdown, Signal
-from bot.diagnostics.signals import Values, WorkflowValues
-from bot.diagnostics.sources.jobs_config import JobsConfig
+from bot.fleet.measures import Breakdown, Signal
+from bot.fleet.signals import Values, WorkflowValues
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import JobActivity, JobRow
 
 #: Counts per minute: a runner type (or workflow, job, repository) without jobs in a window

@@ -1,7 +1,7 @@
 """Everything queuebot asks GitHub's REST API: the self-hosted runners of one organization,
 repository or enterprise (`GET {GITHUB_API_URL}/orgs/{org}/actions/runners`, or
 `/repos/{owner}/{repo}/…`, `/enterprises/{enterprise}/…`), for the supply per runner type
-(`bot.diagnostics.sources.runner_supply`).
+(`bot.fleet.sources.runner_supply`).
 
 What it promises (the facts are docs.github.com's "Rate limits for the REST API" and "Using
 pagination in the REST API"):
@@ -53,9 +53,9 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from bot import __version__
-from bot.diagnostics.sources.github_access import RunnerScope, denied_message, not_found_message
-from bot.diagnostics.sources.runner_supply import RunnerFleet, SelfHostedRunner, parse_runners
 from bot.domain.clock import Clock, utcnow
+from bot.fleet.sources.github_access import RunnerScope, denied_message, not_found_message
+from bot.fleet.sources.runner_supply import RunnerFleet, SelfHostedRunner, parse_runners
 from bot.telemetry.redaction import host_of
 
 log = logging.getLogger(__name__)
