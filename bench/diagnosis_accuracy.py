@@ -261,7 +261,8 @@ async def main() -> int:
                         mark = "ok " if staged == named else "MISS"
                         print(
                             f"{mark} {scenario.value:<20} types={size:<3} seed={seed:<3}"
-                            f" at={hour:02d}:00 staged={staged:<21} named={named}",
+                            f" at={hour:02d}:00 staged={staged:<21} named={named:<21}"
+                            f" located={found}",
                             flush=True,
                         )
     right = sum(n for (staged, named), n in matrix.items() if staged == named)

@@ -26,6 +26,8 @@ from bot.render.diagnosis_text import amount
 #: the mean, or the time a job holds its runner) up too, or at this many times usual.
 ENOUGH_JOBS = 50.0
 SLOWDOWN_FEW_JOBS = 2.0
+#: Jobs started over the last hour at this share of the usual rate or more: runners come.
+STARTED_AS_USUAL = 0.95
 #: Busy runners under this share of usual: slower jobs do not explain the queue.
 FEW_BUSY = 0.5
 #: ...and busy runners this much above usual: slower jobs keeping more of them.
@@ -100,6 +102,7 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         likely
         and busy is not None
         and ratio_center < HELD_TIMED_RATIO
+        and not _starting_as_usual(fleet, name)
         and (fallen := _fallen(fleet, name)) is not None
     ):
         why = (
@@ -134,6 +137,14 @@ def _fallen(fleet: FleetSignals, name: str) -> tuple[float, str] | None:
     if (level := fell_below_its_peak(fleet, name)) is not None:
         return level, "within the half hour"
     return None
+
+
+def _starting_as_usual(fleet: FleetSignals, name: str) -> bool:
+    """Jobs started over the last hour at the usual rate (STARTED_AS_USUAL of it at least):
+    new runners come as usual, so the jobs completing are not only the long ones left where
+    new runners do not start (runners failing for part of the hour start clearly fewer)."""
+    started, usual = fleet.value(Signal.STARTED_HOUR, name), fleet.base(Signal.STARTED_HOUR, name)
+    return started is not None and bool(usual) and started >= STARTED_AS_USUAL * (usual or 0.0)
 
 
 def _timed(fleet: FleetSignals, name: str) -> float:

@@ -276,3 +276,28 @@ async def test_quiet_hours_are_not_mistaken_for_a_cause(
         signals = await collect(PrometheusClient(session, prometheus.url), QueryPack(), end)
     report = diagnose(signals)
     assert report.primary_cause is not None and report.primary_cause.value == cause
+
+
+@pytest.mark.integration
+async def test_busy_runners_dipping_beneath_slower_jobs_started_as_usual_are_long_jobs(
+    prometheus_for: PrometheusFactory,
+) -> None:
+    """A lean scrape (no median): on linux-12xlarge jobs take 3.3 times their usual mean and
+    keep four times the usual runners busy, jobs start as usual, and the most busy at once dip
+    (346, 328, 315) as long jobs end. New runners come as usual: the jobs completing are not
+    only the long ones left behind, so the slowdown is named for this type too."""
+    end = datetime(2026, 11, 27, tzinfo=UTC)
+    spec = SimulationSpec(
+        scenario=Scenario.SLOW_JOBS, hours=27, runner_types=6, seed=1, end=end, step_seconds=120
+    )
+    prometheus, truth = await prometheus_for(spec, MetricsShape.ARC_LEAN)
+    async with aiohttp.ClientSession() as session:
+        signals = await collect(PrometheusClient(session, prometheus.url), QueryPack(), end)
+    report = diagnose(signals)
+    assert truth.affected == {
+        "linux-4xlarge": "long_running_jobs",
+        "linux-12xlarge": "long_running_jobs",
+    }
+    (slower,) = [f for f in report.findings if f.cause.value == "long_running_jobs"]
+    assert slower.verdict.value == "likely"
+    assert set(slower.runner_types) >= set(truth.affected)
