@@ -57,6 +57,28 @@ def imports(known: Mapping[str, Path], package: str) -> list[Import]:
     return edges
 
 
+def top_level_imports(path: Path) -> list[tuple[str, int, bool]]:
+    """Every absolute import in the file at `path`: the top-level package it names, its line,
+    and whether it sits inside a function (imported when that runs, not with the module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    inside = {
+        id(child)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for child in ast.walk(node)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        else:
+            continue
+        found += [(name.split(".")[0], node.lineno, id(node) in inside) for name in names]
+    return found
+
+
 def _absolute(module: str, imported: str | None, level: int, is_package: bool) -> str:
     if level == 0:
         return imported or ""

@@ -7,7 +7,15 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-from testkit.architecture import Import, cycles, imports, modules, rules, violations
+from testkit.architecture import (
+    Import,
+    cycles,
+    imports,
+    modules,
+    rules,
+    top_level_imports,
+    violations,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 400
@@ -36,34 +44,16 @@ def test_no_import_circles() -> None:
     assert cycles(_edges()) == []
 
 
-def _lab_imports(path: Path) -> list[tuple[int, bool]]:
-    """Where the module at `path` imports the lab (queuebot_lab): each line, and whether
-    inside a function (imported when it runs, not when the module is)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    inside: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            inside.update(id(child) for child in ast.walk(node))
-    found = []
-    for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            names = [node.module or ""]
-        if any(name.split(".")[0] == "queuebot_lab" for name in names):
-            found.append((node.lineno, id(node) in inside))
-    return found
-
-
 def test_the_product_imports_the_lab_only_for_its_commands() -> None:
     """`pip install .` installs no lab: only the CLI's demo and simulate commands import it,
     when they run."""
     found = {
-        name: lines for name, path in modules(ROOT, "bot").items() if (lines := _lab_imports(path))
+        name: where
+        for name, path in modules(ROOT, "bot").items()
+        if (where := [inner for top, _, inner in top_level_imports(path) if top == "queuebot_lab"])
     }
     assert set(found) == {"bot.cli.main"}
-    assert all(inside for _, inside in found["bot.cli.main"])
+    assert all(found["bot.cli.main"])
 
 
 def test_no_module_is_over_400_lines() -> None:
@@ -204,13 +194,10 @@ def test_a_channel_write_outside_the_outbox_is_reported(tmp_path: Path) -> None:
 
 def test_the_benchmarks_share_code_with_the_tests_through_testkit_not_tests() -> None:
     """bench/ imports the product, the lab, fleetmodel and testkit, never tests/."""
-    found = []
-    for path in sorted((ROOT / "bench").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                names = [node.module or ""]
-            found += [f"{path.name}:{node.lineno}" for n in names if n.split(".")[0] == "tests"]
+    found = [
+        f"{path.name}:{line}"
+        for path in sorted((ROOT / "bench").glob("*.py"))
+        for top, line, _ in top_level_imports(path)
+        if top == "tests"
+    ]
     assert found == []

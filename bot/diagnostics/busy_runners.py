@@ -162,7 +162,7 @@ def holds_a_ceiling(fleet: FleetSignals, name: str, busy: Supply | None = None) 
     what runners held there turn over (above TURNOVER_SHORT of it, at most HELD_STARTS; at the
     usual job time or the window's where shorter): a maximum, lowered within the hour where the
     level fell. Runners failing leave fewer busy reading by reading, or start next to none."""
-    busy = busy or supply(fleet, name)
+    busy = busy if busy is not None else supply(fleet, name)
     if busy is None or len(busy.peaks) < 3 or not busy.exact or busy.top < CEILING_MIN:
         return False
     turning = _turnover(fleet, name, busy, shortest=True)

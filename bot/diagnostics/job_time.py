@@ -144,7 +144,9 @@ def _starting_as_usual(fleet: FleetSignals, name: str) -> bool:
     new runners come as usual, so the jobs completing are not only the long ones left where
     new runners do not start (runners failing for part of the hour start clearly fewer)."""
     started, usual = fleet.value(Signal.STARTED_HOUR, name), fleet.base(Signal.STARTED_HOUR, name)
-    return started is not None and bool(usual) and started >= STARTED_AS_USUAL * (usual or 0.0)
+    if started is None or not usual:
+        return False
+    return started >= STARTED_AS_USUAL * usual
 
 
 def _timed(fleet: FleetSignals, name: str) -> float:

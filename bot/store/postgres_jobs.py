@@ -105,10 +105,7 @@ async def retention_pass(conn: Connection, before: float, now: float) -> Pruned:
     async def removed(sql: str, *params: object) -> int:
         return changed(await conn.execute(numbered(sql), *params))
 
-    def taken(column: str) -> str:
-        return column + " = ANY(?)"
-
-    return await prune_pass(removed, taken if gone else None, (gone,), cutoff, before, now)
+    return await prune_pass(removed, "= ANY(?)" if gone else None, (gone,), cutoff, before, now)
 
 
 async def record_deliveries(

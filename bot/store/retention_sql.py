@@ -43,19 +43,19 @@ Removes = Callable[..., Awaitable[int]]
 
 async def prune_pass(
     removed: Removes,
-    taken: Callable[[str], str] | None,
+    taken: str | None,
     params: tuple[Any, ...],
     cutoff: Any,
     before: float,
     now: float,
 ) -> Pruned:
     """One pass at cut-off `before` (Unix seconds; `cutoff` the same moment as incident and
-    notification times are stored); remembered keys expired by `now` go too. `taken(column)`
-    is the condition that `column` is one of the incidents the pass took (with `params`), None
-    where it took none."""
+    notification times are stored); remembered keys expired by `now` go too. `taken` is what
+    follows a column holding an incident's id for it to be one the pass took (with `params`,
+    e.g. `IN (SELECT id FROM …)` or `= ANY(?)`), None where it took none."""
     incidents = outbox = notifications = 0
     if taken is not None:
-        counts = [await removed(sql.format(taken(column)), *params) for sql, column in _TAKEN]
+        counts = [await removed(sql.format(f"{column} {taken}"), *params) for sql, column in _TAKEN]
         outbox, notifications, incidents = counts[-3:]
     await removed("DELETE FROM diagnoses WHERE finished_at IS NOT NULL AND finished_at < ?", before)
     outbox += await removed(

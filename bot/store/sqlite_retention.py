@@ -32,7 +32,5 @@ async def prune_before(db: aiosqlite.Connection, before: float, now: float) -> P
         BATCH,
     )
 
-    def taken(column: str) -> str:
-        return column + " IN (SELECT id FROM pruned_incidents)"  # noqa: S608
-
-    return await prune_pass(removed, taken if took else None, (), cutoff, before, now)
+    taken = "IN (SELECT id FROM pruned_incidents)" if took else None
+    return await prune_pass(removed, taken, (), cutoff, before, now)
