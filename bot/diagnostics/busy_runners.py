@@ -172,6 +172,18 @@ def holds_a_ceiling(fleet: FleetSignals, name: str, busy: Supply | None = None) 
     return TURNOVER_SHORT * turning[0] < started <= HELD_STARTS * turning[0]
 
 
+def _lowered_within_the_hour(fleet: FleetSignals, name: str, busy: Supply) -> bool:
+    """A maximum lowered within the hour: the level held at one number exactly, turning over
+    as a ceiling does, clearly beneath the most busy at once an hour before (the demand that
+    kept those busy fills it, whatever the usual at this hour says)."""
+    then = fleet.an_hour_ago(Signal.RUNNING_PEAK, name)
+    return (
+        then is not None
+        and busy.top < then - _moved_by(then)
+        and holds_a_ceiling(fleet, name, busy)
+    )
+
+
 def _turnover(
     fleet: FleetSignals, name: str, busy: Supply, shortest: bool = False
 ) -> tuple[float, float, float] | None:
@@ -384,8 +396,8 @@ def unfilled_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
     busy = supply(fleet, state.name)
     if busy is None or busy.usual is None or not busy.flat or not waited_through(fleet, state.name):
         return None
-    if busy.top < busy.usual:
-        return None  # below the usual level: a lowered maximum reads the same
+    if busy.top < busy.usual or _lowered_within_the_hour(fleet, state.name, busy):
+        return None  # a lowered maximum reads the same
     if (needed := _demand_short_of(fleet, state.name, busy.usual, busy.top)) is None:
         return None
     if (far := _waited_far_longer(fleet, state.name)) is None:

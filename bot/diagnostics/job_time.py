@@ -4,7 +4,12 @@ and, where more jobs and longer jobs are both found, which of the two comes firs
 
 from __future__ import annotations
 
-from bot.diagnostics.busy_runners import fell_below_its_peak, fell_over_the_hour
+from bot.diagnostics.busy_runners import (
+    FILLED_SHARE,
+    demand_level,
+    fell_below_its_peak,
+    fell_over_the_hour,
+)
 from bot.diagnostics.evidence import RATIO_LIKELY, demand, evidence, ratio_of, supply
 from bot.diagnostics.hold import (
     HELD_AGREES,
@@ -28,6 +33,8 @@ ENOUGH_JOBS = 50.0
 SLOWDOWN_FEW_JOBS = 2.0
 #: Jobs started over the last hour at this share of the usual rate or more: runners come.
 STARTED_AS_USUAL = 0.95
+#: ...or the queue shrank by this share of it over the hour: runners come.
+QUEUE_SHRANK = 0.15
 #: Busy runners under this share of usual: slower jobs do not explain the queue.
 FEW_BUSY = 0.5
 #: ...and busy runners this much above usual: slower jobs keeping more of them.
@@ -102,7 +109,7 @@ def long_running(fleet: FleetSignals, state: RunnerTypeState) -> Check:
         likely
         and busy is not None
         and ratio_center < HELD_TIMED_RATIO
-        and not _starting_as_usual(fleet, name)
+        and not _runners_come(fleet, name)
         and (fallen := _fallen(fleet, name)) is not None
     ):
         why = (
@@ -139,14 +146,25 @@ def _fallen(fleet: FleetSignals, name: str) -> tuple[float, str] | None:
     return None
 
 
-def _starting_as_usual(fleet: FleetSignals, name: str) -> bool:
-    """Jobs started over the last hour at the usual rate (STARTED_AS_USUAL of it at least):
-    new runners come as usual, so the jobs completing are not only the long ones left where
-    new runners do not start (runners failing for part of the hour start clearly fewer)."""
+def _runners_come(fleet: FleetSignals, name: str) -> bool:
+    """New runners come, so the jobs completing are not only the long ones left where new
+    runners do not start: jobs started over the last hour at the usual rate (STARTED_AS_USUAL
+    of it at least; runners failing for part of the hour start clearly fewer), or the queue
+    shrank over the hour by QUEUE_SHRANK of it at least (runners took jobs faster than they
+    arrived; where runners fail, jobs pile up), or the runners busy are as many as the last
+    hour's demand at the window's job time keeps busy (FILLED_SHARE of it at least: those the
+    slower jobs hold are replaced as they end)."""
     started, usual = fleet.value(Signal.STARTED_HOUR, name), fleet.base(Signal.STARTED_HOUR, name)
-    if started is None or not usual:
+    if started is not None and usual and started >= STARTED_AS_USUAL * usual:
+        return True
+    queued, then = fleet.value(Signal.QUEUED, name), fleet.an_hour_ago(Signal.QUEUED, name)
+    if queued is not None and then is not None and queued <= (1.0 - QUEUE_SHRANK) * then:
+        return True
+    busy = supply(fleet, name)
+    if busy is None or busy.usual is None:
         return False
-    return started >= STARTED_AS_USUAL * usual
+    kept = demand_level(fleet, name, busy.usual)
+    return kept is not None and busy.top >= FILLED_SHARE * kept
 
 
 def _timed(fleet: FleetSignals, name: str) -> float:

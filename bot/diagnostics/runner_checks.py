@@ -42,9 +42,9 @@ OFFLINE_AS_USUAL = 1.5
 STARTING_ONLINE_SHARE = 0.25
 STARTING_PER_JOB = 2.0
 FAILING_SHARE = 0.1
-FAILING_RATIO = 2.5
+FAILING_RATIO = 2.0
 FAILING_MIN_JOBS = 10.0
-FAILING_Z = 2.5
+FAILING_Z = 2.0
 GAP_SHARE = 0.3
 GAP_MIN = 3.0
 #: Busy runners below this share of usual while jobs have waited through the last half hour,
