@@ -4,8 +4,6 @@ runners held but not turning over, or a ceiling filled above the usual."""
 
 from __future__ import annotations
 
-import math
-
 from bot.diagnostics.evidence import (
     QUEUED_AFFECTED,
     Supply,
@@ -15,9 +13,17 @@ from bot.diagnostics.evidence import (
     supply,
     waited_through,
 )
+from bot.diagnostics.levels import (
+    TURNOVER_SHORT,
+    demand_level,
+    lowered_within_the_hour,
+    moved_by,
+    started_wait,
+    turnover,
+)
 from bot.diagnostics.runner_checks import CEILING_MIN
 from bot.domain.diagnosis import Evidence, RunnerTypeState
-from bot.fleet.measures import Signal, told_how_long
+from bot.fleet.measures import Signal
 from bot.fleet.signals import FleetSignals
 from bot.render.diagnosis_text import amount
 
@@ -30,14 +36,6 @@ CEILING_MIN_EXTRA = 3.0
 STARTS_SHORT = 0.6
 GAP_JOBS = 5.0
 STARTS_SHORT_Z = 2.0
-#: Jobs started over the last hour at this share or less of those busy runners held at a
-#: ceiling would start (each a job's usual time, then the usual wait): not turning over.
-#: Lowered maxima started 0.7-1.1 of it counting the job time alone; the wait adds to that.
-TURNOVER_SHORT = 0.6
-#: A level held at one number is a maximum (lowered, where it fell over the hour) where no more
-#: than this share above what the level turns over started over the hour.
-HELD_STARTS = 1.15
-TURNOVER_Z = 1.5
 #: Jobs that started in the window waited this many times their usual wait, and this many
 #: seconds more, before runners can be said not to come: a queue that formed just now behind
 #: runners taking jobs as quickly as usual is a scale-up under way.
@@ -48,18 +46,10 @@ WAITED_MORE_SECONDS = 120.0
 WAITED_FAR_LONGER = 5.0
 WAITED_FAR_MORE_SECONDS = 600.0
 #: A ceiling above the usual level is filled by more work only where the demand of the last
-#: hour (arrivals and job time against usual) reaches this share of it; counted over at least
-#: this many jobs (fewer cannot tell demand from chance).
+#: hour (arrivals and job time against usual) reaches this share of it.
 FILLED_SHARE = 0.9
-DEMAND_JOBS = 30.0
-#: The most runners busy at once apart from the level of an hour before by this share and this
-#: many more (and at least by its square root, what runners coming and going beneath a level
-#: waver by): risen beneath a queue while jobs waited all the while, or fallen below a ceiling.
-LEVEL_MOVED_SHARE = 0.15
-LEVEL_MOVED_MORE = 2.0
-#: The most runners busy at once beneath a ceiling dip below it by this many at least before
-#: they count as fallen below it (see `fell_below_its_peak`).
-PEAK_DIP_MIN = 2.0
+#: Jobs started short of what a ceiling turns over by more than chance explains.
+TURNOVER_Z = 1.5
 
 
 def not_coming(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
@@ -122,7 +112,7 @@ def _levels(busy: Supply) -> str:
 def _waited_far_longer(fleet: FleetSignals, name: str) -> tuple[Evidence, float, float] | None:
     """The jobs that started in the window waited many times their usual wait and minutes
     more: the evidence, their wait and the usual one."""
-    wait = _started_wait(fleet, name)
+    wait = started_wait(fleet, name)
     if wait is None:
         return None
     signal, waited, usual = wait
@@ -131,97 +121,6 @@ def _waited_far_longer(fleet: FleetSignals, name: str) -> tuple[Evidence, float,
     center = "median" if signal is Signal.QUEUE_TIME_P50 else "mean"
     found = evidence(fleet, signal, name, f"{center} wait of jobs started", unit="s")
     return found, waited, usual
-
-
-def _started_wait(fleet: FleetSignals, name: str) -> tuple[Signal, float, float] | None:
-    """How long the jobs that started in the window waited, and usually: the median where
-    measured with its usual, else the mean."""
-    for signal in (Signal.QUEUE_TIME_P50, Signal.QUEUE_TIME_MEAN):
-        waited, usual = fleet.value(signal, name), fleet.base(signal, name)
-        if waited is not None and usual is not None and told_how_long(signal, waited):
-            return signal, waited, usual
-    return None
-
-
-def fell_over_the_hour(fleet: FleetSignals, name: str) -> float | None:
-    """The most runners busy at once an hour before, where the level now is clearly below it
-    (by more than runners coming and going beneath a level waver by): a ceiling holds its
-    level hour after hour, while runners that end their jobs and are not replaced leave fewer
-    busy each half hour. None where not so, or where the peaks are not measured."""
-    busy = supply(fleet, name)
-    then = fleet.an_hour_ago(Signal.RUNNING_PEAK, name)
-    if busy is None or not busy.peaks or then is None:
-        return None
-    if busy.top > then - _moved_by(then) or holds_a_ceiling(fleet, name, busy):
-        return None
-    return then
-
-
-def holds_a_ceiling(fleet: FleetSignals, name: str, busy: Supply | None = None) -> bool:
-    """The most busy at once at one number exactly through the half hour, the hour's starts
-    what runners held there turn over (above TURNOVER_SHORT of it, at most HELD_STARTS; at the
-    usual job time or the window's where shorter): a maximum, lowered within the hour where the
-    level fell. Runners failing leave fewer busy reading by reading, or start next to none."""
-    busy = busy if busy is not None else supply(fleet, name)
-    if busy is None or len(busy.peaks) < 3 or not busy.exact or busy.top < CEILING_MIN:
-        return False
-    turning = _turnover(fleet, name, busy, shortest=True)
-    started = fleet.value(Signal.STARTED_HOUR, name)
-    if turning is None or started is None:
-        return False
-    return TURNOVER_SHORT * turning[0] < started <= HELD_STARTS * turning[0]
-
-
-def _lowered_within_the_hour(fleet: FleetSignals, name: str, busy: Supply) -> bool:
-    """A maximum lowered within the hour: the level held at one number exactly, turning over
-    as a ceiling does, clearly beneath the most busy at once an hour before (the demand that
-    kept those busy fills it, whatever the usual at this hour says)."""
-    then = fleet.an_hour_ago(Signal.RUNNING_PEAK, name)
-    return (
-        then is not None
-        and busy.top < then - _moved_by(then)
-        and holds_a_ceiling(fleet, name, busy)
-    )
-
-
-def _turnover(
-    fleet: FleetSignals, name: str, busy: Supply, shortest: bool = False
-) -> tuple[float, float, float] | None:
-    """The jobs a minute `busy.top` runners held at a ceiling start, with the seconds of a job
-    and between two: each runner a job's usual time (or, `shortest`, the window's where
-    shorter), then its successor's start, about the usual wait of the jobs started at this
-    hour (a runner's place waits for the next ephemeral runner to start)."""
-    seconds = fleet.base(Signal.DURATION_MEAN, name)
-    if shortest and seconds and (lately := fleet.value(Signal.DURATION_MEAN, name)):
-        seconds = min(seconds, lately)
-    usual_started = fleet.base(Signal.STARTED_HOUR, name)
-    if seconds is None and busy.usual and usual_started:
-        seconds = 60.0 * busy.usual / usual_started  # the usual hold (Little's law)
-    if not seconds:
-        return None
-    wait = _started_wait(fleet, name)
-    between = wait[2] if wait is not None else 0.0
-    return busy.top * 60.0 / (seconds + between), seconds, between
-
-
-def fell_below_its_peak(fleet: FleetSignals, name: str) -> float | None:
-    """The most runners busy at once 15 or 30 minutes before, where the most busy at once now
-    is clearly below it. Beneath a ceiling ephemeral runners come and go, but each one's job
-    ends into the next queued job and the peaks stay at it, a few below at most (those being
-    replaced at once: half the square root of the level, at least PEAK_DIP_MIN); peaks
-    falling further are runners going and not coming back. None where not so, or where the
-    peaks are not measured."""
-    busy = supply(fleet, name)
-    if busy is None or len(busy.peaks) < 2:
-        return None
-    then = max(busy.peaks[1:])
-    return then if busy.peaks[0] < then - max(PEAK_DIP_MIN, math.sqrt(then) / 2) else None
-
-
-def _moved_by(level: float) -> float:
-    """How far the most runners busy at once must move from `level` to have moved: more than
-    runners coming and going beneath it waver by."""
-    return max(LEVEL_MOVED_SHARE * level + LEVEL_MOVED_MORE, math.sqrt(level))
 
 
 def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
@@ -234,17 +133,17 @@ def not_turning_over(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
     started = fleet.value(Signal.STARTED_HOUR, state.name)
     if busy is None or not busy.flat or busy.top < CEILING_MIN or started is None:
         return None
-    if (turning := _turnover(fleet, state.name, busy)) is None:
+    if (turning := turnover(fleet, state.name, busy)) is None:
         return None
-    turnover, seconds, between = turning
-    if started > TURNOVER_SHORT * turnover:
+    turning_over, seconds, between = turning
+    if started > TURNOVER_SHORT * turning_over:
         return None
-    if not significant_rise(turnover, started, 60.0, TURNOVER_Z):
+    if not significant_rise(turning_over, started, 60.0, TURNOVER_Z):
         return None
     found = evidence(fleet, Signal.STARTED_HOUR, state.name, "jobs started per minute, last hour")
     why = (
         f"{amount(started * 60.0, '')} started in the last hour where {amount(busy.top, '')}"
-        f" runners held at a ceiling would start {amount(turnover * 60.0, '')} at the usual job"
+        f" runners held at a ceiling would start {amount(turning_over * 60.0, '')} at the usual job"
         f" time ({amount(seconds / 60.0, '')} min{_and_wait(between)}): the runners are held by"
         " jobs left running, and new ones do not come (failing to start or register?)"
     )
@@ -265,9 +164,9 @@ def rose_beneath_queue(fleet: FleetSignals, state: RunnerTypeState) -> Evidence 
         return None
     if then_queued < QUEUED_AFFECTED or not waited_through(fleet, name):
         return None
-    if waits_as_usual(fleet, name) or _started_wait(fleet, name) is None:
+    if waits_as_usual(fleet, name) or started_wait(fleet, name) is None:
         return None
-    if busy.top < then_peak + _moved_by(then_peak):
+    if busy.top < then_peak + moved_by(then_peak):
         return None
     found = evidence(
         fleet,
@@ -294,7 +193,7 @@ def _and_wait(seconds: float) -> str:
 def waits_as_usual(fleet: FleetSignals, name: str) -> bool:
     """The jobs that started in the window waited not much longer than usual (the median wait
     where measured, else the mean): the runners take jobs about as quickly as ever."""
-    wait = _started_wait(fleet, name)
+    wait = started_wait(fleet, name)
     return wait is not None and wait[1] < WAITED_LONGER * wait[2] + WAITED_MORE_SECONDS
 
 
@@ -352,32 +251,6 @@ def filled_above_usual(fleet: FleetSignals, state: RunnerTypeState) -> Evidence 
     )
 
 
-def demand_level(fleet: FleetSignals, name: str, usual_busy: float) -> float | None:
-    """The busy runners the demand of the last hour keeps busy: those usually busy at this hour
-    times arrivals (over the hour, or the window where higher) and mean job time against their
-    usual. None where fewer jobs arrived over the hour than can tell demand from chance."""
-    hour, usual_hour = (
-        fleet.value(Signal.ARRIVALS_HOUR, name),
-        fleet.base(Signal.ARRIVALS_HOUR, name),
-    )
-    if hour is None or not usual_hour or hour * 60.0 < DEMAND_JOBS:
-        return None
-    ratio = hour / usual_hour
-    window, usual_window = (
-        fleet.value(Signal.ARRIVALS_PER_MINUTE, name),
-        fleet.base(Signal.ARRIVALS_PER_MINUTE, name),
-    )
-    if window is not None and usual_window:
-        ratio = max(ratio, window / usual_window)
-    seconds, usual_seconds = (
-        fleet.value(Signal.DURATION_MEAN, name),
-        fleet.base(Signal.DURATION_MEAN, name),
-    )
-    if seconds is not None and usual_seconds:
-        ratio *= seconds / usual_seconds
-    return usual_busy * ratio
-
-
 def _demand_short_of(
     fleet: FleetSignals, name: str, usual_busy: float, level: float
 ) -> float | None:
@@ -396,7 +269,7 @@ def unfilled_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
     busy = supply(fleet, state.name)
     if busy is None or busy.usual is None or not busy.flat or not waited_through(fleet, state.name):
         return None
-    if busy.top < busy.usual or _lowered_within_the_hour(fleet, state.name, busy):
+    if busy.top < busy.usual or lowered_within_the_hour(fleet, state.name, busy):
         return None  # a lowered maximum reads the same
     if (needed := _demand_short_of(fleet, state.name, busy.usual, busy.top)) is None:
         return None

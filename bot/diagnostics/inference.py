@@ -36,9 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from bot.diagnostics.busy_runners import (
-    fell_over_the_hour,
     filled_above_usual,
-    holds_a_ceiling,
     not_coming,
     not_turning_over,
     rose_beneath_queue,
@@ -52,6 +50,7 @@ from bot.diagnostics.evidence import (
     demand,
     supply,
 )
+from bot.diagnostics.levels import fell_over_the_hour, holds_a_ceiling
 from bot.diagnostics.runner_checks import SHORT_OF_USUAL, Check
 from bot.diagnostics.workload import work_new_to
 from bot.domain.diagnosis import Cause, Confidence, Evidence, RunnerTypeState, Verdict

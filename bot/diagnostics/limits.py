@@ -5,7 +5,6 @@ no surge drove the type to."""
 
 from __future__ import annotations
 
-from bot.diagnostics.busy_runners import fell_below_its_peak, fell_over_the_hour
 from bot.diagnostics.evidence import (
     RATIO_LIKELY,
     Supply,
@@ -17,6 +16,7 @@ from bot.diagnostics.evidence import (
     waited_through,
 )
 from bot.diagnostics.inference import below_usual_guess
+from bot.diagnostics.levels import fell_below_its_peak, fell_over_the_hour
 from bot.diagnostics.runner_checks import SHORT_OF_USUAL, Check, runners_missing
 from bot.domain.diagnosis import Evidence, RunnerTypeState, Verdict
 from bot.fleet.measures import Signal
