@@ -64,7 +64,7 @@ CEILING_AT_USUAL = 0.9
 #: ...with demand no more than this times usual: not merely short of telling from chance.
 DEMAND_AS_USUAL = 1.2
 #: Jobs waiting this many times the usual queue of a type that queues every day at its ceiling.
-QUEUE_BEYOND_USUAL = 2.0
+QUEUE_BEYOND_USUAL = 1.75
 #: Runners failing, or held below their usual level, on this many of the types queueing, and
 #: this share of them: one cause across the fleet.
 FLEET_WIDE_TYPES = 3

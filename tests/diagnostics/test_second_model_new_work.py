@@ -74,3 +74,27 @@ async def test_ten_minutes_of_a_workflow_up_here_and_down_there_at_the_usual_hou
     workload = finding(judged.report, "increased_workload")
     assert workload.verdict.value != "likely"
     assert not [e for e in workload.evidence if e.measure.endswith("moved here")]
+
+
+async def test_a_surge_on_a_type_that_queues_every_evening_is_more_work_not_its_ceiling(
+    tmp_path: Path,
+) -> None:
+    # linux-x64-2cpu queues at its ceiling every evening (331 jobs at this hour, busy runners
+    # held at the usual 18). A surge on top: 595 wait now, 1.8x the usual queue, while jobs a
+    # minute over the hour are only 1.2x usual (the extra came over the hours before) and
+    # the window's burst too few to tell from chance. The ceiling did not come down: more
+    # jobs came. Before, the surge read as the autoscaler's limit.
+    end = datetime(2026, 11, 27, 23, 31, tzinfo=UTC)
+    fleet = run(plan(Case.MIX, seed=13, types=6, end=end))
+    assert truth_of(fleet).affected["linux-x64-2cpu"] == "increased_workload"
+    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "jobs+runners")):
+        assert judged.named == "increased_workload" and judged.located, judged.combination
+        assert judged.confidence == "low", judged.combination
+        (beyond,) = [
+            e
+            for e in finding(judged.report, "increased_workload").evidence
+            if e.measure == "jobs waiting at the usual ceiling"
+        ]
+        assert beyond.runner_type == "linux-x64-2cpu"
+        assert beyond.now is not None and beyond.baseline is not None
+        assert 1.75 * beyond.baseline <= beyond.now < 2 * beyond.baseline
