@@ -15,7 +15,7 @@ from bot.diagnostics.evidence import (
 )
 from bot.diagnostics.levels import (
     TURNOVER_SHORT,
-    demand_level,
+    demand_short_of,
     lowered_within_the_hour,
     moved_by,
     started_wait,
@@ -45,9 +45,6 @@ WAITED_MORE_SECONDS = 120.0
 #: busy runners rise above the usual: runners that come, but long after the jobs asked for them.
 WAITED_FAR_LONGER = 5.0
 WAITED_FAR_MORE_SECONDS = 600.0
-#: A ceiling above the usual level is filled by more work only where the demand of the last
-#: hour (arrivals and job time against usual) reaches this share of it.
-FILLED_SHARE = 0.9
 #: Jobs started short of what a ceiling turns over by more than chance explains.
 TURNOVER_Z = 1.5
 
@@ -234,7 +231,7 @@ def filled_above_usual(fleet: FleetSignals, state: RunnerTypeState) -> Evidence 
         return None
     if busy.top < CEILING_ABOVE_USUAL * busy.usual + CEILING_MIN_EXTRA:
         return None
-    if _demand_short_of(fleet, state.name, busy.usual, busy.top) is not None:
+    if demand_short_of(fleet, state.name, busy.usual, busy.top) is not None:
         return None
     signal = busy_signal(fleet, state.name)
     origin = fleet.origin(signal, state.name)
@@ -251,15 +248,6 @@ def filled_above_usual(fleet: FleetSignals, state: RunnerTypeState) -> Evidence 
     )
 
 
-def _demand_short_of(
-    fleet: FleetSignals, name: str, usual_busy: float, level: float
-) -> float | None:
-    """The busy runners the last hour's demand keeps, where measured and clearly fewer than
-    the `level` held (under `FILLED_SHARE` of it): no work fills that level. Else None."""
-    needed = demand_level(fleet, name, usual_busy)
-    return needed if needed is not None and needed < FILLED_SHARE * level else None
-
-
 def unfilled_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | None:
     """Busy runners held at one level, at or above the usual, while jobs wait through half an
     hour, where the demand of the last hour keeps clearly fewer busy and the jobs that started
@@ -271,7 +259,7 @@ def unfilled_ceiling(fleet: FleetSignals, state: RunnerTypeState) -> Evidence | 
         return None
     if busy.top < busy.usual or lowered_within_the_hour(fleet, state.name, busy):
         return None  # a lowered maximum reads the same
-    if (needed := _demand_short_of(fleet, state.name, busy.usual, busy.top)) is None:
+    if (needed := demand_short_of(fleet, state.name, busy.usual, busy.top)) is None:
         return None
     if (far := _waited_far_longer(fleet, state.name)) is None:
         return None

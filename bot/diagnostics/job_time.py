@@ -4,7 +4,6 @@ and, where more jobs and longer jobs are both found, which of the two comes firs
 
 from __future__ import annotations
 
-from bot.diagnostics.busy_runners import FILLED_SHARE
 from bot.diagnostics.evidence import RATIO_LIKELY, demand, evidence, ratio_of, supply
 from bot.diagnostics.hold import (
     HELD_AGREES,
@@ -15,7 +14,12 @@ from bot.diagnostics.hold import (
     hold_ratio,
     hold_time,
 )
-from bot.diagnostics.levels import demand_level, fell_below_its_peak, fell_over_the_hour
+from bot.diagnostics.levels import (
+    FILLED_SHARE,
+    demand_level,
+    fell_below_its_peak,
+    fell_over_the_hour,
+)
 from bot.diagnostics.runner_checks import Check
 from bot.diagnostics.workload import SLOWER_MIN_JOBS, mix_explains, top_workflows
 from bot.domain.diagnosis import Cause, RunnerTypeState, Verdict

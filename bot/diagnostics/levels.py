@@ -28,8 +28,9 @@ LEVEL_MOVED_MORE = 2.0
 #: they count as fallen below it (see `fell_below_its_peak`).
 PEAK_DIP_MIN = 2.0
 #: The demand of the last hour counted over at least this many jobs: fewer cannot tell demand
-#: from chance.
+#: from chance. It fills a level where it keeps this share of it busy.
 DEMAND_JOBS = 30.0
+FILLED_SHARE = 0.9
 
 
 def started_wait(fleet: FleetSignals, name: str) -> tuple[Signal, float, float] | None:
@@ -42,18 +43,24 @@ def started_wait(fleet: FleetSignals, name: str) -> tuple[Signal, float, float] 
     return None
 
 
-def fell_over_the_hour(fleet: FleetSignals, name: str) -> float | None:
+def _below_an_hour_before(fleet: FleetSignals, name: str, busy: Supply) -> float | None:
     """The most runners busy at once an hour before, where the level now is clearly below it
-    (by more than runners coming and going beneath a level waver by): a ceiling holds its
-    level hour after hour, while runners that end their jobs and are not replaced leave fewer
-    busy each half hour. None where not so, or where the peaks are not measured."""
-    busy = supply(fleet, name)
+    (by more than runners coming and going beneath a level waver by). None where not so, or
+    where the peaks are not measured."""
     then = fleet.an_hour_ago(Signal.RUNNING_PEAK, name)
-    if busy is None or not busy.peaks or then is None:
-        return None
-    if busy.top > then - moved_by(then) or holds_a_ceiling(fleet, name, busy):
+    if not busy.peaks or then is None or busy.top > then - moved_by(then):
         return None
     return then
+
+
+def fell_over_the_hour(fleet: FleetSignals, name: str) -> float | None:
+    """The most runners busy at once an hour before, where the level now is clearly below it
+    and holds no ceiling: a ceiling holds its level hour after hour, while runners that end
+    their jobs and are not replaced leave fewer busy each half hour. None where not so."""
+    busy = supply(fleet, name)
+    if busy is None or (then := _below_an_hour_before(fleet, name, busy)) is None:
+        return None
+    return None if holds_a_ceiling(fleet, name, busy) else then
 
 
 def holds_a_ceiling(fleet: FleetSignals, name: str, busy: Supply | None = None) -> bool:
@@ -75,9 +82,8 @@ def lowered_within_the_hour(fleet: FleetSignals, name: str, busy: Supply) -> boo
     """A maximum lowered within the hour: the level held at one number exactly, turning over
     as a ceiling does, clearly beneath the most busy at once an hour before (the demand that
     kept those busy fills it, whatever the usual at this hour says)."""
-    then = fleet.an_hour_ago(Signal.RUNNING_PEAK, name)
-    return (
-        then is not None and busy.top < then - moved_by(then) and holds_a_ceiling(fleet, name, busy)
+    return _below_an_hour_before(fleet, name, busy) is not None and holds_a_ceiling(
+        fleet, name, busy
     )
 
 
@@ -145,3 +151,12 @@ def demand_level(fleet: FleetSignals, name: str, usual_busy: float) -> float | N
     if seconds is not None and usual_seconds:
         ratio *= seconds / usual_seconds
     return usual_busy * ratio
+
+
+def demand_short_of(
+    fleet: FleetSignals, name: str, usual_busy: float, level: float
+) -> float | None:
+    """The busy runners the last hour's demand keeps, where measured and clearly fewer than
+    the `level` held (under FILLED_SHARE of it): no work fills that level. Else None."""
+    needed = demand_level(fleet, name, usual_busy)
+    return needed if needed is not None and needed < FILLED_SHARE * level else None
