@@ -188,6 +188,8 @@ async def second_model(args: argparse.Namespace) -> int:
                                 f" {one.confidence or '-':<6} located={one.located}",
                                 flush=True,
                             )
+                            if not one.right and one.problems:
+                                print(f"     unread: {'; '.join(one.problems)}", flush=True)
                         shutil.rmtree(workdir, ignore_errors=True)
     print(f"\nsecond model: {time.monotonic() - started:.0f} s")
     for combination in combinations:

@@ -20,6 +20,7 @@ import aiohttp
 from bot.diagnostics.checks import diagnose
 from bot.domain.diagnosis import Finding, Report
 from bot.fleet.reading import FleetSources, read_fleet
+from bot.fleet.signals import FleetSignals
 from bot.fleet.sources.github_access import RunnerScope, ScopeKind
 from bot.fleet.sources.github_runners import GitHubRunnersClient
 from bot.fleet.sources.job_history import load_history
@@ -38,6 +39,9 @@ TOKEN = "ghs_" + "second" * 7
 JOBS = JobsConfig(exclude=())
 #: The source combinations diagnostics are judged on.
 COMBINATIONS = ("jobs", "jobs+runners", "arc", "arc-lean", "all")
+#: Seconds a reading, and each Prometheus query, may take: generous, so a machine busy with
+#: other runs judges the checks, not how fast its Prometheus answers.
+READ_SECONDS = 180.0
 
 
 def finding(report: Report, cause: str) -> Finding:
@@ -56,13 +60,21 @@ class Judged:
     #: The alert's numbers (jobs waiting, the longest wait) exact for every type (job events).
     exact: bool | None
     report: Report
+    #: What the reading could not read (a source that did not answer).
+    problems: tuple[str, ...] = ()
 
     @property
     def right(self) -> bool:
         return self.staged == self.named
 
 
-def judge(combination: str, report: Report, truth: Truth, with_jobs: bool) -> Judged:
+def judge(
+    combination: str,
+    report: Report,
+    truth: Truth,
+    with_jobs: bool,
+    problems: tuple[str, ...] = (),
+) -> Judged:
     named = report.primary_cause.value if report.primary_cause else "none"
     located = named_with_their_cause(report, truth.affected)
     exact: bool | None = None
@@ -88,7 +100,13 @@ def judge(combination: str, report: Report, truth: Truth, with_jobs: bool) -> Ju
         located=located,
         exact=exact,
         report=report,
+        problems=problems,
     )
+
+
+def unread(reading: FleetSignals) -> tuple[str, ...]:
+    """What `reading` could not read: its problems, and why signals are missing."""
+    return (*reading.problems, *sorted(set(reading.missing.values())))
 
 
 @contextlib.asynccontextmanager
@@ -160,10 +178,13 @@ async def diagnose_run(
                 store=store if combination in ("jobs", "jobs+runners", "all") else None,
                 jobs=JOBS,
                 runners=runners,
-                prometheus=PrometheusClient(http, server.url) if server is not None else None,
+                prometheus=(
+                    PrometheusClient(http, server.url, timeout=READ_SECONDS)
+                    if server is not None
+                    else None
+                ),
             )
-            report = diagnose(await read_fleet(sources, at))
-            judged.append(
-                judge(combination, report, truth, combination in ("jobs", "jobs+runners", "all"))
-            )
+            reading = await read_fleet(sources, at, within_seconds=READ_SECONDS)
+            with_jobs = combination in ("jobs", "jobs+runners", "all")
+            judged.append(judge(combination, diagnose(reading), truth, with_jobs, unread(reading)))
         return judged

@@ -171,10 +171,12 @@ async def read_fleet(
     signals: Iterable[Signal] = tuple(Signal),
     with_baseline: Iterable[Signal] = WITH_BASELINE,
     with_earlier: Iterable[Signal] = WITH_EARLIER,
+    within_seconds: float = READ_TIMEOUT_SECONDS,
 ) -> FleetSignals:
     """Every configured source at `at`, put together; FleetUnreadable when none knows any
     runner type. Prometheus is asked only `signals` (with the baseline and earlier values of
-    those named), for a quick look such as /queue-status's."""
+    those named), for a quick look such as /queue-status's. What a source has not answered
+    within `within_seconds` is left out."""
     window = sources.pack.window
     span = timedelta(minutes=window_minutes(window))
     problems: list[str] = []
@@ -225,7 +227,7 @@ async def read_fleet(
             problems.append(f"GitHub's runners list could not be read: {exc}")
 
     with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(READ_TIMEOUT_SECONDS):
+        async with asyncio.timeout(within_seconds):
             await asyncio.gather(jobs(), prometheus(), runners())
     parts: list[tuple[Origin, FleetSignals]] = []
     if jobs_part is not None and jobs_part.runner_types():
