@@ -37,7 +37,7 @@ from typing import Any
 import aiosqlite
 
 from bot.store.records import StoreError
-from bot.store.schema import MIGRATIONS
+from bot.store.schema import Dialect, pending, statements
 from bot.store.statements import greatest
 
 log = logging.getLogger(__name__)
@@ -150,14 +150,9 @@ class SQLiteDatabase:
             async with self.db.execute("PRAGMA user_version") as cursor:
                 row = await cursor.fetchone()
             current = int(row[0]) if row else 0
-            if current > len(MIGRATIONS):
-                raise StoreError(
-                    f"the database has schema version {current}, newer than this queuebot knows"
-                )
-            for version, script in enumerate(MIGRATIONS[current:], start=current + 1):
-                for statement in script.split(";"):
-                    if statement.strip():
-                        await self.db.execute(statement)
+            for version, step in pending(Dialect.SQLITE, current):
+                for statement in statements(step):
+                    await self.db.execute(statement)
                 await self.db.execute(f"PRAGMA user_version = {version}")
             await self.db.execute(
                 "INSERT OR IGNORE INTO store_identity (id, store_id) VALUES (1, ?)",

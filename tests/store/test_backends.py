@@ -15,8 +15,7 @@ import pytest
 
 from bot.store import Store, StoreError, open_store
 from bot.store.postgres import PostgresStore
-from bot.store.postgres_schema import POSTGRES_MIGRATIONS
-from bot.store.schema import MIGRATIONS
+from bot.store.schema import MIGRATIONS, Dialect, steps
 from bot.store.sqlite import SQLiteStore
 from tests.store.contract import Opener, T, group, new, opened
 
@@ -75,7 +74,7 @@ async def test_replicas_starting_together_migrate_once(postgres_url: str) -> Non
         identities = await conn.fetchval("SELECT COUNT(*) FROM store_identity")
     finally:
         await conn.close()
-    assert sorted(versions) == list(range(1, len(POSTGRES_MIGRATIONS) + 1))
+    assert sorted(versions) == list(range(1, len(MIGRATIONS) + 1))
     assert identities == 1
 
 
@@ -83,7 +82,7 @@ async def test_a_database_of_a_newer_queuebot_is_refused(postgres_url: str) -> N
     await (await PostgresStore.open(postgres_url)).close()
     conn = await asyncpg.connect(postgres_url)
     try:
-        newer = len(POSTGRES_MIGRATIONS) + 1
+        newer = len(MIGRATIONS) + 1
         await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", newer)
     finally:
         await conn.close()
@@ -147,16 +146,18 @@ async def test_two_replicas_opening_a_groups_first_incident_make_one(postgres_ur
     assert one[1] == two[1]
 
 
-async def test_a_sqlite_file_of_the_schema_before_upgrades_in_place(tmp_path: Path) -> None:
-    """A file made at the schema version before this one (without incremental auto-vacuum, as
-    versions before it made them), with an incident and a notification that kept its body in
-    the old column, opens with its rows kept, converted to incremental auto-vacuum; it then
-    records notifications as a new file does."""
+async def test_a_sqlite_file_whose_notifications_kept_bodies_upgrades_in_place(
+    tmp_path: Path,
+) -> None:
+    """A file made at schema version 10 (without incremental auto-vacuum, as versions before
+    11 made them), with an incident and a notification that kept its body in the old column,
+    opens with its rows kept, converted to incremental auto-vacuum; it then records
+    notifications as a new file does."""
     path = tmp_path / "older.db"
-    before = len(MIGRATIONS) - 1
+    before = 10
     with contextlib.closing(sqlite3.connect(path)) as db:
-        for script in MIGRATIONS[:before]:
-            db.executescript(script)
+        for step in steps(Dialect.SQLITE)[:before]:
+            db.executescript(step)
         db.execute(f"PRAGMA user_version = {before}")
         db.execute(
             "INSERT INTO incidents (group_key, generation, channel, status, group_json,"
