@@ -161,6 +161,7 @@ async def second_model(args: argparse.Namespace) -> int:
         return 2
     binaries = (binary, promtool) if binary and promtool else None
     judged: dict[str, list[Judged]] = {c: [] for c in combinations}
+    failed: list[str] = []
     started = time.monotonic()
     day = _day(args.day)
     cases = [Case(c) for c in args.cases.split(",")] if args.cases else list(Case)
@@ -176,9 +177,15 @@ async def second_model(args: argparse.Namespace) -> int:
                         workdir = Path(scratch) / f"{case.value}-{size}-{seed}-{hour}"
                         workdir.mkdir()
                         version = "0.14" if seed % 2 else "latest"
-                        for one in await diagnose_run(
-                            fleet, workdir, combinations, binaries=binaries, arc_version=version
-                        ):
+                        try:
+                            judged_here = await diagnose_run(
+                                fleet, workdir, combinations, binaries=binaries, arc_version=version
+                            )
+                        except Exception as exc:  # said and counted; the run goes on
+                            failed.append(f"{case.value} types={size} seed={seed} at={end:%H:%M}")
+                            print(f"ERROR {failed[-1]}: {exc!r}", flush=True)
+                            judged_here = []
+                        for one in judged_here:
                             judged[one.combination].append(one)
                             mark = "ok " if one.right else "MISS"
                             print(
@@ -194,7 +201,9 @@ async def second_model(args: argparse.Namespace) -> int:
     print(f"\nsecond model: {time.monotonic() - started:.0f} s")
     for combination in combinations:
         _matrix(judged[combination], f"second model, {combination}")
-    return 0
+    if failed:
+        print(f"\nnot read (counted nowhere above): {len(failed)}: {'; '.join(failed)}")
+    return 1 if failed else 0
 
 
 async def main() -> int:

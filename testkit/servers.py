@@ -88,6 +88,25 @@ def free_port(host: str = "127.0.0.1") -> int:
         return chosen
 
 
+def _listens(pid: int, port: int) -> bool:
+    """Whether process `pid` holds the socket listening on local TCP `port` (Linux's /proc;
+    elsewhere, true: whoever answers is taken at its word)."""
+    table = Path("/proc/net/tcp")
+    if not table.exists():
+        return True
+    listening = set()
+    for line in table.read_text().splitlines()[1:]:
+        fields = line.split()
+        # local address "0100007F:2EE0", state 0A = LISTEN, the socket's inode tenth.
+        if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+            listening.add(f"socket:[{fields[9]}]")
+    try:
+        held = {os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}
+    except OSError:
+        return False
+    return bool(listening & held)
+
+
 class PortTaken(RuntimeError):
     pass
 
@@ -182,7 +201,9 @@ class LocalServer:
                         )
                     try:
                         async with http.get(ready) as response:
-                            if response.status == 200:
+                            # Another server may hold the port (this one then exits with
+                            # "address already in use"): ready only when it is this one's.
+                            if response.status == 200 and _listens(process.pid, self.port):
                                 return
                     except (aiohttp.ClientError, TimeoutError):
                         pass

@@ -1,13 +1,17 @@
 """Ports for the local servers the tests start: never one the kernel hands to a client socket,
-never one another pytest worker hands out, never one already bound."""
+never one another pytest worker hands out, never one already bound, and a server whose port
+another holds moves on rather than taking that one's answers for its own."""
 
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
 from testkit import servers
+from testkit.integration import require_binary
+from testkit.prometheus import Prometheus
 
 
 def _floor() -> int:
@@ -42,3 +46,28 @@ def test_a_port_someone_listens_on_is_passed_over(monkeypatch: pytest.MonkeyPatc
         taken.bind(("127.0.0.1", first))
         taken.listen()
         assert servers.free_port() == first + 1
+
+
+@pytest.mark.integration
+async def test_a_server_whose_port_another_server_answers_on_moves_to_another(
+    tmp_path: Path,
+) -> None:
+    """Two processes may pick one port at once (the benches run side by side; a process
+    outside the suite's blocks): the one that could not bind it must not take the other's
+    answer for its own readiness, and tries another port."""
+    binary = require_binary("prometheus", "apt-get install -y prometheus")
+    promtool = require_binary("promtool", "apt-get install -y prometheus")
+    first = Prometheus(binary, promtool, tmp_path / "first")
+    second = Prometheus(binary, promtool, tmp_path / "second")
+    await first.start()
+    try:
+        second.port = first.port
+        await second.start()
+        try:
+            assert second.port != first.port
+            assert first.running
+            assert second.running
+        finally:
+            await second.stop()
+    finally:
+        await first.stop()
