@@ -1,4 +1,6 @@
-"""Shared fixtures: a clean environment for every test, and paths to the fixtures."""
+"""The suite's shared fixtures, a pytest plugin both test trees load (`-p testkit.fixtures`):
+a clean environment for every test, a real Alertmanager, Prometheus filled with a simulated
+fleet, and the session's shared fleets."""
 
 from __future__ import annotations
 

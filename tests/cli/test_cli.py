@@ -21,9 +21,9 @@ from queuebot_lab.sandbox.github import GitHubSandbox
 from queuebot_lab.sandbox.grafana import GrafanaSandbox
 from queuebot_lab.sandbox.slack import SlackSandbox
 from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec
+from testkit.fixtures import PrometheusFactory
 from testkit.harness import BOT_TOKEN
 from testkit.payloads import FIXTURES
-from tests.conftest import PrometheusFactory
 
 
 def _run_until(

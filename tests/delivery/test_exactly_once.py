@@ -17,6 +17,7 @@ from bot.incidents.service import STORM_THRESHOLD
 from bot.slack.contract import ActionId
 from queuebot_lab.sandbox.slack import PostedMessage, SlackSandbox
 from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec
+from testkit.fixtures import PrometheusFactory
 from testkit.harness import (
     BOT_TOKEN,
     CHANNEL_NAME,
@@ -30,7 +31,6 @@ from testkit.harness import (
 )
 from testkit.payloads import encoded, reference, with_values
 from testkit.servers import free_port
-from tests.conftest import PrometheusFactory
 
 
 async def test_a_lost_answer_to_a_parent_post_posts_no_second_parent(tmp_path: Path) -> None:

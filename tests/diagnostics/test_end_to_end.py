@@ -27,12 +27,12 @@ from bot.slack.contract import ActionId
 from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, PostedMessage
 from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, runner_type_names
 from queuebot_lab.simulator.spec import UNBOUNDED_TYPE
+from testkit.fixtures import PrometheusFactory
 from testkit.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
 from testkit.harness import Stack, running_stack
 from testkit.integration import require_binary
 from testkit.payloads import reference
 from testkit.prometheus import Prometheus
-from tests.conftest import PrometheusFactory
 
 END = FLEET_END
 

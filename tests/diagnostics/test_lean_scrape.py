@@ -16,9 +16,9 @@ from bot.fleet.signals import FleetSignals, collect
 from bot.fleet.sources.prometheus import PrometheusClient
 from bot.fleet.sources.querypack import QueryPack
 from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec
+from testkit.fixtures import PrometheusFactory
 from testkit.fleet_reading import finding
 from testkit.github_fleet import named_with_their_cause
-from tests.conftest import PrometheusFactory
 
 pytestmark = pytest.mark.integration
 

@@ -35,10 +35,10 @@ from queuebot_lab.simulator import (
 from queuebot_lab.simulator.profiles import workflow_of
 from queuebot_lab.simulator.simulate import run_cli
 from queuebot_lab.simulator.spec import UNBOUNDED_TYPE
+from testkit.fixtures import PrometheusFactory
 from testkit.fleets import FLEET_END, FLEET_TYPES, Fleets, in_session_loop
 from testkit.integration import require_binary
 from testkit.prometheus import Prometheus, stored_samples
-from tests.conftest import PrometheusFactory
 
 END = FLEET_END
 DAY = timedelta(days=1)

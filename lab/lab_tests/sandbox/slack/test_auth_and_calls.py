@@ -2,8 +2,8 @@
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from lab_tests.sandbox.slack.conftest import refusal
 from queuebot_lab.sandbox.slack import SlackSandbox
-from tests.sandbox.slack.conftest import refusal
 
 
 async def test_auth_test_names_the_bot_and_reports_scopes(

@@ -8,9 +8,9 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
+from lab_tests.sandbox.slack.conftest import SILENCE_MODAL
 from queuebot_lab.sandbox.slack import ONCALL_USER, SlackSandbox, ViewState
 from queuebot_lab.sandbox.slack.server import SANDBOX_BOT_TOKEN, SANDBOX_SIGNING_SECRET
-from tests.sandbox.slack.conftest import SILENCE_MODAL
 
 
 def build_app(sandbox: SlackSandbox) -> AsyncApp:

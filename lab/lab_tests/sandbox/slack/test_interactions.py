@@ -11,9 +11,9 @@ from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
+from lab_tests.sandbox.slack.conftest import SILENCE_MODAL
 from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox, ViewState
 from queuebot_lab.sandbox.slack.server import SANDBOX_BOT_TOKEN, SANDBOX_SIGNING_SECRET
-from tests.sandbox.slack.conftest import SILENCE_MODAL
 
 Answer = Callable[[dict[str, Any]], Awaitable[web.StreamResponse]]
 

@@ -5,9 +5,9 @@ from typing import Any
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from lab_tests.sandbox.slack.conftest import refusal
 from queuebot_lab.sandbox.slack import ONCALL_USER, SlackSandbox
 from queuebot_lab.sandbox.slack.server import SANDBOX_BOT_TOKEN
-from tests.sandbox.slack.conftest import refusal
 
 BUTTONS: list[dict[str, Any]] = [
     {"type": "section", "text": {"type": "mrkdwn", "text": "*Queue time 114 min*"}},

@@ -2,9 +2,9 @@
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from lab_tests.sandbox.slack.conftest import refusal
 from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox
 from queuebot_lab.sandbox.slack.server import DEFAULT_SCOPES, SANDBOX_BOT_TOKEN
-from tests.sandbox.slack.conftest import refusal
 
 
 async def test_usergroups_users_list_answers_the_members(

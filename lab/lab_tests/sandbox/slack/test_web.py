@@ -10,11 +10,11 @@ import aiohttp
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
+from lab_tests.sandbox.slack import test_interactions as interactions
+from lab_tests.sandbox.slack.conftest import SILENCE_MODAL
+from lab_tests.sandbox.slack.test_interactions import Receiver, post_alert
 from queuebot_lab.sandbox.slack import ONCALL_USER, SECOND_USER, SlackSandbox
 from queuebot_lab.sandbox.slack.web import UiControl
-from tests.sandbox.slack import test_interactions as interactions
-from tests.sandbox.slack.conftest import SILENCE_MODAL
-from tests.sandbox.slack.test_interactions import Receiver, post_alert
 
 # The stand-in app and the sandbox that sends to it, shared with the interaction tests.
 receiver = interactions.receiver
