@@ -30,6 +30,7 @@ from testkit.payloads import reference
 APP_TOKEN = "xapp-1-test-app-token"
 
 
+@pytest.mark.slow
 class TestRestart:
     async def test_undelivered_notification_survives_a_restart(self, tmp_path: Path) -> None:
         """Accepted while Slack is down, the bot stopped: the next bot on the store delivers it."""

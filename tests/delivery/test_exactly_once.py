@@ -174,6 +174,7 @@ _TOOK_EFFECT = {
 
 @pytest.mark.integration
 @pytest.mark.parametrize("stalled", sorted(_TOOK_EFFECT))
+@pytest.mark.slow
 async def test_kill_9_while_diagnostics_are_delivered_leaves_one_report_and_one_chart(
     tmp_path: Path, prometheus_for: PrometheusFactory, stalled: str
 ) -> None:

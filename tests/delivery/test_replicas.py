@@ -59,6 +59,7 @@ def _text(message: PostedMessage) -> str:
     return json.dumps(message.blocks) + message.text
 
 
+@pytest.mark.slow
 async def test_two_replicas_post_a_storm_once_and_a_survivor_finishes_it(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -140,6 +141,7 @@ def _values(message: PostedMessage) -> set[str]:
     return set(re.findall(r"\b2\d\d min", _text(message)))
 
 
+@pytest.mark.slow
 async def test_postgresql_restarted_mid_storm_answers_503_then_loses_nothing(
     tmp_path: Path,
 ) -> None:

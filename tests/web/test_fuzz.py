@@ -306,6 +306,7 @@ def _still_serving(live: Live) -> None:
     assert live.run(health()) == 200
 
 
+@pytest.mark.slow
 def test_webhook_answers_every_body_without_a_server_error(tmp_path: Path) -> None:
     """Arbitrary JSON, the reference with a field of the wrong type or an odd value, deep
     nesting, invalid UTF-8, any Content-Type (or none), empty and huge bodies: 202, 400, 413
@@ -322,6 +323,7 @@ def test_webhook_answers_every_body_without_a_server_error(tmp_path: Path) -> No
         _still_serving(live)
 
 
+@pytest.mark.slow
 def test_webhook_answers_odd_fields_without_a_server_error(tmp_path: Path) -> None:
     """The reference alert with one field deleted, of the wrong type, or holding an odd value
     of its own type (control and bidi characters, lone surrogates, huge numbers, far-off
@@ -339,6 +341,7 @@ def test_webhook_answers_odd_fields_without_a_server_error(tmp_path: Path) -> No
         _still_serving(live)
 
 
+@pytest.mark.slow
 def test_webhook_size_limit_is_exact(tmp_path: Path) -> None:
     """A valid body within 64 bytes of 1 MiB: 202 up to the limit, 413 past it, whether it
     comes with a Content-Length or chunked."""
@@ -377,6 +380,7 @@ authorization_headers = st.one_of(
 )
 
 
+@pytest.mark.slow
 def test_webhook_refuses_wrong_credentials_without_a_server_error(tmp_path: Path) -> None:
     """Token and timestamped signature configured: random Authorization values, signatures
     and timestamps get 401 (the reference body is valid, so only they can be at fault)."""
@@ -580,6 +584,7 @@ def _forgeries(body: str) -> st.SearchStrategy[Forged]:
     )
 
 
+@pytest.mark.slow
 def test_unverified_slack_requests_are_refused_and_do_nothing(tmp_path: Path) -> None:
     """Unsigned, badly signed, signed with another secret, stale and future-dated requests
     get 401, and the local Slack workspace sees nothing come of them."""
@@ -608,6 +613,7 @@ def test_unverified_slack_requests_are_refused_and_do_nothing(tmp_path: Path) ->
         assert after.ephemerals == before.ephemerals + 1
 
 
+@pytest.mark.slow
 def test_replayed_slack_request_is_refused_and_does_nothing(tmp_path: Path) -> None:
     """A correctly signed click is acted on once; the same bytes and headers sent again more
     than 5 minutes later (the bot's clock moved on) get 401 and do nothing."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -109,6 +110,7 @@ credentials = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 def test_webhook_answers_as_documented(tmp_path: Path) -> None:
     """Requests generated from the document get documented answers and never a 5xx."""
     with live_stack(tmp_path, QUEUEBOT_WEBHOOK_TOKEN=TOKEN) as live:

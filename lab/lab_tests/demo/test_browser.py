@@ -18,7 +18,7 @@ import pytest
 from queuebot_lab.demo import Demo, reference_alert
 from testkit.integration import require_binary
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SCREENSHOTS = Path(
     os.environ.get("QUEUEBOT_SCREENSHOTS")
