@@ -174,8 +174,9 @@ async def diagnose_run(
                 )
                 stack.push_async_callback(runners.close)
             server = {"arc": full, "all": full, "arc-lean": lean}.get(combination)
+            with_jobs = combination in ("jobs", "jobs+runners", "all")
             sources = FleetSources(
-                store=store if combination in ("jobs", "jobs+runners", "all") else None,
+                store=store if with_jobs else None,
                 jobs=JOBS,
                 runners=runners,
                 prometheus=(
@@ -185,6 +186,5 @@ async def diagnose_run(
                 ),
             )
             reading = await read_fleet(sources, at, within_seconds=READ_SECONDS)
-            with_jobs = combination in ("jobs", "jobs+runners", "all")
             judged.append(judge(combination, diagnose(reading), truth, with_jobs, unread(reading)))
         return judged

@@ -28,7 +28,7 @@ def sqlite_schema(path: Path) -> list[tuple[str, str, str]]:
         ).fetchall()
 
 
-async def postgres_schema(url: str) -> dict[str, list[tuple[object, ...]]]:
+async def postgres_layout(url: str) -> dict[str, list[tuple[object, ...]]]:
     conn = await asyncpg.connect(url)
     try:
         columns = await conn.fetch(
@@ -69,7 +69,7 @@ async def test_both_backends_get_the_same_tables_columns_and_indexes(
                 "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
             )
         }
-    on_postgres = await postgres_schema(postgres_url)
+    on_postgres = await postgres_layout(postgres_url)
     postgres_tables = {
         (str(r[0]), str(r[1])) for r in on_postgres["columns"] if r[0] != "schema_version"
     }
@@ -108,7 +108,7 @@ async def test_a_postgres_database_made_before_one_history_upgrades_in_place() -
         finally:
             await store.close()
         await (await open_store(new)).close()
-        assert await postgres_schema(older) == await postgres_schema(new)
+        assert await postgres_layout(older) == await postgres_layout(new)
         conn = await asyncpg.connect(older)
         try:
             versions = [r[0] for r in await conn.fetch("SELECT version FROM schema_version")]
