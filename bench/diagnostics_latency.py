@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stats import percentile
 from bot.diagnostics.checks import diagnose
+from bot.domain.clock import Clock
 from bot.fleet.signals import collect
 from bot.fleet.sources.prometheus import PrometheusClient
 from bot.fleet.sources.querypack import QueryPack
@@ -116,7 +117,10 @@ async def click_runs(prometheus: Prometheus, end: datetime, cache: Path, count: 
     work = Path(tempfile.mkdtemp(prefix="queuebot-latency-bot-"))
     timings = []
     async with running_stack(
-        work, clock=lambda: end, PROMETHEUS_URL=prometheus.url, QUEUEBOT_CONFIG=str(config)
+        work,
+        clock=Clock.at(lambda: end),
+        PROMETHEUS_URL=prometheus.url,
+        QUEUEBOT_CONFIG=str(config),
     ) as stack:
         await stack.webhook(reference())
         (parent,) = await stack.parents(1)

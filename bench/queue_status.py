@@ -28,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.diagnostics_latency import percentile, prepare, summary
+from bot.domain.clock import Clock
 from testkit.harness import Stack, running_stack
 from testkit.payloads import reference
 
@@ -83,7 +84,9 @@ async def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="queuebot-status-bot-"))
     results: dict[str, tuple[list[float], list[float]]] = {}
     try:
-        async with running_stack(work, clock=lambda: end, PROMETHEUS_URL=prometheus.url) as stack:
+        async with running_stack(
+            work, clock=Clock.at(lambda: end), PROMETHEUS_URL=prometheus.url
+        ) as stack:
             for n in range(INCIDENTS):
                 await stack.webhook(_incident(n))
             await stack.settled(timeout=60)

@@ -27,6 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bot.domain.clock import Clock
 from bot.domain.notifications import parse_webhook
 from bot.incidents.service import IncidentService
 from bot.store import OutboxState
@@ -78,12 +79,12 @@ def rows(path: Path) -> dict[str, int]:
 async def simulate(args: argparse.Namespace, path: Path) -> None:
     rng = random.Random(args.seed)
     now = [datetime(2026, 1, 5, tzinfo=UTC).timestamp()]
-    store = await SQLiteStore.open(str(path), clock=lambda: now[0])
+    store = await SQLiteStore.open(str(path), clock=Clock(seconds=lambda: now[0]))
     service = IncidentService(
         store,
         default_channel="#alerts",
         metrics=Metrics(),
-        clock=lambda: datetime.fromtimestamp(now[0], UTC),
+        clock=Clock.at(lambda: datetime.fromtimestamp(now[0], UTC)),
     )
     sizes = [rng.choice([1, 1, 1, 2, 5, 20]) for _ in range(args.rules)]
     for big in rng.sample(range(args.rules), 3):

@@ -25,7 +25,7 @@ from bot.assembly import Outbound, Services, build_services, start_tasks
 from bot.capacity.composing import worker_process
 from bot.clients import github_runners_client_for, slack_client_for
 from bot.config import ConfigError, Settings, check_url_credentials, check_webhook_auth
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.fleet.sources.github_runners import GitHubRunnersClient
 from bot.store import Store, open_store
 from bot.telemetry.metrics import Metrics
@@ -49,7 +49,7 @@ def create_app(
     settings: Settings,
     *,
     slack_client: AsyncWebClient | None = None,
-    clock: Clock = utcnow,
+    clock: Clock = SYSTEM,
 ) -> web.Application:
     """Build the bot's aiohttp application from `settings`.
 
@@ -87,7 +87,7 @@ def create_app(
         )
 
     async def store(app: web.Application) -> AsyncIterator[None]:
-        app[STORE] = await open_store(settings.database)
+        app[STORE] = await open_store(settings.database, clock)
         try:
             yield
         finally:

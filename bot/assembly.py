@@ -29,7 +29,7 @@ from bot.delivery.heads_up import HeadsUpWriter
 from bot.delivery.pacing import Pacer
 from bot.delivery.report import ReportWriter
 from bot.delivery.worker import Deliverer
-from bot.diagnostics.service import DIAGNOSIS_CLAIM_SECONDS, Diagnoser
+from bot.diagnostics.service import Diagnoser
 from bot.domain.clock import Clock
 from bot.fleet.reading import FleetSources
 from bot.fleet.sources.github_runners import GitHubRunnersClient
@@ -114,6 +114,7 @@ def build_services(
     the web edges (`bot.web.routes.EDGES`) set."""
     renderer = Renderer()
     slack = SlackGateway(client, metrics)
+    timings = settings.timings
     prometheus = prometheus_client_for(settings, out.session)
     sources = FleetSources(
         # Job events are recorded when GitHub's webhook is set up to send them.
@@ -130,6 +131,7 @@ def build_services(
         metrics,
         on_enqueued=lambda: deliverer.wake(),
         clock=clock,
+        claim_seconds=timings.diagnosis_claim,
     )
     deliverer = Deliverer(
         store,
@@ -137,6 +139,8 @@ def build_services(
         renderer,
         metrics,
         on_parent_posted=diagnoser.schedule if settings.file.auto_diagnose else None,
+        timings=timings,
+        clock=clock,
     )
     service = IncidentService(
         store,
@@ -156,7 +160,7 @@ def build_services(
         request_verification_enabled=settings.slack_signing_secret is not None,
     )
     grafana = grafana_client_for(settings, out.session)
-    ledger = SilenceLedger(store, deliverer.wake)
+    ledger = SilenceLedger(store, deliverer.wake, clock)
     permissions = Permissions(settings.file.silence, slack)
     silencer = Silencer(store, grafana, permissions, metrics, ledger, clock=clock)
     watch = SilenceWatcher(
@@ -178,8 +182,10 @@ def build_services(
         store,
         slack,
         renderer,
-        Pacer(store=store),
+        Pacer(timings.posts_per_second, clock=clock, store=store),
+        poll=timings.report_poll,
         record=PassRecord("capacity report writer", metrics),
+        clock=clock,
     )
     weekly = WeeklyReports(
         store,
@@ -192,7 +198,13 @@ def build_services(
     if settings.file.early_warning and not warnings:
         log.warning("early_warning needs GitHub's job events (GITHUB_WEBHOOK_SECRET): no heads-ups")
     heads_ups = HeadsUpWriter(
-        store, slack, renderer, Pacer(store=store), PassRecord("heads-up writer", metrics)
+        store,
+        slack,
+        renderer,
+        Pacer(timings.posts_per_second, clock=clock, store=store),
+        PassRecord("heads-up writer", metrics),
+        poll=timings.heads_up_poll,
+        clock=clock,
     )
     forecaster = EarlyWarningWatcher(
         store,
@@ -238,13 +250,13 @@ def build_services(
     )
     app[EDGES] = Edges(
         store=store,
-        webhook=WebhookHandler(service, auth, metrics),
+        webhook=WebhookHandler(service, auth, metrics, clock),
         github=GitHubWebhook(
             store,
             settings.github_webhook_secret,
             settings.file.jobs,
             metrics,
-            clock=lambda: clock().timestamp(),
+            clock=clock,
         ),
         health=Health(
             store,
@@ -254,6 +266,7 @@ def build_services(
                 problem for problem in [deliverer.problem, *(r.problem for r in records)] if problem
             ],
             max_outbox_age=settings.health_max_outbox_age,
+            clock=clock,
         ),
         slack_events=slack_events,
     )
@@ -264,26 +277,27 @@ def start_tasks(
     store: Store, parts: Services, settings: Settings, metrics: Metrics, clock: Clock
 ) -> dict[str, asyncio.Task[None]]:
     """The background work, started: by what /healthz calls each when it is not running."""
+    timings = settings.timings
     tasks = {
         "outbox worker": asyncio.create_task(parts.deliverer.run(), name="outbox"),
         "silence watcher": asyncio.create_task(
-            parts.watch.run(settings.silence_check_seconds), name="silence-watch"
+            parts.watch.run(timings.silence_check), name="silence-watch"
         ),
     }
     if parts.forecaster is not None:
         tasks["early warning"] = asyncio.create_task(
-            parts.forecaster.run(settings.forecast_check_seconds), name="early-warning"
+            parts.forecaster.run(timings.forecast_check), name="early-warning"
         )
         tasks["heads-up writer"] = asyncio.create_task(parts.heads_ups.run(), name="heads-ups")
     if parts.weekly is not None:
         tasks["capacity report schedule"] = asyncio.create_task(
-            parts.weekly.run(), name="capacity-reports"
+            parts.weekly.run(timings.schedule_check), name="capacity-reports"
         )
         tasks["capacity report writer"] = asyncio.create_task(
             parts.report_writer.run(), name="capacity-report-writer"
         )
     tasks["diagnostics resumer"] = asyncio.create_task(
-        parts.diagnoser.watch(DIAGNOSIS_CLAIM_SECONDS), name="diagnostics-resume"
+        parts.diagnoser.watch(timings.diagnosis_claim), name="diagnostics-resume"
     )
     tasks["retention"] = asyncio.create_task(
         keep_pruning(
@@ -292,8 +306,10 @@ def start_tasks(
             jobs_retention_seconds=settings.file.jobs.retention_days * 86400,
             on_pruned=functools.partial(count_pruned, metrics, parts.retention),
             on_failed=parts.retention.failed,
-            # Jobs and incidents carry the times of the world the bot observes.
-            clock=lambda: clock().timestamp(),
+            # Jobs and incidents carry the times of the world the bot observes (the clock's
+            # moment); what the store stamps, the machine's.
+            clock=clock,
+            every=timings.prune_interval,
         ),
         name="retention",
     )

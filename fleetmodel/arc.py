@@ -39,7 +39,7 @@ from pathlib import Path
 
 from fleetmodel import pods
 from fleetmodel.engine import FleetRun, Job, Runner
-from fleetmodel.openmetrics import Out, first_of
+from fleetmodel.openmetrics import OneFile, Out, Pieces, Sink, first_of
 
 BUCKETS = (
     0.01, 0.05, 0.1, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 20, 25, 30, 40, 50, 60, 70,
@@ -290,34 +290,50 @@ def write_openmetrics(
     fleet: FleetRun, path: Path, shape: Shape, *, step: int = 60, arc_version: str = "0.14"
 ) -> Written:
     """Write `fleet`'s metrics in `shape` to `path` for `promtool tsdb create-blocks-from`."""
+    with path.open("w", encoding="utf-8") as out:
+        sink = OneFile(out)
+        written = _write(sink, fleet, shape, step, arc_version)
+        sink.close()
+    return written
+
+
+def write_pieces(
+    fleet: FleetRun, directory: Path, shape: Shape, *, step: int = 60, arc_version: str = "0.14"
+) -> tuple[list[Path], Written]:
+    """`write_openmetrics`, cut into one file per two-hour block under `directory`."""
+    sink = Pieces(directory)
+    try:
+        written = _write(sink, fleet, shape, step, arc_version)
+    finally:
+        pieces = sink.close()
+    return pieces, written
+
+
+def _write(sink: Sink, fleet: FleetRun, shape: Shape, step: int, arc_version: str) -> Written:
     times = sample_times(fleet, step)
     extra = {"cluster": "ci-east-1"} if shape is Shape.LEAN else {}
     full = shape is Shape.FULL
-    with path.open("w", encoding="utf-8") as out:
-        w = Out(out, times, extra)
-        short = Out(out, sample_times(fleet, step, SHORT_SECONDS), extra)
-        _gauges(w, fleet, shape)
-        started, startup, completed = _observations(fleet, full, arc_version)
-        w.family("gha_started_jobs", "counter", "Total number of jobs started.")
-        _counter(w, "gha_started_jobs_total", started)
-        w.family("gha_completed_jobs", "counter", "Total number of jobs completed.")
-        _counter(
-            w, "gha_completed_jobs_total", {k: [t for t, _ in v] for k, v in completed.items()}
-        )
-        w.family(
-            "gha_job_startup_duration_seconds",
-            "histogram",
-            "Time spent waiting for workflow job to get started on the runner owned by the scale"
-            " set (in seconds).",
-        )
-        _histogram(short, "gha_job_startup_duration_seconds", startup, full)
-        w.family(
-            "gha_job_execution_duration_seconds",
-            "histogram",
-            "Time spent executing workflow jobs by the scale set (in seconds).",
-        )
-        _histogram(short, "gha_job_execution_duration_seconds", completed, full)
-        if full:
-            pods.write_pods(short, fleet)
-        out.write("# EOF\n")
+    w = Out(sink, times, extra)
+    short = Out(sink, sample_times(fleet, step, SHORT_SECONDS), extra)
+    _gauges(w, fleet, shape)
+    started, startup, completed = _observations(fleet, full, arc_version)
+    w.family("gha_started_jobs", "counter", "Total number of jobs started.")
+    _counter(w, "gha_started_jobs_total", started)
+    w.family("gha_completed_jobs", "counter", "Total number of jobs completed.")
+    _counter(w, "gha_completed_jobs_total", {k: [t for t, _ in v] for k, v in completed.items()})
+    w.family(
+        "gha_job_startup_duration_seconds",
+        "histogram",
+        "Time spent waiting for workflow job to get started on the runner owned by the scale"
+        " set (in seconds).",
+    )
+    _histogram(short, "gha_job_startup_duration_seconds", startup, full)
+    w.family(
+        "gha_job_execution_duration_seconds",
+        "histogram",
+        "Time spent executing workflow jobs by the scale set (in seconds).",
+    )
+    _histogram(short, "gha_job_execution_duration_seconds", completed, full)
+    if full:
+        pods.write_pods(short, fleet)
     return Written(w.series + short.series, w.samples + short.samples)

@@ -28,7 +28,7 @@ from bot.fleet.sources.jobs_config import JobsConfig
 from bot.fleet.sources.prometheus import PrometheusClient
 from bot.store import open_store
 from fleetmodel import FleetRun, Truth, truth_of
-from fleetmodel.arc import Shape, write_openmetrics
+from fleetmodel.arc import Shape, write_pieces
 from fleetmodel.github import deliveries, runners_list
 from queuebot_lab.sandbox.github import GitHubSandbox
 from testkit.github_fleet import named_with_their_cause
@@ -113,12 +113,12 @@ def unread(reading: FleetSignals) -> tuple[str, ...]:
 async def arc_prometheus(
     fleet: FleetRun, shape: Shape, workdir: Path, binaries: tuple[str, str], arc_version: str
 ) -> AsyncIterator[Prometheus]:
-    history = workdir / f"arc-{shape.value}.om"
-    await asyncio.to_thread(write_openmetrics, fleet, history, shape, arc_version=arc_version)
+    pieces, written = await asyncio.to_thread(
+        write_pieces, fleet, workdir / f"arc-{shape.value}", shape, arc_version=arc_version
+    )
     server = Prometheus(binaries[0], binaries[1], workdir / f"prometheus-{shape.value}")
     try:
-        await server.backfill(history)
-        history.unlink()
+        await server.load_pieces(pieces, written.samples, f"of the {shape.value} scrape")
         await server.start()
         yield server
     finally:

@@ -23,9 +23,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.app import create_app
 from bot.config import Settings, load_settings
 from bot.delivery.recovery import DIGEST_EVENT, PARENT_EVENT
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.web.routes import EDGES
 from queuebot_lab.sandbox.slack import PostedMessage, SlackSandbox
+from testkit.timing import SCALE, fast_environment
 
 BOT_TOKEN = "xoxb-test-bot-token"
 SIGNING_SECRET = "test-signing-secret"
@@ -132,6 +133,7 @@ def settings_for(database: Path, sandbox: SlackSandbox, **env: str) -> Settings:
             "SLACK_API_URL": sandbox.api_url,
             "QUEUEBOT_CHANNEL": f"#{CHANNEL_NAME}",
             "QUEUEBOT_DATABASE": str(database),
+            **fast_environment(),
             **webhook_auth(env),
             **env,
         },
@@ -143,7 +145,7 @@ def settings_for(database: Path, sandbox: SlackSandbox, **env: str) -> Settings:
 async def running_stack(
     tmp_path: Path,
     *,
-    clock: Clock = utcnow,
+    clock: Clock = SYSTEM,
     **env: str,
 ) -> AsyncIterator[Stack]:
     # The bot refuses a database in a folder that does not exist: the test's folder is made.
@@ -153,6 +155,7 @@ async def running_stack(
         signing_secret=SIGNING_SECRET,
         channel_name=CHANNEL_NAME,
         app_token=env.get("SLACK_APP_TOKEN"),
+        rate_scale=SCALE,
     )
     await sandbox.start()
     try:
@@ -169,7 +172,7 @@ async def running_stack(
 
 @asynccontextmanager
 async def serve_bot(
-    sandbox: SlackSandbox, database: Path, *, clock: Clock = utcnow, **env: str
+    sandbox: SlackSandbox, database: Path, *, clock: Clock = SYSTEM, **env: str
 ) -> AsyncIterator[tuple[web.Application, str]]:
     """One bot process's worth: the app on its own port, using `database` and `sandbox`."""
     settings = settings_for(database, sandbox, **env)
@@ -204,6 +207,7 @@ async def serve_process(
         "QUEUEBOT_DATABASE": str(database),
         "HOST": "127.0.0.1",
         "PORT": str(port),
+        **fast_environment(),
         **webhook_auth(settings),
         **settings,
     }

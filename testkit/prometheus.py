@@ -8,7 +8,8 @@ Behaviour of 2.42 (Debian package 2.42.0+ds) the helpers rely on:
 - promtool parses its whole input once for every two-hour block it writes, so a file of H hours
   costs H/2 full parses. `backfill` therefore splits the file at two-hour boundaries (the block
   alignment promtool uses itself) and hands each piece to its own promtool, a few at a time:
-  the same blocks, in one parse instead of H/2;
+  the same blocks, in one parse instead of H/2; `load_pieces` takes pieces already cut so
+  while they were written (`fleetmodel.openmetrics.Pieces`);
 - promtool drops out-of-order samples without failing; `backfill` compares the samples promtool
   reports with the samples in the file and fails when any went missing;
 - the server answers /-/ready once the blocks are open (measured: well under a second for
@@ -130,9 +131,17 @@ class Prometheus(LocalServer):
         """Load `openmetrics` into the storage directory; the samples stored."""
         if self.running:
             raise RuntimeError("backfill before start: a running Prometheus ignores new blocks")
+        pieces, expected = await asyncio.to_thread(
+            split_by_block, openmetrics, self.workdir / "backfill"
+        )
+        return await self.load_pieces(pieces, expected, openmetrics.name)
+
+    async def load_pieces(self, pieces: list[Path], expected: int, what: str = "") -> int:
+        """Load OpenMetrics files of one two-hour block each (removed once loaded), holding
+        `expected` samples together, into the storage directory; the samples stored."""
+        if self.running:
+            raise RuntimeError("backfill before start: a running Prometheus ignores new blocks")
         self.storage.mkdir(parents=True, exist_ok=True)
-        pieces_dir = self.workdir / "backfill"
-        pieces, expected = await asyncio.to_thread(split_by_block, openmetrics, pieces_dir)
         gate = asyncio.Semaphore(os.cpu_count() or 2)
 
         async def create(piece: Path) -> int:
@@ -148,7 +157,7 @@ class Prometheus(LocalServer):
         stored = sum(task.result() for task in tasks)
         if stored != expected:
             raise RuntimeError(
-                f"promtool stored {stored} of the {expected} samples in {openmetrics}"
+                f"promtool stored {stored} of the {expected} samples {what}"
                 " (out-of-order samples are dropped without an error)"
             )
         return stored

@@ -115,6 +115,58 @@ def test_only_the_outbox_writes_into_channels() -> None:
     assert [w for w in channel_writes(ROOT, "bot") if w.split(":")[0] not in sandbox] == []
 
 
+#: What reads the time, called or passed as a function: the product's clock does, nothing else.
+TIME_READS = {
+    ("time", "time"),
+    ("time", "time_ns"),
+    ("time", "monotonic"),
+    ("time", "monotonic_ns"),
+    ("time", "perf_counter"),
+    ("datetime", "now"),
+    ("datetime", "utcnow"),
+    ("datetime", "today"),
+    ("date", "today"),
+}
+_LOOPS = ("get_running_loop", "get_event_loop")
+
+
+def clock_reads(root: Path, package: str) -> list[str]:
+    """Where `package` reads the time other than through its clock (`package`.domain.clock):
+    `time.time`, `time.monotonic`, `datetime.now` and the like, called or passed; an event
+    loop's `time()`; those functions imported by name."""
+    found = []
+    for name, path in modules(root, package).items():
+        if name == f"{package}.domain.clock":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and {(node.module, alias.name) for alias in node.names} & TIME_READS
+            ):
+                found.append(f"{name}:{node.lineno} from {node.module} import")
+            if not isinstance(node, ast.Attribute):
+                continue
+            owner_node = node.value
+            if isinstance(owner_node, ast.Name) and (owner_node.id, node.attr) in TIME_READS:
+                found.append(f"{name}:{node.lineno} {owner_node.id}.{node.attr}")
+            elif node.attr == "time" and (
+                (isinstance(owner_node, ast.Name) and owner_node.id.endswith("loop"))
+                or (
+                    isinstance(owner_node, ast.Call)
+                    and isinstance(owner_node.func, ast.Attribute)
+                    and owner_node.func.attr in _LOOPS
+                )
+            ):
+                found.append(f"{name}:{node.lineno} loop.time")
+    return found
+
+
+def test_the_product_reads_the_time_only_through_its_clock() -> None:
+    """Leases, pacing, pollers and moments all come from the `Clock` passed in, so a test or
+    the demo can set it."""
+    assert clock_reads(ROOT, "bot") == []
+
+
 # -- the checks themselves ---------------------------------------------------------------------
 
 
@@ -189,6 +241,32 @@ def test_a_channel_write_outside_the_outbox_is_reported(tmp_path: Path) -> None:
     assert channel_writes(tmp_path, "pkg") == [
         "pkg.listeners.a:3 upload_file",
         "pkg.listeners.a:4 update_message",
+    ]
+
+
+def test_a_reading_of_the_time_outside_the_clock_is_reported(tmp_path: Path) -> None:
+    for relative, text in {
+        "pkg/__init__.py": "",
+        "pkg/domain/__init__.py": "",
+        "pkg/domain/clock.py": "import time\n\n\ndef now():\n    return time.time()\n",
+        "pkg/a.py": (
+            "import asyncio, time\n"
+            "from datetime import datetime\n"
+            "from time import monotonic\n"
+            "def f(clock, loop, at=time.time):\n"
+            "    clock.time(), clock.monotonic()\n"
+            "    datetime.now(), loop.time(), asyncio.get_running_loop().time()\n"
+        ),
+    }.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert clock_reads(tmp_path, "pkg") == [
+        "pkg.a:3 from time import",
+        "pkg.a:4 time.time",
+        "pkg.a:6 datetime.now",
+        "pkg.a:6 loop.time",
+        "pkg.a:6 loop.time",
     ]
 
 

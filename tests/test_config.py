@@ -95,6 +95,48 @@ class TestSettings:
             load_settings(SERVE_ENV | {"QUEUEBOT_SILENCE_CHECK_SECONDS": "0"})
 
 
+TIMINGS = {
+    "QUEUEBOT_OUTBOX_LEASE_SECONDS": ("outbox_lease", 10.0),
+    "QUEUEBOT_OUTBOX_POLL_SECONDS": ("outbox_poll", 5.0),
+    "QUEUEBOT_SLACK_POSTS_PER_SECOND": ("posts_per_second", 0.95),
+    "QUEUEBOT_DIGEST_EDIT_SECONDS": ("digest_edit", 3.0),
+    "QUEUEBOT_DIGEST_CLAIM_SECONDS": ("digest_claim", 30.0),
+    "QUEUEBOT_DIAGNOSIS_CLAIM_SECONDS": ("diagnosis_claim", 15.0),
+    "QUEUEBOT_HEADS_UP_POLL_SECONDS": ("heads_up_poll", 5.0),
+    "QUEUEBOT_REPORT_POLL_SECONDS": ("report_poll", 30.0),
+    "QUEUEBOT_CAPACITY_SCHEDULE_CHECK_SECONDS": ("schedule_check", 60.0),
+    "QUEUEBOT_PRUNE_SECONDS": ("prune_interval", 3600.0),
+    "QUEUEBOT_SILENCE_CHECK_SECONDS": ("silence_check", 30.0),
+    "QUEUEBOT_FORECAST_CHECK_SECONDS": ("forecast_check", 60.0),
+}
+
+
+class TestTimings:
+    def test_unset_they_are_the_documented_defaults(self) -> None:
+        timings = load_settings(SERVE_ENV).timings
+        assert {v: getattr(timings, f) for v, (f, _) in TIMINGS.items()} == {
+            v: default for v, (_, default) in TIMINGS.items()
+        }
+
+    def test_each_is_read_from_its_variable(self) -> None:
+        turned = {variable: str(default / 10) for variable, (_, default) in TIMINGS.items()}
+        timings = load_settings(SERVE_ENV | turned).timings
+        for variable, (field, default) in TIMINGS.items():
+            assert getattr(timings, field) == pytest.approx(default / 10), variable
+
+    def test_the_readme_names_each_with_its_default(self) -> None:
+        readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+        for variable, (_, default) in TIMINGS.items():
+            assert f"`{variable}` | {default:g}" in readme, variable
+
+    @pytest.mark.parametrize(
+        "variable", ["QUEUEBOT_OUTBOX_LEASE_SECONDS", "QUEUEBOT_PRUNE_SECONDS"]
+    )
+    def test_a_timing_of_nothing_is_refused_by_name(self, variable: str) -> None:
+        with pytest.raises(ConfigError, match=rf"^{variable} is malformed"):
+            load_settings(SERVE_ENV | {variable: "0"})
+
+
 class TestRouting:
     def test_route_by_annotation(self, tmp_path: Path) -> None:
         """Team=pytorch-dev-infra goes to the team's channel; others to the default."""

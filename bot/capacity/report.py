@@ -22,7 +22,7 @@ from bot.capacity.composing import Inputs, composed, composed_from
 from bot.capacity.fleet_metrics import TypeMetrics, fleet_metrics
 from bot.capacity.settings import CapacitySettings
 from bot.domain.capacity import CapacityReport
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.fleet.reading import FleetSources
 from bot.fleet.sources.github_runners import GitHubError
 from bot.fleet.sources.prometheus import PrometheusError
@@ -47,7 +47,7 @@ class CapacityReporter:
         sources: FleetSources,
         settings: CapacitySettings,
         *,
-        clock: Clock = utcnow,
+        clock: Clock = SYSTEM,
         apart: tuple[Executor, str] | None = None,
     ) -> None:
         """`apart`: a worker process (its executor) and the store's QUEUEBOT_DATABASE, to
@@ -70,7 +70,7 @@ class CapacityReporter:
         days = days or self._settings.days
         async with self._composing:
             recent = self._recent.get(days)
-            now = self._clock().timestamp()
+            now = self._clock.now().timestamp()
             if recent is not None and 0 <= now - recent.report.until < REUSE_SECONDS:
                 return recent
             composed = await self._compose(days)
@@ -78,7 +78,7 @@ class CapacityReporter:
             return composed
 
     async def _compose(self, days: int) -> ComposedReport:
-        until = self._clock().timestamp()
+        until = self._clock.now().timestamp()
         since = until - days * 86400.0
         notes: list[str] = []
         store = self._sources.store

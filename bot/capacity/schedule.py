@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import Callable
 
 from bot.capacity.report import CapacityReporter
 from bot.capacity.settings import LATE_SECONDS
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.store import ReportRecord, Store
 from bot.telemetry.passes import PassRecord
 
@@ -35,7 +34,7 @@ class WeeklyReports:
         reporter: CapacityReporter,
         *,
         on_saved: Callable[[], None] = lambda: None,
-        clock: Clock = utcnow,
+        clock: Clock = SYSTEM,
         record: PassRecord | None = None,
     ) -> None:
         self._store = store
@@ -52,7 +51,9 @@ class WeeklyReports:
         while True:
             try:
                 # Held for long enough to compose a report (seconds; minutes for a huge fleet).
-                if await self._store.lead(SCHEDULE_ROLE, self._owner, time.time() + 10 * interval):
+                if await self._store.lead(
+                    SCHEDULE_ROLE, self._owner, self._clock.time() + 10 * interval
+                ):
                     await self.check()
                     self.record.succeeded()
             except Exception:
@@ -62,7 +63,7 @@ class WeeklyReports:
 
     async def check(self) -> list[str]:
         """Compose and save the report of every slot due and not saved yet; the slots saved."""
-        now = self._clock()
+        now = self._clock.now()
         due = []
         for post in self._reporter.settings.posts:
             moment = post.due(now)

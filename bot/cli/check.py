@@ -14,6 +14,7 @@ import aiohttp
 
 from bot.clients import github_runners_client_for, prometheus_client_for, slack_client_for
 from bot.config import Settings
+from bot.domain.clock import SYSTEM
 from bot.domain.incidents import is_channel_id
 from bot.fleet.sources.github_access import RunnerScope, ScopeKind
 from bot.fleet.sources.github_runners import GitHubError, GitHubUnavailable
@@ -149,7 +150,7 @@ async def _prometheus_through_grafana(settings: Settings) -> str:
         client = prometheus_client_for(settings, session)
         assert client is not None
         try:
-            await client.instant("1", datetime.now(UTC))
+            await client.instant("1", SYSTEM.now())
         except PrometheusError as exc:
             return f"prometheus: FAILED: {exc} (datasource {uid} through {client.where})"
     return f"prometheus: ok (datasource {uid} through Grafana's proxy)"
@@ -164,7 +165,7 @@ async def _job_events(settings: Settings) -> str:
     except StoreError as exc:
         return f"github job events: FAILED: {exc}"
     try:
-        now = datetime.now(UTC).timestamp()
+        now = SYSTEM.now().timestamp()
         first = await store.first_job_created()
         day = await store.job_activity(now - 86400.0, now)
     except StoreError as exc:

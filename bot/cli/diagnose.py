@@ -18,6 +18,7 @@ import aiohttp
 from bot.clients import github_runners_client_for, prometheus_client_for
 from bot.config import ConfigError, Settings
 from bot.diagnostics.checks import diagnose
+from bot.domain.clock import SYSTEM
 from bot.fleet.reading import FleetSources, FleetUnreadable, read_fleet
 from bot.render.diagnosis_text import text_report
 from bot.store import Store, is_server, open_store
@@ -81,7 +82,7 @@ async def run_diagnose(
                     " is set"
                 )
             try:
-                fleet = await read_fleet(sources, at or datetime.now(UTC))
+                fleet = await read_fleet(sources, at or SYSTEM.now())
             except FleetUnreadable as exc:
                 print(f"queuebot: {exc}", file=sys.stderr)
                 return 1

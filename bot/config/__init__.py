@@ -12,12 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AnyHttpUrl,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     SecretStr,
     ValidationError,
@@ -25,14 +22,21 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.capacity.settings import CapacitySettings
+from bot.config.file import FileConfig, load_file_config
+from bot.config.words import ConfigError
 from bot.config.words import problems as _problems
 from bot.domain.incidents import is_channel_id
-from bot.fleet.sources.jobs_config import JobsConfig
-from bot.fleet.sources.querypack import QueryPack
-from bot.forecast.settings import EarlyWarning
-from bot.incidents.routing import Route
-from bot.silencing.permissions import FleetWideViewers, SilencePolicy
+from bot.domain.timings import Timings
+
+__all__ = [
+    "ConfigError",
+    "FileConfig",
+    "Settings",
+    "check_url_credentials",
+    "check_webhook_auth",
+    "load_file_config",
+    "load_settings",
+]
 
 #: Whose runners queuebot lists (GITHUB_ORG, GITHUB_REPOSITORY or GITHUB_ENTERPRISE).
 GitHubScopeKind = Literal["org", "repo", "enterprise"]
@@ -42,31 +46,8 @@ _GITHUB_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
 #: underscores, at most 80); or its id (`is_channel_id`).
 _CHANNEL_NAME = re.compile(r"#[\w.-]{1,80}")
 _GITHUB_REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?/[A-Za-z0-9._-]+")
-
-
-class ConfigError(Exception):
-    """A setting is missing or malformed; the message is one line that names it."""
-
-
-class FileConfig(BaseModel):
-    """What does not fit in environment variables: the YAML file named by QUEUEBOT_CONFIG."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    routes: list[Route] = Field(default_factory=list)
-    silence: SilencePolicy = Field(default_factory=SilencePolicy)
-    #: Who sees every channel's incidents in /queue-status (everyone else: the channel's own).
-    queue_status: FleetWideViewers = Field(default_factory=FleetWideViewers)
-    #: Overrides of the diagnostics query pack (signal name → PromQL, and `window`).
-    queries: QueryPack = Field(default_factory=QueryPack)
-    #: How GitHub's job events are read.
-    jobs: JobsConfig = Field(default_factory=JobsConfig)
-    #: Post the diagnostics report in the thread when an incident opens.
-    auto_diagnose: bool = True
-    #: Heads-ups before the alert, per channel (needs GitHub's job events).
-    early_warning: list[EarlyWarning] = Field(default_factory=list)
-    #: The capacity report: its target, window and weekly posts.
-    capacity_report: CapacitySettings = Field(default_factory=CapacitySettings)
+#: The timings' documented defaults.
+_DEFAULT = Timings()
 
 
 class Settings(BaseSettings):
@@ -97,10 +78,47 @@ class Settings(BaseSettings):
     grafana_url: AnyHttpUrl | None = Field(None, validation_alias="GRAFANA_URL")
     grafana_token: SecretStr | None = Field(None, validation_alias="GRAFANA_TOKEN")
     silence_check_seconds: float = Field(
-        30.0, gt=0, le=3600, validation_alias="QUEUEBOT_SILENCE_CHECK_SECONDS"
+        _DEFAULT.silence_check, gt=0, le=3600, validation_alias="QUEUEBOT_SILENCE_CHECK_SECONDS"
     )
     forecast_check_seconds: float = Field(
-        60.0, gt=0, le=3600, validation_alias="QUEUEBOT_FORECAST_CHECK_SECONDS"
+        _DEFAULT.forecast_check, gt=0, le=3600, validation_alias="QUEUEBOT_FORECAST_CHECK_SECONDS"
+    )
+    # The other timings (bot.domain.timings says what each is for).
+    outbox_lease_seconds: float = Field(
+        _DEFAULT.outbox_lease, ge=0.1, le=3600, validation_alias="QUEUEBOT_OUTBOX_LEASE_SECONDS"
+    )
+    outbox_poll_seconds: float = Field(
+        _DEFAULT.outbox_poll, gt=0, le=3600, validation_alias="QUEUEBOT_OUTBOX_POLL_SECONDS"
+    )
+    slack_posts_per_second: float = Field(
+        _DEFAULT.posts_per_second, gt=0, le=100, validation_alias="QUEUEBOT_SLACK_POSTS_PER_SECOND"
+    )
+    digest_edit_seconds: float = Field(
+        _DEFAULT.digest_edit, ge=0, le=600, validation_alias="QUEUEBOT_DIGEST_EDIT_SECONDS"
+    )
+    digest_claim_seconds: float = Field(
+        _DEFAULT.digest_claim, ge=0.1, le=3600, validation_alias="QUEUEBOT_DIGEST_CLAIM_SECONDS"
+    )
+    diagnosis_claim_seconds: float = Field(
+        _DEFAULT.diagnosis_claim,
+        ge=0.1,
+        le=3600,
+        validation_alias="QUEUEBOT_DIAGNOSIS_CLAIM_SECONDS",
+    )
+    heads_up_poll_seconds: float = Field(
+        _DEFAULT.heads_up_poll, gt=0, le=3600, validation_alias="QUEUEBOT_HEADS_UP_POLL_SECONDS"
+    )
+    report_poll_seconds: float = Field(
+        _DEFAULT.report_poll, gt=0, le=3600, validation_alias="QUEUEBOT_REPORT_POLL_SECONDS"
+    )
+    schedule_check_seconds: float = Field(
+        _DEFAULT.schedule_check,
+        gt=0,
+        le=3600,
+        validation_alias="QUEUEBOT_CAPACITY_SCHEDULE_CHECK_SECONDS",
+    )
+    prune_interval_seconds: float = Field(
+        _DEFAULT.prune_interval, gt=0, le=86400, validation_alias="QUEUEBOT_PRUNE_SECONDS"
     )
     prometheus_url: AnyHttpUrl | None = Field(None, validation_alias="PROMETHEUS_URL")
     grafana_prometheus_datasource_uid: str | None = Field(
@@ -224,6 +242,24 @@ class Settings(BaseSettings):
             raise ValueError("must be owner/repo, like pytorch/pytorch")
         return value.strip() if value is not None else None
 
+    @property
+    def timings(self) -> Timings:
+        """Leases, pacing and pollers, as set."""
+        return Timings(
+            outbox_lease=self.outbox_lease_seconds,
+            outbox_poll=self.outbox_poll_seconds,
+            posts_per_second=self.slack_posts_per_second,
+            digest_edit=self.digest_edit_seconds,
+            digest_claim=self.digest_claim_seconds,
+            diagnosis_claim=self.diagnosis_claim_seconds,
+            heads_up_poll=self.heads_up_poll_seconds,
+            report_poll=self.report_poll_seconds,
+            schedule_check=self.schedule_check_seconds,
+            prune_interval=self.prune_interval_seconds,
+            silence_check=self.silence_check_seconds,
+            forecast_check=self.forecast_check_seconds,
+        )
+
     def github_scope(self) -> tuple[GitHubScopeKind, str] | None:
         """Whose runners queuebot lists: GITHUB_ORG, GITHUB_REPOSITORY or GITHUB_ENTERPRISE;
         None when none is set. Raises ConfigError when more than one is."""
@@ -338,26 +374,3 @@ def _check_tokens(settings: Settings) -> None:
         "xapp-"
     ):
         raise ConfigError("SLACK_APP_TOKEN is malformed: an app-level token starts with xapp-")
-
-
-def load_file_config(path: Path) -> FileConfig:
-    """Parse the YAML file; any problem becomes a ConfigError naming QUEUEBOT_CONFIG."""
-    where = f"QUEUEBOT_CONFIG ({path})"
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{where} cannot be read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}:" if mark is not None else ""
-        raise ConfigError(
-            f"{where} is not valid YAML:{line} {getattr(exc, 'problem', exc)}"
-        ) from None
-    if raw is None:
-        return FileConfig()
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where} must be a mapping at the top level")
-    try:
-        return FileConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigError(f"{where}: {'; '.join(_problems(exc, FileConfig))}") from None

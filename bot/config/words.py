@@ -10,6 +10,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+
+class ConfigError(Exception):
+    """A setting is missing or malformed; the message is one line that names it."""
+
+
 #: pydantic's words for a problem, as someone editing a settings file would say them.
 _PLAIN = {
     "int_parsing": "must be a whole number",

@@ -1,11 +1,12 @@
 """Writing a storm digest: one message listing the incidents of an alert storm, kept current.
 
 The digest is posted once, then edited to show the storm now, at most one edit every
-DIGEST_EDIT_SECONDS (chat.update allows about 50 a minute), each edit showing everything that
-happened meanwhile. Past its first page the list continues in thread replies; only the pages
-whose content changed are edited. A page posted by an attempt whose outcome is unknown is found
-by the digest and page number it carries rather than posted twice. One worker at a time, on any
-replica, posts or edits a digest: it holds the digest in the store while it writes.
+`Timings.digest_edit` seconds (chat.update allows about 50 a minute), each edit showing
+everything that happened meanwhile. Past its first page the list continues in thread
+replies; only the pages whose content changed are edited. A page posted by an attempt whose
+outcome is unknown is found by the digest and page number it carries rather than posted
+twice. One worker at a time, on any replica, posts or edits a digest: it holds the digest in
+the store while it writes.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import asyncio
 import hashlib
 import json
 import logging
-import time
 import uuid
 
 from bot.delivery.pacing import Pacer
 from bot.delivery.recovery import DIGEST_EVENT, Recovery, metadata
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.incidents import Incident
+from bot.domain.timings import Timings
 from bot.render.renderer import Renderer
 from bot.slack.errors import SlackError
 from bot.slack.gateway import SlackGateway
@@ -28,8 +30,6 @@ from bot.store import Digest, OutboxItem, Store
 
 log = logging.getLogger(__name__)
 
-#: A storm digest is edited at most this often (chat.update allows about 50 a minute).
-DIGEST_EDIT_SECONDS = 3.0
 #: Thread replies continuing a digest carry this event type, the digest and the page number.
 DIGEST_PAGE_EVENT = "queuebot_digest_page"
 
@@ -38,10 +38,6 @@ def _fingerprint(message: Message) -> str:
     return hashlib.sha256(json.dumps(message.blocks, sort_keys=True).encode()).hexdigest()
 
 
-#: How long a worker may hold a storm's digest (posting it or editing its pages) before another
-#: may take it over; renewed page by page. Replicas deliver different incidents of one storm side
-#: by side, so without it two could edit at once and the older content land last.
-DIGEST_CLAIM = 30.0
 CLAIM_POLL_SECONDS = 0.5
 
 
@@ -53,8 +49,17 @@ class DigestWriter:
         renderer: Renderer,
         pacer: Pacer,
         recovery: Recovery,
+        timings: Timings,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._store = store
+        self._edit_every = timings.digest_edit
+        #: How long this worker may hold a storm's digest (posting it or editing its pages)
+        #: before another may take it over; renewed page by page. Replicas deliver different
+        #: incidents of one storm side by side, so without it two could edit at once and the
+        #: older content land last.
+        self._claim = timings.digest_claim
+        self._clock = clock
         self._slack = slack
         self._renderer = renderer
         self._pacer = pacer
@@ -73,8 +78,8 @@ class DigestWriter:
             if digest is None or (digest.ts and digest.shown_version >= digest.version):
                 return
             if digest.ts and digest.channel_id:
-                pause = self._edited.get(digest_id, 0.0) + DIGEST_EDIT_SECONDS
-                await asyncio.sleep(max(0.0, pause - time.monotonic()))
+                pause = self._edited.get(digest_id, 0.0) + self._edit_every
+                await asyncio.sleep(max(0.0, pause - self._clock.monotonic()))
             members = await self._store.digest_members(digest_id)
             # Every worker names the same incident (the storm's first) to hold the digest by; one
             # that dies holding it lets it lapse.
@@ -89,10 +94,10 @@ class DigestWriter:
                 await self._write(item, incident, digest_id, key)
             finally:
                 await self._store.release(key, purpose, self._owner)
-            self._edited[digest_id] = time.monotonic()
+            self._edited[digest_id] = self._clock.monotonic()
 
     def _until(self) -> float:
-        return time.time() + DIGEST_CLAIM
+        return self._clock.time() + self._claim
 
     async def _write(self, item: OutboxItem, incident: Incident, digest_id: int, key: int) -> None:
         digest = await self._store.get_digest(digest_id)
@@ -128,7 +133,7 @@ class DigestWriter:
         posted = await self._recovery.digest_posted(incident, digest)
         if posted is None:
             await self._pacer.wait(incident.channel)
-            await self._store.mark_sending(item.id, time.time())
+            await self._store.mark_sending(item.id, self._clock.time())
             posted = await self._slack.post_message(
                 incident.channel, first, metadata=metadata(DIGEST_EVENT, item, digest=digest.id)
             )

@@ -16,7 +16,9 @@ from datetime import UTC, datetime
 from bot.delivery.leading import lead_and_pass
 from bot.delivery.pacing import Pacer
 from bot.delivery.recovery import CLOCK_SLACK_SECONDS, known_channel_id
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.heads_up import HeadsUpView, Phase
+from bot.domain.timings import Timings
 from bot.render.mrkdwn import date_token, inert, safe_url
 from bot.render.renderer import Renderer
 from bot.slack.errors import SlackAuthError, SlackChannelError, SlackError
@@ -29,8 +31,6 @@ log = logging.getLogger(__name__)
 #: Heads-up messages carry this event type, with the runner type and when the heads-up began.
 HEADS_UP_EVENT = "queuebot_heads_up"
 WRITER_ROLE = "heads-up-writer"
-#: Unshown heads-ups are looked for at least this often (and at once when one is saved).
-WRITER_POLL_SECONDS = 5.0
 
 
 class HeadsUpWriter:
@@ -41,8 +41,14 @@ class HeadsUpWriter:
         renderer: Renderer,
         pacer: Pacer,
         record: PassRecord | None = None,
+        *,
+        poll: float = Timings().heads_up_poll,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._store = store
+        #: Unshown heads-ups are looked for at least this often (and at once when one is saved).
+        self._poll = poll
+        self._clock = clock
         #: How its passes have gone (for /healthz and /metrics).
         self.record = record or PassRecord("heads-up writer")
         self._slack = slack
@@ -61,9 +67,10 @@ class HeadsUpWriter:
             WRITER_ROLE,
             self._owner,
             self._wakeup,
-            WRITER_POLL_SECONDS,
+            self._poll,
             self.show_unshown,
             self.record,
+            self._clock,
         )
 
     async def show_unshown(self) -> None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
+from bot.domain.clock import SYSTEM, Clock
 from bot.store import Store
 from bot.telemetry.passes import PassRecord
 
@@ -27,13 +27,14 @@ async def lead_and_pass(
     poll: float,
     one_pass: Callable[[], Awaitable[None]],
     record: PassRecord,
+    clock: Clock = SYSTEM,
 ) -> None:
     """Run `one_pass` while holding `role` for `owner`, until cancelled; each pass's outcome
     goes to `record`."""
     while True:
         wakeup.clear()
         try:
-            if await store.lead(role, owner, time.time() + LEASE_POLLS * poll):
+            if await store.lead(role, owner, clock.time() + LEASE_POLLS * poll):
                 await one_pass()
                 record.succeeded()
         except Exception:

@@ -11,15 +11,16 @@ its buckets in memory.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.pace import Bucket, take
+from bot.domain.timings import Timings
 from bot.store import Store
 
-#: A little under Slack's one a second: a token is counted when a post is asked for, and Slack
-#: counts it when the post arrives, a few milliseconds later or earlier.
-PER_SECOND = 0.95
+#: A little under Slack's one a second (`Timings.posts_per_second`): a token is counted when a
+#: post is asked for, and Slack counts it when the post arrives, a few milliseconds later or
+#: earlier.
+PER_SECOND = Timings().posts_per_second
 BURST = 2
 
 
@@ -31,7 +32,7 @@ class Pacer:
         self,
         per_second: float = PER_SECOND,
         burst: int = BURST,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM,
         store: Store | None = None,
     ) -> None:
         self._per_second = per_second
@@ -50,7 +51,7 @@ class Pacer:
             return
         self._ids[name] = channel_id
         if name in self._buckets:
-            now = self._clock()
+            now = self._clock.monotonic()
             named = self._level(name, now)
             known = self._level(channel_id, now)
             self._buckets[channel_id] = (min(named, known), now)
@@ -66,7 +67,10 @@ class Pacer:
         channel = self._ids.get(channel, channel)
         known = self._buckets.get(channel)
         bucket, pause = take(
-            Bucket(*known) if known else None, self._clock(), self._per_second, self._burst
+            Bucket(*known) if known else None,
+            self._clock.monotonic(),
+            self._per_second,
+            self._burst,
         )
         self._buckets[channel] = (bucket.tokens, bucket.at)
         return pause

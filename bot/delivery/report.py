@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 
 from bot.delivery.leading import lead_and_pass
 from bot.delivery.pacing import Pacer
 from bot.delivery.recovery import CLOCK_SLACK_SECONDS, known_channel_id
 from bot.domain.capacity import CAPACITY_CHART_TITLE, CapacityReport
+from bot.domain.clock import SYSTEM, Clock
+from bot.domain.timings import Timings
 from bot.render.renderer import Renderer
 from bot.slack.errors import SlackError, SlackRejected
 from bot.slack.gateway import SlackGateway
@@ -30,7 +31,6 @@ log = logging.getLogger(__name__)
 
 REPORT_EVENT = "queuebot_capacity_report"
 REPORT_WRITER_ROLE = "capacity-report-writer"
-REPORT_POLL_SECONDS = 30.0
 
 
 class ReportWriter:
@@ -41,9 +41,11 @@ class ReportWriter:
         renderer: Renderer,
         pacer: Pacer,
         *,
-        poll: float = REPORT_POLL_SECONDS,
+        poll: float = Timings().report_poll,
         record: PassRecord | None = None,
+        clock: Clock = SYSTEM,
     ) -> None:
+        self._clock = clock
         self._store = store
         #: How its passes have gone (for /healthz and /metrics).
         self.record = record or PassRecord("capacity report writer")
@@ -67,6 +69,7 @@ class ReportWriter:
             self._poll,
             self.post_unposted,
             self.record,
+            self._clock,
         )
 
     async def post_unposted(self) -> None:
@@ -96,7 +99,7 @@ class ReportWriter:
         await self._pacer.wait(record.channel)
         for shown in (chart, None) if chart else (None,):
             message = self._renderer.capacity_report(view, chart=shown)
-            await self._store.set_report_sent(record.slot, time.time())
+            await self._store.set_report_sent(record.slot, self._clock.time())
             try:
                 posted = await self._slack.post_message(
                     record.channel,

@@ -10,12 +10,12 @@ found again rather than sent twice after an attempt whose outcome is unknown
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 
 from bot.delivery.owed import NoteEdit, OwedFile, OwedMessage
 from bot.delivery.pacing import Pacer
 from bot.delivery.recovery import PARENT_EVENT, REPLY_EVENT, Recovery, file_name, metadata
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.incidents import Incident, ThreadEvent
 from bot.render.renderer import Renderer
 from bot.slack.errors import SlackError, SlackMessageGone
@@ -38,8 +38,10 @@ class ThreadWriter:
         recovery: Recovery,
         *,
         on_parent_posted: Callable[[Incident], None] | None = None,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._store = store
+        self._clock = clock
         self._slack = slack
         self._renderer = renderer
         self._pacer = pacer
@@ -55,7 +57,7 @@ class ThreadWriter:
         posted = await self._recovery.posted(item, incident, PARENT_EVENT)
         if posted is None:
             await self._pacer.wait(incident.channel)
-            await self._store.mark_sending(item.id, time.time())
+            await self._store.mark_sending(item.id, self._clock.time())
             posted = await self._slack.post_message(
                 incident.channel,
                 self._renderer.incident(shown),
@@ -127,7 +129,7 @@ class ThreadWriter:
         if found is not None:
             return found.ts
         await self._pacer.wait(incident.channel)
-        await self._store.mark_sending(item.id, time.time())
+        await self._store.mark_sending(item.id, self._clock.time())
         await self._slack.upload_file(
             incident.channel_id,
             upload.content,
@@ -144,7 +146,7 @@ class ThreadWriter:
         if found is not None:
             return found.ts
         await self._pacer.wait(incident.channel)
-        await self._store.mark_sending(item.id, time.time())
+        await self._store.mark_sending(item.id, self._clock.time())
         posted = await self._slack.post_message(
             incident.channel_id,
             message,

@@ -23,7 +23,6 @@ import contextlib
 import functools
 import logging
 import random
-import time
 import uuid
 from collections.abc import Callable
 
@@ -34,7 +33,9 @@ from bot.delivery.owed import NoteEdit, OwedFile, OwedMessage
 from bot.delivery.pacing import Pacer
 from bot.delivery.recovery import Recovery
 from bot.delivery.thread import ThreadWriter
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.incidents import Incident, ThreadEvent
+from bot.domain.timings import Timings
 from bot.render.renderer import Renderer
 from bot.render.templates import RenderError
 from bot.slack.errors import SlackAuthError, SlackChannelError, SlackRejected, SlackUnavailable
@@ -44,14 +45,9 @@ from bot.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
+DEFAULT_TIMINGS = Timings()
 MAX_PARALLEL_INCIDENTS = 16
 MAX_BACKOFF_SECONDS = 300.0
-#: How long an item's lease lasts unless renewed: a replica killed mid-delivery has its items
-#: taken over by another within this time. Renewed every third of it while the worker is busy
-#: with the item (waiting for the channel's pace, or for Slack's answer).
-LEASE_SECONDS = 10.0
-#: How often the worker looks at the outbox when nothing woke it (a safety net, not the path).
-IDLE_POLL_SECONDS = 5.0
 #: The longest wait between tries while the outbox cannot be read.
 MAX_OUTAGE_POLL_SECONDS = 30.0
 
@@ -74,16 +70,23 @@ class Deliverer:
         *,
         on_parent_posted: Callable[[Incident], None] | None = None,
         pacer: Pacer | None = None,
+        timings: Timings = DEFAULT_TIMINGS,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._metrics = metrics
         self._store = store
+        #: An item's lease, renewed every third of it while the worker is busy with the item
+        #: (waiting for the channel's pace, or for Slack's answer).
+        self._lease = timings.outbox_lease
+        self._poll = timings.outbox_poll
+        self._clock = clock
         # The store's buckets: replicas on one store share Slack's per-channel limit.
-        pacer = pacer or Pacer(store=store)
+        pacer = pacer or Pacer(timings.posts_per_second, clock=clock, store=store)
         recovery = Recovery(store, slack)
         self._thread = ThreadWriter(
-            store, slack, renderer, pacer, recovery, on_parent_posted=on_parent_posted
+            store, slack, renderer, pacer, recovery, on_parent_posted=on_parent_posted, clock=clock
         )
-        self._digests = DigestWriter(store, slack, renderer, pacer, recovery)
+        self._digests = DigestWriter(store, slack, renderer, pacer, recovery, timings, clock)
         self._owner = uuid.uuid4().hex
         self._wakeup = asyncio.Event()
         self._active: dict[int, asyncio.Task[None]] = {}
@@ -115,7 +118,7 @@ class Deliverer:
                         f" {type(exc).__name__}: {said}"
                     )
                     self._metrics.inc("queuebot_delivery_worker_errors_total")
-                    delay = min(IDLE_POLL_SECONDS * 2 ** (failures - 1), MAX_OUTAGE_POLL_SECONDS)
+                    delay = min(self._poll * 2 ** (failures - 1), MAX_OUTAGE_POLL_SECONDS)
                     log.exception(
                         "the outbox cannot be read (%d tries in a row); trying again in %.0fs",
                         failures,
@@ -135,8 +138,8 @@ class Deliverer:
                 await self._store.release_leases(self._owner)
 
     async def _dispatch_due(self) -> float:
-        now = time.time()
-        next_at = now + IDLE_POLL_SECONDS
+        now = self._clock.time()
+        next_at = now + self._poll
         # One group key's incidents go out in order too, so a new incident's parent (which
         # links the previous one) never overtakes the previous incident's own messages.
         waiting_keys = {self._keys[incident_id] for incident_id in self._active}
@@ -169,10 +172,10 @@ class Deliverer:
         async with self._slots:
             while True:
                 item = await self._store.next_item(incident_id)
-                if item is None or item.not_before > time.time():
+                if item is None or item.not_before > self._clock.time():
                     return
                 if not await self._store.claim_item(
-                    item.id, self._owner, time.time() + LEASE_SECONDS
+                    item.id, self._owner, self._clock.time() + self._lease
                 ):
                     return  # another bot on this store is delivering it
                 holding = asyncio.create_task(self._hold(item.id), name=f"lease-{item.id}")
@@ -188,7 +191,9 @@ class Deliverer:
                         item.incident_id,
                         item.id,
                     )
-                    await self._store.defer_item(item.id, time.time() + delay, "unexpected error")
+                    await self._store.defer_item(
+                        item.id, self._clock.time() + delay, "unexpected error"
+                    )
                     self._count(item, "retry")
                     return
                 finally:
@@ -200,9 +205,9 @@ class Deliverer:
         """Renew the lease on `item_id` until cancelled: a delivery may wait for its channel's
         pace longer than one lease, and must not be taken over meanwhile."""
         while True:
-            await asyncio.sleep(LEASE_SECONDS / 3)
+            await asyncio.sleep(self._lease / 3)
             try:
-                await self._store.claim_item(item_id, self._owner, time.time() + LEASE_SECONDS)
+                await self._store.claim_item(item_id, self._owner, self._clock.time() + self._lease)
             except StoreError as exc:
                 log.warning("cannot renew the lease on outbox item %s: %s", item_id, exc)
 
@@ -217,7 +222,7 @@ class Deliverer:
         except (SlackUnavailable, SlackChannelError, SlackAuthError) as exc:
             retry_after = exc.retry_after if isinstance(exc, SlackUnavailable) else None
             delay = retry_after if retry_after is not None else backoff(item.attempts)
-            await self._store.defer_item(item.id, time.time() + delay, str(exc))
+            await self._store.defer_item(item.id, self._clock.time() + delay, str(exc))
             self._count(item, "retry")
             level = logging.WARNING if isinstance(exc, SlackUnavailable) else logging.ERROR
             log.log(
@@ -252,7 +257,7 @@ class Deliverer:
         if item.created_at:
             self._metrics.observe(
                 "queuebot_delivery_latency_seconds",
-                max(time.time() - item.created_at, 0.0),
+                max(self._clock.time() - item.created_at, 0.0),
                 kind=item.kind.value,
             )
         return True

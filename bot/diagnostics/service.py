@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
@@ -24,9 +23,10 @@ from enum import StrEnum
 from bot.delivery import owed
 from bot.delivery.owed import OwedFile
 from bot.diagnostics.checks import diagnose
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.diagnosis import Report
 from bot.domain.incidents import Incident, IncidentStatus
+from bot.domain.timings import Timings
 from bot.fleet.charting import CHART_TITLE, MAX_CHARTED, ChartUnavailable, queue_chart
 from bot.fleet.reading import FleetSources, FleetUnreadable, read_fleet
 from bot.render.mrkdwn import clip, escape_mrkdwn, oneline
@@ -38,9 +38,6 @@ from bot.telemetry.metrics import Metrics
 log = logging.getLogger(__name__)
 
 DIAGNOSING = "diagnosis"
-#: A run's claim on its incident, renewed every third of it while the run lasts: a run whose
-#: bot died is taken over this soon.
-DIAGNOSIS_CLAIM_SECONDS = 15.0
 #: A whole run's reading of the fleet, every source together.
 DIAGNOSIS_READ_TIMEOUT_SECONDS = 30.0
 RUNNING = ":hourglass_flowing_sand: Running diagnostics…"
@@ -70,9 +67,13 @@ class Diagnoser:
         metrics: Metrics,
         *,
         on_enqueued: Callable[[], None] = lambda: None,
-        clock: Clock = utcnow,
+        clock: Clock = SYSTEM,
+        claim_seconds: float = Timings().diagnosis_claim,
     ) -> None:
         self._store = store
+        #: A run's claim on its incident, renewed every third of it while the run lasts: a run
+        #: whose bot died is taken over this soon.
+        self._claim = claim_seconds
         self._sources = sources
         self._on_enqueued = on_enqueued
         self._renderer = renderer
@@ -88,7 +89,7 @@ class Diagnoser:
         """Diagnostics at `at` (default now); FleetUnreadable when nothing can be read."""
         if not self._sources.configured:
             raise FleetUnreadable("no source of fleet data is configured")
-        when = at or self._clock()
+        when = at or self._clock.now()
         try:
             async with asyncio.timeout(DIAGNOSIS_READ_TIMEOUT_SECONDS):
                 fleet = await read_fleet(self._sources, when)
@@ -146,7 +147,7 @@ class Diagnoser:
             await asyncio.sleep(interval)
 
     async def _finish(self, incident: Incident, diagnosis: int, note: int) -> None:
-        started = time.monotonic()
+        started = self._clock.monotonic()
         try:
             message, upload = await self._findings(incident)
             async with self._store.transaction() as tx:
@@ -159,7 +160,7 @@ class Diagnoser:
                 await tx.finish_diagnosis(diagnosis)
             self._on_enqueued()
         finally:
-            took = time.monotonic() - started
+            took = self._clock.monotonic() - started
             self._metrics.inc("queuebot_diagnostics_runs_total")
             self._metrics.observe("queuebot_diagnostics_duration_seconds", took)
             log.info("diagnostics ran in %.2fs (incident=%s)", took, incident.id)
@@ -197,7 +198,7 @@ class Diagnoser:
         """The incident's diagnostics claim, renewed while held; False when another holds it."""
         owner = uuid.uuid4().hex
         if not await self._store.claim(
-            incident_id, DIAGNOSING, owner, time.time() + DIAGNOSIS_CLAIM_SECONDS
+            incident_id, DIAGNOSING, owner, self._clock.time() + self._claim
         ):
             yield False
             return
@@ -212,8 +213,8 @@ class Diagnoser:
 
     async def _renew(self, incident_id: int, owner: str) -> None:
         while True:
-            await asyncio.sleep(DIAGNOSIS_CLAIM_SECONDS / 3)
-            until = time.time() + DIAGNOSIS_CLAIM_SECONDS
+            await asyncio.sleep(self._claim / 3)
+            until = self._clock.time() + self._claim
             if not await self._store.renew(incident_id, DIAGNOSING, owner, until):
                 log.warning("diagnostics claim lost (incident=%s)", incident_id)
                 return

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
 
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.heads_up import HeadsUpView, Phase
 from bot.domain.incidents import Incident
 from bot.fleet.sources.jobs_config import JobsConfig
@@ -48,7 +47,7 @@ class EarlyWarningWatcher:
         jobs: JobsConfig,
         *,
         on_saved: Callable[[], None] = lambda: None,
-        clock: Clock = utcnow,
+        clock: Clock = SYSTEM,
         record: PassRecord | None = None,
     ) -> None:
         self._store = store
@@ -69,7 +68,7 @@ class EarlyWarningWatcher:
         while True:
             await asyncio.sleep(interval)
             try:
-                until = time.time() + WATCH_LEASE_INTERVALS * interval
+                until = self._clock.time() + WATCH_LEASE_INTERVALS * interval
                 if not await self._store.lead(WATCH_ROLE, self._owner, until):
                     # Another replica checks: what this one holds goes stale.
                     self._boards.clear()
@@ -83,7 +82,7 @@ class EarlyWarningWatcher:
     async def check(self) -> None:
         """One check of every channel's board; a heads-up that cannot be saved is logged and
         counted and the others are saved all the same."""
-        at = self._clock().timestamp()
+        at = self._clock.now().timestamp()
         states = await queue_states(self._store, self._jobs, at)
         unsaved = 0
         for config in self._configs:

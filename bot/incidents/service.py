@@ -17,7 +17,7 @@ from datetime import timedelta
 
 from bot.delivery import owed
 from bot.domain.alerts import AlertGroup
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.incidents import Incident, ThreadEventKind
 from bot.incidents.lifecycle import Action, Decision, decide
 from bot.incidents.routing import Route, route_channel
@@ -68,7 +68,7 @@ class IncidentService:
         routes: Sequence[Route] = (),
         metrics: Metrics,
         on_enqueued: Callable[[], None] = lambda: None,
-        clock: Clock = utcnow,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._metrics = metrics
         self._store = store
@@ -79,7 +79,7 @@ class IncidentService:
 
     async def accept(self, group: AlertGroup, body: str) -> tuple[Decision, int | None]:
         """Store the notification and its consequences; returns the decision and incident id."""
-        now = self._clock()
+        now = self._clock.now()
         # Thousands of alerts take a while to key: not on the event loop.
         content = await asyncio.to_thread(content_key, group)
         async with self._store.transaction() as tx:

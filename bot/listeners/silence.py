@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.silences import Person, matchers_digest
 from bot.listeners.answer import incident_button, tell, tell_clicker
 from bot.listeners.payloads import (
@@ -50,7 +50,7 @@ class SilenceHandlers:
         silencer: Silencer,
         slack: SlackGateway,
         renderer: Renderer,
-        clock: Clock = utcnow,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._silencer = silencer
         self._slack = slack
@@ -108,7 +108,7 @@ class SilenceHandlers:
             return
         try:
             form = SilenceForm.from_view(submission)
-            ends_at = silence_end(form.duration, form.until, self._clock())
+            ends_at = silence_end(form.duration, form.until, self._clock.now())
         except BadSilenceInput as exc:
             await ack(response_action="errors", errors={exc.block.value: str(exc)})
             return

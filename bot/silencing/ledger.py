@@ -8,12 +8,12 @@ Every change is written with the thread line and parent edit it owes, in one tra
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
 
 from bot.delivery import owed
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.incidents import IncidentStatus, ThreadEvent, ThreadEventKind
 from bot.domain.silences import Silence
 from bot.store import Store, Transaction
@@ -31,19 +31,21 @@ class ClaimLost(Exception):
 
 
 class SilenceLedger:
-    def __init__(self, store: Store, on_enqueued: Callable[[], None]) -> None:
+    def __init__(
+        self, store: Store, on_enqueued: Callable[[], None], clock: Clock = SYSTEM
+    ) -> None:
         self._store = store
         self._on_enqueued = on_enqueued
+        self._clock = clock
 
     async def claim(self, incident_id: int, *, wait: float = 0.0) -> str | None:
         """A claim token, or None if another holds the claim for longer than `wait` seconds."""
         owner = uuid.uuid4().hex
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait
+        deadline = self._clock.monotonic() + wait
         while not await self._store.claim(
-            incident_id, SILENCING, owner, time.time() + SILENCING_CLAIM_SECONDS
+            incident_id, SILENCING, owner, self._clock.time() + SILENCING_CLAIM_SECONDS
         ):
-            if loop.time() >= deadline:
+            if self._clock.monotonic() >= deadline:
                 return None
             await asyncio.sleep(0.1)
         return owner

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from bot.domain.clock import SYSTEM, Clock
 from bot.slack.errors import SlackError
 from bot.slack.gateway import SlackGateway
 
@@ -88,11 +87,11 @@ class Permissions:
         self,
         policy: SilencePolicy,
         slack: SlackGateway,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._policy = policy
         self._slack = slack
-        self._monotonic = monotonic
+        self._clock = clock
         self._groups: dict[str, tuple[float, set[str]]] = {}
 
     async def check(self, user_id: str) -> None:
@@ -140,7 +139,7 @@ class Permissions:
 
     async def _members(self, group: str) -> set[str] | None:
         cached = self._groups.get(group)
-        now = self._monotonic()
+        now = self._clock.monotonic()
         if cached is not None and now - cached[0] < GROUP_CACHE_SECONDS:
             return cached[1]
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.incidents import Incident, IncidentStatus, ThreadEvent, ThreadEventKind
 from bot.domain.silences import RULE_UID_LABEL, MatcherSet, Person, Silence, matchers_digest
 from bot.render.mrkdwn import date_token, escape_mrkdwn, link, oneline, who
@@ -99,7 +99,7 @@ class Silencer:
         metrics: Metrics,
         ledger: SilenceLedger,
         *,
-        clock: Clock = utcnow,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._store = store
         self._grafana = grafana
@@ -214,7 +214,7 @@ class Silencer:
                     " so the silence would no longer match what it showed. Nothing was"
                     " silenced: press *Silence…* again to see what it would match now."
                 )
-            now = self._clock()
+            now = self._clock.now()
             # Lets a silence whose creation answer was lost be found again.
             marker = f"queuebot incident {incident_id} request {owner[:12]}"
             said = comment.strip() or f"Silenced from Slack by {person.name}"
@@ -352,7 +352,7 @@ class Silencer:
                     raise SilenceRefused(explain(exc, "unsilence", incident)) from None
             event = ThreadEvent(
                 kind=ThreadEventKind.UNSILENCED,
-                at=self._clock(),
+                at=self._clock.now(),
                 group=incident.group,
                 silence=silence,
                 actor=person,

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from datetime import datetime, timedelta
 
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.incidents import Incident, ThreadEvent, ThreadEventKind
 from bot.domain.silences import MatcherSet, Silence
 from bot.silencing.grafana import GrafanaClient, GrafanaDenied, GrafanaError, SilenceNotFound
@@ -48,7 +47,7 @@ class SilenceWatcher:
         metrics: Metrics,
         *,
         resolve_after: timedelta,
-        clock: Clock = utcnow,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._store = store
         self._grafana = grafana
@@ -68,7 +67,7 @@ class SilenceWatcher:
         while True:
             await asyncio.sleep(interval)
             try:
-                until = time.time() + LEADER_INTERVALS * interval
+                until = self._clock.time() + LEADER_INTERVALS * interval
                 if not await self._store.lead(LEADER_ROLE, self._owner, until):
                     continue
                 await self.check()
@@ -100,7 +99,7 @@ class SilenceWatcher:
     async def _check_one(
         self, grafana: GrafanaClient, incident: Incident, silence: Silence
     ) -> None:
-        now = self._clock()
+        now = self._clock.now()
         active_ends: list[datetime] = []
         for silence_id in silence.ids:
             try:

@@ -3,9 +3,9 @@ and may draw a chart): a sliding window per user. Pure; the clock is passed in."
 
 from __future__ import annotations
 
-import time
 from collections import deque
-from collections.abc import Callable
+
+from bot.domain.clock import SYSTEM, Clock
 
 #: What one person may ask within WINDOW_SECONDS: more than anyone reads, less than a script.
 PER_WINDOW = 6
@@ -21,7 +21,7 @@ class PerUserLimit:
         self,
         per_window: int = PER_WINDOW,
         window: float = WINDOW_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._per_window = per_window
         self._window = window
@@ -30,7 +30,7 @@ class PerUserLimit:
 
     def wait(self, user: str) -> float:
         """0 when `user` may ask now (which counts as asking), else the seconds to wait."""
-        now = self._clock()
+        now = self._clock.monotonic()
         asked = self._asked.pop(user, deque())
         while asked and asked[0] <= now - self._window:
             asked.popleft()

@@ -16,7 +16,7 @@ import re
 from datetime import datetime
 
 from bot.diagnostics.evidence import runner_state
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.diagnosis import RunnerTypeState
 from bot.domain.incidents import Incident
 from bot.domain.queue_status import (
@@ -93,7 +93,7 @@ class StatusReader:
         store: Store,
         sources: FleetSources,
         *,
-        clock: Clock = utcnow,
+        clock: Clock = SYSTEM,
         read_timeout: float = STATUS_READ_TIMEOUT_SECONDS,
     ) -> None:
         self._store = store
@@ -105,7 +105,7 @@ class StatusReader:
         """The summary (`query` None), or the runner types matching `query` in detail; the
         open incidents and silences of `channel` (a Slack channel id), or of every channel
         when it is None (the fleet-wide view, for those allowed it)."""
-        at = self._clock()
+        at = self._clock.now()
         signals = SUMMARY_SIGNALS if query is None else DETAIL_SIGNALS
         baseline = () if query is None else DETAIL_BASELINE
         (fleet, signals_read), (incidents, total, silenced) = await asyncio.gather(

@@ -8,6 +8,7 @@ which several replicas can share; anything else is the path of a SQLite file.
 
 from __future__ import annotations
 
+from bot.domain.clock import SYSTEM, Clock
 from bot.store.interface import Store, Transaction
 from bot.store.postgres import PostgresStore
 from bot.store.records import (
@@ -37,11 +38,12 @@ def is_server(database: str) -> bool:
     return database.startswith(POSTGRES_SCHEMES)
 
 
-async def open_store(database: str) -> Store:
-    """Open (creating and migrating) the store named by QUEUEBOT_DATABASE."""
+async def open_store(database: str, clock: Clock = SYSTEM) -> Store:
+    """Open (creating and migrating) the store named by QUEUEBOT_DATABASE; it reads `clock`'s
+    Unix seconds."""
     if is_server(database):
-        return await PostgresStore.open(database)
-    return await SQLiteStore.open(database)
+        return await PostgresStore.open(database, clock)
+    return await SQLiteStore.open(database, clock)
 
 
 __all__ = [

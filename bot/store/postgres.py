@@ -19,10 +19,10 @@ The schema and its migrations are `bot.store.postgres_schema`'s; job events and 
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.jobs import JobEvent
 from bot.store import postgres_jobs as jobs
 from bot.store.claims_sql import ClaimQueries
@@ -48,15 +48,16 @@ class PostgresStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries,
 
     _database: PostgresDatabase
 
-    def __init__(self, database: PostgresDatabase, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, database: PostgresDatabase, clock: Clock = SYSTEM) -> None:
         self._database = database
-        self._now = clock
+        self._now = clock.time
         self._groups = ParsedGroups()
         self._connection = database.transaction
 
     @classmethod
-    async def open(cls, url: str, clock: Callable[[], float] = time.time) -> PostgresStore:
-        """Connect to the database at `url` and migrate it; `clock` gives Unix seconds."""
+    async def open(cls, url: str, clock: Clock = SYSTEM) -> PostgresStore:
+        """Connect to the database at `url` and migrate it; the store reads `clock`'s Unix
+        seconds."""
         return cls(await PostgresDatabase.open(url), clock)
 
     @asynccontextmanager

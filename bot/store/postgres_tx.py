@@ -24,7 +24,6 @@ the other direction, so these transactions cannot deadlock one another.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -48,9 +47,9 @@ class PostgresTransaction(TransactionStatements):
         self,
         conn: Connection,
         groups: ParsedGroups,
-        clock: Callable[[], float] = time.time,
+        now: Callable[[], float],
     ) -> None:
-        super().__init__(groups, clock)
+        super().__init__(groups, now)
         self._conn = conn
 
     async def _one(self, sql: str, *params: Any) -> asyncpg.Record | None:

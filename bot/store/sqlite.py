@@ -8,10 +8,10 @@ identity) are `bot.store.sqlite_db`'s; one write transaction's statements are
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.jobs import JobEvent
 from bot.domain.pace import Bucket, take
 from bot.store.claims_sql import ClaimQueries
@@ -40,15 +40,15 @@ class SQLiteStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries, H
 
     _database: SQLiteDatabase
 
-    def __init__(self, database: SQLiteDatabase, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, database: SQLiteDatabase, clock: Clock = SYSTEM) -> None:
         self._database = database
-        self._now = clock
+        self._now = clock.time
         self._groups = ParsedGroups()
 
     @classmethod
-    async def open(cls, path: str, clock: Callable[[], float] = time.time) -> SQLiteStore:
-        """Open (creating and migrating) the file; `clock` gives Unix seconds (tests and
-        benchmarks that play time forward pass their own)."""
+    async def open(cls, path: str, clock: Clock = SYSTEM) -> SQLiteStore:
+        """Open (creating and migrating) the file; the store reads `clock`'s Unix seconds
+        (tests and benchmarks that play time forward pass their own)."""
         return cls(await SQLiteDatabase.open(path), clock)
 
     @asynccontextmanager

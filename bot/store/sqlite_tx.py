@@ -9,7 +9,6 @@ machine's offset.
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -25,9 +24,9 @@ class SQLiteTransaction(TransactionStatements):
         self,
         db: aiosqlite.Connection,
         groups: ParsedGroups,
-        clock: Callable[[], float] = time.time,
+        now: Callable[[], float],
     ) -> None:
-        super().__init__(groups, clock)
+        super().__init__(groups, now)
         self._db = db
 
     async def _one(self, sql: str, *params: Any) -> sqlite3.Row | None:

@@ -55,9 +55,10 @@ class TransactionStatements(ABC):
     #: What locks a row read to be changed ("" where the transaction holds the whole store).
     FOR_UPDATE = ""
 
-    def __init__(self, groups: ParsedGroups, clock: Callable[[], float]) -> None:
+    def __init__(self, groups: ParsedGroups, now: Callable[[], float]) -> None:
+        """`now`: the store's clock, in Unix seconds."""
         self._groups = groups
-        self._now = clock
+        self._now = now
 
     @abstractmethod
     async def _one(self, sql: str, *params: Any) -> Record | None:

@@ -20,14 +20,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import time
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
 from aiohttp import web
 from pydantic import SecretStr, ValidationError
 
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.jobs import JobAction, WorkflowJobDelivery, job_event
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import Store, StoreError
@@ -59,7 +58,7 @@ class GitHubWebhook:
         secret: SecretStr | None,
         jobs: JobsConfig,
         metrics: Metrics,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._store = store
         self._secret = secret
@@ -145,7 +144,7 @@ class GitHubWebhook:
                 for err in exc.errors(include_url=False, include_input=False)[:10]
             ]
             return _answer(400, error="not a workflow_job delivery", details=details), "malformed"
-        now = self._clock()
+        now = self._clock.now().timestamp()
         if ahead := _from_the_future(parsed, now):
             return _answer(400, error="not a workflow_job delivery", details=[ahead]), "malformed"
         event = job_event(parsed, self._jobs.runner_type)

@@ -15,13 +15,13 @@ import binascii
 import hashlib
 import hmac
 import logging
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 from pydantic import SecretStr, ValidationError
 
+from bot.domain.clock import SYSTEM, Clock
 from bot.domain.notifications import TimeOutOfRange, parse_webhook
 from bot.incidents.service import IncidentService
 from bot.store import StoreError
@@ -53,12 +53,13 @@ class WebhookAuth:
     def enabled(self) -> bool:
         return self.token is not None or self.hmac_secret is not None
 
-    def check(self, headers: Any, body: bytes, now: float | None = None) -> None:
-        """Raises Unauthorized with a reason that names what is wrong, never a secret."""
+    def check(self, headers: Any, body: bytes, now: float) -> None:
+        """Raises Unauthorized with a reason that names what is wrong, never a secret; `now`
+        is this machine's Unix seconds, for the age of a signed timestamp."""
         if self.token is not None:
             self._check_token(headers.get("Authorization", ""))
         if self.hmac_secret is not None:
-            self._check_signature(headers, body, time.time() if now is None else now)
+            self._check_signature(headers, body, now)
 
     def _check_token(self, header: str) -> None:
         assert self.token is not None
@@ -130,10 +131,17 @@ def _error(status: int, error: str, **extra: Any) -> web.Response:
 class WebhookHandler:
     """aiohttp handler for POST /webhooks/grafana."""
 
-    def __init__(self, service: IncidentService, auth: WebhookAuth, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        service: IncidentService,
+        auth: WebhookAuth,
+        metrics: Metrics,
+        clock: Clock = SYSTEM,
+    ) -> None:
         self._service = service
         self._auth = auth
         self._metrics = metrics
+        self._clock = clock
 
     async def __call__(self, request: web.Request) -> web.Response:
         response = await self._answer(request)
@@ -155,7 +163,7 @@ class WebhookHandler:
         if not is_json(request.content_type):
             return _error(415, "the body must be sent as Content-Type: application/json")
         try:
-            self._auth.check(request.headers, body)
+            self._auth.check(request.headers, body, self._clock.time())
         except Unauthorized as exc:
             log.warning("webhook refused from %s: %s", request.remote, exc)
             return web.json_response(

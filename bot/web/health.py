@@ -14,12 +14,12 @@ outbox's depth and the age of its oldest entry), so a stuck outbox shows on a da
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from bot.domain.clock import SYSTEM, Clock
 from bot.store import Store, StoreError
 from bot.telemetry.metrics import Metrics
 
@@ -35,7 +35,7 @@ class Health:
         background: Callable[[], Mapping[str, bool]] = dict,
         troubles: Callable[[], list[str]] = list,
         max_outbox_age: float = 900.0,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM,
     ) -> None:
         """`background` tells, by name, whether each background task still runs; `troubles`,
         what those that run cannot do now."""
@@ -68,7 +68,7 @@ class Health:
             reasons.append(f"the outbox cannot be read: {exc.public}")
             details.append(f"the outbox cannot be read: {exc}")
         else:
-            age = self._clock() - oldest if oldest else 0.0
+            age = self._clock.time() - oldest if oldest else 0.0
             if age > self._max_outbox_age:
                 reasons.append(
                     f"the oldest Slack delivery owed has waited {age:.0f} s"
@@ -106,7 +106,7 @@ class Health:
             # and a scrape always shows what it read itself.
             self._metrics.set_gauge("queuebot_incidents_awaiting_delivery", waiting)
             self._metrics.set_gauge("queuebot_outbox_pending", pending)
-            age = max(self._clock() - oldest, 0.0) if oldest else 0.0
+            age = max(self._clock.time() - oldest, 0.0) if oldest else 0.0
             self._metrics.set_gauge("queuebot_outbox_oldest_age_seconds", age)
         return web.Response(
             body=generate_latest(self._metrics), headers={"Content-Type": CONTENT_TYPE_LATEST}

@@ -20,6 +20,7 @@ from bot.capacity.schedule import WeeklyReports
 from bot.capacity.settings import CapacitySettings, WeeklyPost
 from bot.delivery.pacing import Pacer
 from bot.delivery.report import REPORT_EVENT, ReportWriter
+from bot.domain.clock import Clock
 from bot.fleet.reading import FleetSources
 from bot.render.renderer import Renderer
 from bot.slack.contract import ActionId
@@ -56,7 +57,7 @@ async def _stack(tmp_path: Path) -> AsyncIterator[Stack]:
     config.write_text("capacity_report:\n  target_p95_minutes: 10\n  days: 7\n")
     async with running_stack(
         tmp_path,
-        clock=lambda: DUE,
+        clock=Clock.at(DUE),
         GITHUB_WEBHOOK_SECRET=HOOK_SECRET,
         QUEUEBOT_CONFIG=str(config),
     ) as stack:
@@ -112,9 +113,11 @@ class _Replica:
         post = WeeklyPost(channel=CHANNEL_NAME, weekday="monday", at=time(9, 0))
         settings = CapacitySettings(days=1, posts=(post,))
         self.writer = ReportWriter(store, slack, Renderer(), Pacer(store=store), poll=0.1)
-        reporter = CapacityReporter(FleetSources(store=store), settings, clock=lambda: now[0])
+        reporter = CapacityReporter(
+            FleetSources(store=store), settings, clock=Clock.at(lambda: now[0])
+        )
         self.schedule = WeeklyReports(
-            store, reporter, on_saved=self.writer.wake, clock=lambda: now[0]
+            store, reporter, on_saved=self.writer.wake, clock=Clock.at(lambda: now[0])
         )
 
 
@@ -178,8 +181,10 @@ async def test_a_report_whose_answer_was_lost_is_found_not_posted_again(tmp_path
         # Given by its id, as a channel whose id the bot has learnt.
         post = WeeklyPost(channel=sandbox.channel_id, weekday="monday", at=time(9, 0))
         settings = CapacitySettings(days=1, posts=(post,))
-        reporter = CapacityReporter(FleetSources(store=store), settings, clock=lambda: now[0])
-        replica.schedule = WeeklyReports(store, reporter, clock=lambda: now[0])
+        reporter = CapacityReporter(
+            FleetSources(store=store), settings, clock=Clock.at(lambda: now[0])
+        )
+        replica.schedule = WeeklyReports(store, reporter, clock=Clock.at(lambda: now[0]))
         assert len(await replica.schedule.check()) == 1
         # Slack takes the post, and the answer is lost on the way back.
         sandbox.faults.add("chat.postMessage", status=500, after=True)

@@ -12,6 +12,7 @@ import pytest
 
 from bot.capacity.report import REUSE_SECONDS, CapacityReporter
 from bot.capacity.settings import CapacitySettings, WeeklyPost
+from bot.domain.clock import Clock
 from bot.fleet.reading import FleetSources
 from bot.fleet.sources.prometheus import PrometheusClient
 from bot.render.renderer import Renderer
@@ -37,7 +38,7 @@ async def test_the_report_measures_each_runner_types_week(tmp_path: Path) -> Non
     store = await _store(tmp_path)
     try:
         settings = CapacitySettings(days=1, target_p95_minutes=10)
-        reporter = CapacityReporter(FleetSources(store=store), settings, clock=lambda: UNTIL)
+        reporter = CapacityReporter(FleetSources(store=store), settings, clock=Clock.at(UNTIL))
         composed = await reporter.compose()
     finally:
         await store.close()
@@ -71,7 +72,7 @@ async def test_only_the_runner_types_asked_for_are_reported(tmp_path: Path) -> N
     store = await _store(tmp_path)
     try:
         settings = CapacitySettings(days=1, runner_types=("*4XLARGE",))
-        reporter = CapacityReporter(FleetSources(store=store), settings, clock=lambda: UNTIL)
+        reporter = CapacityReporter(FleetSources(store=store), settings, clock=Clock.at(UNTIL))
         report = (await reporter.compose()).report
     finally:
         await store.close()
@@ -79,7 +80,7 @@ async def test_only_the_runner_types_asked_for_are_reported(tmp_path: Path) -> N
 
 
 async def test_without_any_source_the_report_says_what_is_missing() -> None:
-    reporter = CapacityReporter(FleetSources(), CapacitySettings(), clock=lambda: UNTIL)
+    reporter = CapacityReporter(FleetSources(), CapacitySettings(), clock=Clock.at(UNTIL))
     composed = await reporter.compose()
     assert composed.report.types == () and composed.chart is None
     notes = " ".join(composed.report.notes)
@@ -94,7 +95,7 @@ async def test_prometheus_tells_the_maximum_the_hours_at_it_and_utilisation(
     prometheus, truth = await fleets(Scenario.CAPACITY_CAP, MetricsShape.ARC)
     async with aiohttp.ClientSession() as session:
         sources = FleetSources(prometheus=PrometheusClient(session, prometheus.url))
-        reporter = CapacityReporter(sources, CapacitySettings(days=1), clock=lambda: FLEET_END)
+        reporter = CapacityReporter(sources, CapacitySettings(days=1), clock=Clock.at(FLEET_END))
         report = (await reporter.compose()).report
     shown = {t.runner_type: t for t in report.types}
     assert not any(t.measured for t in report.types)
@@ -150,7 +151,9 @@ async def test_a_report_composed_minutes_ago_is_answered_again(tmp_path: Path) -
     now = [UNTIL]
     try:
         settings = CapacitySettings(days=1)
-        reporter = CapacityReporter(FleetSources(store=store), settings, clock=lambda: now[0])
+        reporter = CapacityReporter(
+            FleetSources(store=store), settings, clock=Clock.at(lambda: now[0])
+        )
         first = await reporter.compose()
         await record(store, [job_event(300, BUSY, UNTIL.timestamp() - 600, 1.0, 60.0)])
         now[0] += timedelta(seconds=REUSE_SECONDS - 1)

@@ -14,7 +14,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.delivery.digest import DigestWriter
 from bot.delivery.pacing import Pacer
 from bot.delivery.recovery import Recovery
+from bot.domain.clock import Clock
 from bot.domain.notifications import parse_webhook
+from bot.domain.timings import Timings
 from bot.incidents.service import STORM_THRESHOLD, IncidentService
 from bot.render.renderer import Renderer
 from bot.slack.gateway import SlackGateway
@@ -42,7 +44,10 @@ class _Storm:
     def __init__(self, store: Store) -> None:
         self.now = START
         self.service = IncidentService(
-            store, default_channel=f"#{CHANNEL_NAME}", metrics=Metrics(), clock=lambda: self.now
+            store,
+            default_channel=f"#{CHANNEL_NAME}",
+            metrics=Metrics(),
+            clock=Clock.at(lambda: self.now),
         )
 
     async def accept(self, body: dict[str, Any]) -> int:
@@ -73,7 +78,7 @@ async def test_a_writer_re_edits_a_page_another_writer_changed_since(tmp_path: P
 
         def writer() -> DigestWriter:
             return DigestWriter(
-                store, slack, Renderer(), Pacer(store=store), Recovery(store, slack)
+                store, slack, Renderer(), Pacer(store=store), Recovery(store, slack), Timings()
             )
 
         first, second = writer(), writer()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.delivery.pacing import Pacer
+from bot.domain.clock import Clock
 
 
 class FakeClock:
@@ -17,7 +18,7 @@ class FakeClock:
 
 def test_a_burst_then_one_a_second_per_channel() -> None:
     clock = FakeClock()
-    pacer = Pacer(per_second=1.0, burst=3, clock=clock)
+    pacer = Pacer(per_second=1.0, burst=3, clock=Clock(ticks=clock))
     assert [pacer.delay("C1") for _ in range(3)] == [0.0, 0.0, 0.0]
     assert pacer.delay("C1") == 1.0
     assert pacer.delay("C2") == 0.0  # another channel has its own bucket
@@ -43,7 +44,7 @@ async def test_waiting_lets_posts_through_in_order() -> None:
 def test_a_channel_known_by_name_then_by_id_is_one_bucket() -> None:
     """Posts to `#alerts` before its id was learnt and to its id after share Slack's limit."""
     clock = FakeClock()
-    pacer = Pacer(per_second=1.0, burst=3, clock=clock)
+    pacer = Pacer(per_second=1.0, burst=3, clock=Clock(ticks=clock))
     assert [pacer.delay("#alerts") for _ in range(3)] == [0.0, 0.0, 0.0]
     pacer.same("#alerts", "C1")
     assert pacer.delay("C1") == 1.0

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from bot.domain.clock import Clock
 from queuebot_lab.sandbox.slack import PostedMessage
 from testkit.harness import Stack, running_stack
 from testkit.payloads import reference, with_values
@@ -70,7 +71,7 @@ async def test_a_new_incident_after_the_storm_has_its_own_message(tmp_path: Path
     from datetime import UTC, datetime, timedelta
 
     now = [datetime(2026, 11, 21, 3, 0, tzinfo=UTC)]
-    async with running_stack(tmp_path, clock=lambda: now[0]) as stack:
+    async with running_stack(tmp_path, clock=Clock.at(lambda: now[0])) as stack:
         for n in range(12):
             await stack.webhook(_incident(n))
         await stack.sandbox.wait_for(lambda: _digest(stack), timeout=20)

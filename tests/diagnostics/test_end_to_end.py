@@ -20,6 +20,7 @@ import aiohttp
 import pytest
 
 from bot.diagnostics.checks import diagnose
+from bot.domain.clock import Clock
 from bot.fleet.signals import collect
 from bot.fleet.sources.prometheus import PrometheusClient
 from bot.fleet.sources.querypack import QueryPack
@@ -126,7 +127,10 @@ class TestInSlack:
         config = tmp_path / "queuebot.yml"
         config.write_text("auto_diagnose: false\n")
         async with running_stack(
-            tmp_path, clock=lambda: END, PROMETHEUS_URL=prometheus.url, QUEUEBOT_CONFIG=str(config)
+            tmp_path,
+            clock=Clock.at(END),
+            PROMETHEUS_URL=prometheus.url,
+            QUEUEBOT_CONFIG=str(config),
         ) as stack:
             assert (await stack.webhook(reference())).status == 202
             (parent,) = await stack.parents(1)
@@ -170,7 +174,7 @@ class TestInSlack:
         """auto_diagnose (on by default): the report follows the alert into its thread."""
         prometheus, _ = await fleets(Scenario.SCALE_UP_FAILURE, MetricsShape.ARC_LEAN)
         async with running_stack(
-            tmp_path, clock=lambda: END, PROMETHEUS_URL=prometheus.url
+            tmp_path, clock=Clock.at(END), PROMETHEUS_URL=prometheus.url
         ) as stack:
             assert (await stack.webhook(reference())).status == 202
             (parent,) = await stack.parents(1)

@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from bot.domain.clock import Clock
 from bot.fleet.sources.github_access import RunnerScope, ScopeKind
 from bot.fleet.sources.github_runners import (
     GitHubBadCredentials,
@@ -36,7 +37,10 @@ START = datetime(2026, 11, 24, 9, 0, 0, tzinfo=UTC)
 
 
 @dataclass
-class Clock:
+class MovedClock:
+    """The moment both sides see, moved by the test; the sandbox calls it, the client reads it
+    through the product's clock (`product`)."""
+
     now: datetime = START
 
     def __call__(self) -> datetime:
@@ -45,11 +49,15 @@ class Clock:
     def advance(self, seconds: float) -> None:
         self.now += timedelta(seconds=seconds)
 
+    @property
+    def product(self) -> Clock:
+        return Clock.at(self)
+
 
 @asynccontextmanager
 async def github(
     *,
-    clock: Clock | None = None,
+    clock: MovedClock | None = None,
     token_kind: GitHubTokenKind = GitHubTokenKind.APP,
     api_prefix: str = "",
 ) -> AsyncIterator[tuple[GitHubSandbox, aiohttp.ClientSession]]:
@@ -65,11 +73,16 @@ def client_for(
     scope: RunnerScope = ORG,
     *,
     token: str = TOKEN,
-    clock: Clock | None = None,
+    clock: MovedClock | None = None,
     max_pages: int = 100,
 ) -> GitHubRunnersClient:
     return GitHubRunnersClient(
-        session, sandbox.url, token, scope, clock=clock or Clock(), max_pages=max_pages
+        session,
+        sandbox.url,
+        token,
+        scope,
+        clock=(clock or MovedClock()).product,
+        max_pages=max_pages,
     )
 
 
@@ -155,7 +168,7 @@ async def test_a_next_link_to_another_host_is_not_followed() -> None:
     try:
         async with aiohttp.ClientSession() as session:
             url = str(server.make_url("")).rstrip("/")
-            client = GitHubRunnersClient(session, url, TOKEN, ORG, clock=Clock())
+            client = GitHubRunnersClient(session, url, TOKEN, ORG, clock=MovedClock().product)
             with pytest.raises(GitHubRejected, match="outside GITHUB_API_URL"):
                 await client.fleet()
     finally:
@@ -245,7 +258,7 @@ async def test_callers_at_once_share_one_request() -> None:
 
 
 async def test_one_request_within_the_ttl_and_a_new_one_after() -> None:
-    clock = Clock()
+    clock = MovedClock()
     async with github() as (sandbox, session):
         sandbox.add_runners("linux.2xlarge", idle=1)
         client = client_for(sandbox, session, clock=clock)
@@ -275,7 +288,7 @@ async def test_a_caller_that_gives_up_does_not_cancel_the_others_listing() -> No
 
 
 async def test_a_failed_listing_is_not_repeated_at_once() -> None:
-    clock = Clock()
+    clock = MovedClock()
     async with github() as (sandbox, session):
         sandbox.add_runners("linux.2xlarge", idle=1)
         sandbox.fail(502)
@@ -293,7 +306,7 @@ async def test_a_failed_listing_is_not_repeated_at_once() -> None:
 
 
 async def test_retry_after_is_honoured_without_an_answer_to_stand_in() -> None:
-    clock = Clock()
+    clock = MovedClock()
     async with github(clock=clock) as (sandbox, session):
         sandbox.add_runners("linux.2xlarge", idle=1)
         sandbox.throttle(status=429, retry_after=30)
@@ -312,7 +325,7 @@ async def test_retry_after_is_honoured_without_an_answer_to_stand_in() -> None:
 
 
 async def test_while_github_asks_to_wait_the_last_answer_stands_in_with_its_age() -> None:
-    clock = Clock()
+    clock = MovedClock()
     async with github(clock=clock) as (sandbox, session):
         sandbox.add_runners("linux.2xlarge", idle=1)
         client = client_for(sandbox, session, clock=clock)
@@ -333,7 +346,7 @@ async def test_while_github_asks_to_wait_the_last_answer_stands_in_with_its_age(
 
 
 async def test_a_secondary_limit_without_retry_after_waits_a_minute_then_longer() -> None:
-    clock = Clock()
+    clock = MovedClock()
     async with github(clock=clock) as (sandbox, session):
         sandbox.add_runners("linux.2xlarge", idle=1)
         sandbox.throttle(status=403, retry_after=None, times=2)
@@ -353,7 +366,7 @@ async def test_a_secondary_limit_without_retry_after_waits_a_minute_then_longer(
 
 
 async def test_a_spent_budget_is_not_asked_before_its_reset() -> None:
-    clock = Clock()
+    clock = MovedClock()
     async with github(clock=clock) as (sandbox, session):
         sandbox.add_runners("linux.2xlarge", idle=1)
         sandbox.spend(leaving=0)
@@ -372,7 +385,7 @@ async def test_a_spent_budget_is_not_asked_before_its_reset() -> None:
 
 async def test_a_nearly_spent_budget_is_left_to_the_tokens_other_users() -> None:
     """With a twentieth of the limit left (250 of 5000), the last answer stands in."""
-    clock = Clock()
+    clock = MovedClock()
     async with github(clock=clock) as (sandbox, session):
         sandbox.add_runners("linux.2xlarge", idle=1)
         sandbox.spend(leaving=252)
@@ -463,7 +476,9 @@ async def test_an_organization_the_token_cannot_see() -> None:
 
 async def test_an_unreachable_github_is_unavailable() -> None:
     async with aiohttp.ClientSession() as session:
-        client = GitHubRunnersClient(session, "http://127.0.0.1:9", TOKEN, ORG, clock=Clock())
+        client = GitHubRunnersClient(
+            session, "http://127.0.0.1:9", TOKEN, ORG, clock=MovedClock().product
+        )
         with pytest.raises(GitHubUnavailable, match=r"cannot reach GitHub at 127\.0\.0\.1:9"):
             await client.fleet()
 
@@ -482,7 +497,9 @@ async def test_a_github_that_does_not_answer_in_time_is_unavailable() -> None:
     try:
         async with aiohttp.ClientSession() as session:
             url = str(server.make_url("")).rstrip("/")
-            client = GitHubRunnersClient(session, url, TOKEN, ORG, timeout=0.2, clock=Clock())
+            client = GitHubRunnersClient(
+                session, url, TOKEN, ORG, timeout=0.2, clock=MovedClock().product
+            )
             with pytest.raises(GitHubUnavailable, match=r"no answer from .* within 0\.2s"):
                 await client.fleet()
     finally:

@@ -10,6 +10,7 @@ import string
 from datetime import timedelta
 from pathlib import Path
 
+from bot.domain.clock import Clock
 from bot.domain.jobs import JobEvent
 from bot.web.routes import EDGES
 from testkit.harness import running_stack
@@ -40,7 +41,7 @@ async def test_a_refused_heads_up_stops_no_other_and_shows_on_healthz(tmp_path: 
     async with (
         fresh_database() as url,
         running_stack(
-            tmp_path, clock=lambda: START, QUEUEBOT_DATABASE=url, **_env(tmp_path)
+            tmp_path, clock=Clock.at(START), QUEUEBOT_DATABASE=url, **_env(tmp_path)
         ) as stack,
     ):
         store = stack.app[EDGES].store
@@ -83,7 +84,7 @@ async def test_a_burst_of_new_runner_types_posts_the_cap_and_names_the_rest(
     names = [f"linux.burst-{n}" for n in range(5)]
     # Every job sent while the clock is before them all, so that one check sees them at once.
     now = [START - timedelta(hours=1)]
-    async with running_stack(tmp_path, clock=lambda: now[0], **env) as stack:
+    async with running_stack(tmp_path, clock=Clock.at(lambda: now[0]), **env) as stack:
         for k, name in enumerate(names):
             for n in range(8):
                 job = _job(100 * (k + 1) + n, START - timedelta(minutes=40 - 5 * n), name)

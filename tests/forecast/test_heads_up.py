@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.delivery.heads_up import HEADS_UP_EVENT
+from bot.domain.clock import Clock
 from bot.forecast.warnings import CLEAR_CHECKS
 from bot.slack.contract import ActionId
 from queuebot_lab.sandbox.slack import ONCALL_USER, PostedMessage
@@ -94,7 +95,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 async def test_a_growing_queue_gets_one_heads_up_then_points_to_the_alert(tmp_path: Path) -> None:
     now = [START]
-    async with running_stack(tmp_path, clock=lambda: now[0], **_env(tmp_path)) as stack:
+    async with running_stack(tmp_path, clock=Clock.at(lambda: now[0]), **_env(tmp_path)) as stack:
         await _queue_growing(stack)
         (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
         text = _text(stack, posted)
@@ -127,7 +128,7 @@ async def test_a_growing_queue_gets_one_heads_up_then_points_to_the_alert(tmp_pa
 
 async def test_a_queue_that_drains_is_back_to_normal_without_flapping(tmp_path: Path) -> None:
     now = [START]
-    async with running_stack(tmp_path, clock=lambda: now[0], **_env(tmp_path)) as stack:
+    async with running_stack(tmp_path, clock=Clock.at(lambda: now[0]), **_env(tmp_path)) as stack:
         jobs = await _queue_growing(stack)
         (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
         # Runners come: every job is taken.
@@ -145,7 +146,7 @@ async def test_a_queue_that_drains_is_back_to_normal_without_flapping(tmp_path: 
 async def test_runner_type_names_are_escaped_in_a_heads_up(tmp_path: Path) -> None:
     now = [START]
     hostile = "linux.<!channel>.<https://evil.example|x>"
-    async with running_stack(tmp_path, clock=lambda: now[0], **_env(tmp_path)) as stack:
+    async with running_stack(tmp_path, clock=Clock.at(lambda: now[0]), **_env(tmp_path)) as stack:
         await _queue_growing(stack, hostile)
         (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
         assert "<!channel>" not in posted.text
@@ -159,7 +160,7 @@ async def test_an_alert_posted_after_the_crossing_is_linked_when_it_comes(tmp_pa
     """Grafana's rule fires minutes after the threshold is crossed (its pending period): the
     heads-up first says it was crossed, then links the alert's message once it is posted."""
     now = [START]
-    async with running_stack(tmp_path, clock=lambda: now[0], **_env(tmp_path)) as stack:
+    async with running_stack(tmp_path, clock=Clock.at(lambda: now[0]), **_env(tmp_path)) as stack:
         await _queue_growing(stack)
         (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
         now[0] = START + timedelta(minutes=21)
@@ -187,7 +188,7 @@ async def test_show_queue_answers_the_clicker_with_the_runner_types_detail(
     tmp_path: Path,
 ) -> None:
     now = [START]
-    async with running_stack(tmp_path, clock=lambda: now[0], **_env(tmp_path)) as stack:
+    async with running_stack(tmp_path, clock=Clock.at(lambda: now[0]), **_env(tmp_path)) as stack:
         await _queue_growing(stack)
         (posted,) = await stack.sandbox.wait_for(lambda: _heads_ups(stack), timeout=10)
         click = await stack.sandbox.click(
@@ -213,7 +214,7 @@ async def test_a_heads_up_whose_answer_was_lost_is_found_not_posted_again(
     # The channel by its id, as Slack shows it: a lost answer can be looked for there.
     config.write_text(f"early_warning:\n  - channel: {CHANNEL_ID}\n")
     env = {**_env(tmp_path), "QUEUEBOT_CONFIG": str(config)}
-    async with running_stack(tmp_path, clock=lambda: now[0], **env) as stack:
+    async with running_stack(tmp_path, clock=Clock.at(lambda: now[0]), **env) as stack:
         assert stack.sandbox.channel_id == CHANNEL_ID
         # Slack takes the post, and its answer is lost on the way back.
         stack.sandbox.faults.add("chat.postMessage", status=500, after=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from bot.domain.clock import Clock
 from bot.domain.diagnosis import RunnerTypeState
 from bot.domain.queue_status import FleetView, QueueStatus
 from bot.render.renderer import Renderer
@@ -405,7 +406,7 @@ async def test_the_queue_from_github_job_events_with_since_when(tmp_path: Path) 
     the detail charts it from the events."""
     now = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)
     async with running_stack(
-        tmp_path, clock=lambda: now, GITHUB_WEBHOOK_SECRET=HOOK_SECRET
+        tmp_path, clock=Clock.at(lambda: now), GITHUB_WEBHOOK_SECRET=HOOK_SECRET
     ) as stack:
         for n, minutes in enumerate((37, 12, 3)):
             body = job_delivery("queued", 500 + n, now - timedelta(minutes=minutes))

@@ -35,14 +35,14 @@ async def opener(
         path = str(tmp_path / "queuebot.db")
 
         async def sqlite() -> Store:
-            return await SQLiteStore.open(path, clock)
+            return await SQLiteStore.open(path, clock.product)
 
         yield sqlite
         return
     async with fresh_database() as url:
 
         async def postgresql() -> Store:
-            return await PostgresStore.open(url, clock)
+            return await PostgresStore.open(url, clock.product)
 
         yield postgresql
 

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 from bot.domain.alerts import AlertGroup
+from bot.domain.clock import Clock as ProductClock
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.domain.jobs import JobAction, JobEvent
 from bot.domain.notifications import parse_webhook
@@ -27,13 +28,18 @@ T = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 class Clock:
-    """Unix seconds the test moves forward by hand."""
+    """Unix seconds the test moves forward by hand; the store reads them through the product's
+    clock (`product`)."""
 
     def __init__(self) -> None:
         self.now = NOW
 
     def __call__(self) -> float:
         return self.now
+
+    @property
+    def product(self) -> ProductClock:
+        return ProductClock(seconds=self)
 
 
 Opener = Callable[[], Awaitable[Store]]

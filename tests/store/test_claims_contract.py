@@ -108,7 +108,7 @@ async def test_a_channels_pace_allows_a_burst_then_one_post_a_second(
 async def test_replicas_share_a_channels_pace(postgres_url: str, clock: Clock) -> None:
     """Slack's limit is per app and channel: asked at once by two replicas, a channel's burst
     of 3 gives 3 tokens in all, not 3 each."""
-    one, two = [await PostgresStore.open(postgres_url, clock) for _ in range(2)]
+    one, two = [await PostgresStore.open(postgres_url, clock.product) for _ in range(2)]
     try:
         asks = [s.take_pace("C1", 1.0, 3) for _ in range(3) for s in (one, two)]
         pauses = await asyncio.gather(*asks)
@@ -119,7 +119,7 @@ async def test_replicas_share_a_channels_pace(postgres_url: str, clock: Clock) -
 
 
 async def test_one_of_two_replicas_asking_at_once_leads(postgres_url: str, clock: Clock) -> None:
-    one, two = [await PostgresStore.open(postgres_url, clock) for _ in range(2)]
+    one, two = [await PostgresStore.open(postgres_url, clock.product) for _ in range(2)]
     try:
         for round_ in range(10):
             role = f"role-{round_}"

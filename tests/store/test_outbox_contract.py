@@ -82,7 +82,7 @@ async def test_an_item_lease_holds_until_it_lapses_or_is_released(
 async def test_one_of_two_replicas_racing_for_an_item_leases_it(
     postgres_url: str, clock: Clock
 ) -> None:
-    one, two = [await PostgresStore.open(postgres_url, clock) for _ in range(2)]
+    one, two = [await PostgresStore.open(postgres_url, clock.product) for _ in range(2)]
     try:
         incident = await opened(one)
         async with one.transaction() as tx:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.delivery import owed
+from bot.domain.clock import Clock
 from bot.domain.notifications import parse_webhook
 from bot.incidents.service import IncidentService
 from bot.store import OutboxState
@@ -81,12 +82,14 @@ async def test_what_is_still_needed_stays(tmp_path: Path) -> None:
     """Old, but still firing, still owed to Slack, or an unfinished diagnostics run's notice:
     kept. Old and done: gone."""
     now = [datetime(2026, 1, 1, tzinfo=UTC).timestamp()]
-    store = await SQLiteStore.open(str(tmp_path / "queuebot.db"), clock=lambda: now[0])
+    store = await SQLiteStore.open(
+        str(tmp_path / "queuebot.db"), clock=Clock(seconds=lambda: now[0])
+    )
     service = IncidentService(
         store,
         default_channel="#alerts",
         metrics=Metrics(),
-        clock=lambda: datetime.fromtimestamp(now[0], UTC),
+        clock=Clock.at(lambda: datetime.fromtimestamp(now[0], UTC)),
     )
     try:
         ids: dict[str, int] = {}
@@ -134,12 +137,12 @@ async def test_freed_space_goes_back_to_the_file_system(tmp_path: Path) -> None:
     """Pruning a lot makes the file smaller, not just emptier."""
     path = tmp_path / "queuebot.db"
     now = [datetime(2026, 1, 1, tzinfo=UTC).timestamp()]
-    store = await SQLiteStore.open(str(path), clock=lambda: now[0])
+    store = await SQLiteStore.open(str(path), clock=Clock(seconds=lambda: now[0]))
     service = IncidentService(
         store,
         default_channel="#alerts",
         metrics=Metrics(),
-        clock=lambda: datetime.fromtimestamp(now[0], UTC),
+        clock=Clock.at(lambda: datetime.fromtimestamp(now[0], UTC)),
     )
     try:
         for n in range(60):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from bot.domain.clock import Clock
 from bot.web.routes import EDGES
 from testkit.github import HOOK_SECRET, deliver, job_delivery
 from testkit.harness import Stack, running_stack
@@ -61,7 +62,7 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
 @asynccontextmanager
 async def _stack(tmp_path: Path, backend: str) -> AsyncIterator[Stack]:
     env = {"GITHUB_WEBHOOK_SECRET": HOOK_SECRET}
-    clock = lambda: NOW  # noqa: E731 - the bot's clock, fixed
+    clock = Clock.at(NOW)  # the bot's clock, fixed
     if backend == "sqlite":
         async with running_stack(tmp_path, clock=clock, **env) as stack:
             yield stack

@@ -53,7 +53,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from bot import __version__
-from bot.domain.clock import Clock, utcnow
+from bot.domain.clock import SYSTEM, Clock
 from bot.fleet.sources.github_access import RunnerScope, denied_message, not_found_message
 from bot.fleet.sources.runner_supply import RunnerFleet, SelfHostedRunner, parse_runners
 from bot.telemetry.redaction import host_of
@@ -198,7 +198,7 @@ class GitHubRunnersClient:
         timeout: float = GITHUB_TIMEOUT_SECONDS,
         max_pages: int = MAX_RUNNER_PAGES,
         failure_hold: float = FAILURE_HOLD_SECONDS,
-        clock: Clock = utcnow,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._session = session
         netloc = host_of(base_url)
@@ -228,7 +228,7 @@ class GitHubRunnersClient:
     async def fleet(self) -> RunnerFleet:
         """The scope's runners: the cached answer while it is fresh, else one new listing
         shared by every caller meanwhile. Raises a GitHubError (see the module docstring)."""
-        now = self._clock()
+        now = self._clock.now()
         cached = self._cached
         if cached is not None and timedelta(0) <= now - cached.fetched_at < self._ttl:
             return cached
@@ -267,7 +267,7 @@ class GitHubRunnersClient:
             # The budget holds the pause; the last answer stands in until it ends.
             return self._stale_or_raise(exc.retry_at, str(exc))
         except GitHubError as exc:
-            self._failure = (exc, self._clock())
+            self._failure = (exc, self._clock.now())
             raise
         self._cached, self._failure = fleet, None
         self._pages_needed = fleet.pages
@@ -302,7 +302,7 @@ class GitHubRunnersClient:
         return RunnerFleet(
             scope=str(self.scope),
             runners=tuple(found.values()),
-            fetched_at=self._clock(),
+            fetched_at=self._clock.now(),
             total_count=max(total, len(found)),
             pages=pages,
             complete=url is None,
@@ -352,7 +352,7 @@ class GitHubRunnersClient:
                 ) from None
         message = _message(text)
         if status == 429 or (status == 403 and _rate_limited(headers, message)):
-            until = self._budget.pause(headers, message, self._clock())
+            until = self._budget.pause(headers, message, self._clock.now())
             raise GitHubRateLimited(self._budget.pause_reason, until, status)
         if status == 401:
             raise GitHubBadCredentials(

@@ -26,6 +26,7 @@ from aiohttp import web
 
 from bot.app import create_app
 from bot.config import load_settings
+from bot.domain.clock import Clock
 from bot.domain.notifications import parse_webhook
 from bot.fleet.sources.job_events import queued_now
 from bot.fleet.sources.job_history import load_history
@@ -158,7 +159,7 @@ class Demo:
             remember_until=0.0,
         )
         self._runner, self.bot_url = await serve(
-            create_app(settings, clock=self.now), self.host, self.port, access_log=False
+            create_app(settings, clock=Clock.at(self.now)), self.host, self.port, access_log=False
         )
         self.sandbox.request_url = f"{self.bot_url}{paths.SLACK_EVENTS_PATH}"
         self._http = aiohttp.ClientSession()

@@ -76,6 +76,7 @@ class SlackSandbox:
         channel_id: str = "C0QUEUEALERTS",
         app_token: str | None = None,
         enforce_rate_limits: bool = False,
+        rate_scale: float = 1.0,
         team_id: str = "T0QUEUEBOT",
         team_name: str = "queuebot sandbox",
         scopes: Iterable[str] = DEFAULT_SCOPES,
@@ -99,7 +100,8 @@ class SlackSandbox:
             self.workspace,
             self.hub,
             self.faults,
-            MessageRateLimit() if enforce_rate_limits else None,
+            # A bot whose pacing runs `rate_scale` times Slack's meets a limit as many times it.
+            MessageRateLimit(per_second=rate_scale) if enforce_rate_limits else None,
         )
         self.api.methods["apps.connections.open"] = Method(
             self.sockets.connections_open, "connections:write", TokenKind.APP
