@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -65,16 +66,37 @@ class PrometheusFactory(Protocol):
     ) -> Awaitable[tuple[Prometheus, Truth]]: ...
 
 
+#: Storage this process has filled with a fleet, by its spec and shape, before any server
+#: started on it: another Prometheus of the same fleet starts on a copy of it instead of the
+#: fleet being simulated and backfilled again.
+_FILLED: dict[tuple[str, MetricsShape], tuple[Path, Truth]] = {}
+
+
 async def _filled(
-    binary: str, promtool: str, workdir: Path, spec: SimulationSpec, shape: MetricsShape
+    binary: str,
+    promtool: str,
+    workdir: Path,
+    spec: SimulationSpec,
+    shape: MetricsShape,
+    keep_in: Path | None = None,
 ) -> tuple[Prometheus, Truth]:
-    """A Prometheus in `workdir` holding `spec`'s fleet in `shape`, started."""
-    history = workdir / "fleet.om"
-    truth = await asyncio.to_thread(write_file, spec, history, shape)
+    """A Prometheus in `workdir` holding `spec`'s fleet in `shape`, started; with `keep_in`,
+    the filled storage is kept there for the next server of the same fleet."""
     instance = Prometheus(binary, promtool, workdir)
+    key = (repr(spec), shape)
     try:
-        await instance.backfill(history)
-        history.unlink()
+        if key in _FILLED and _FILLED[key][0].is_dir():
+            kept, truth = _FILLED[key]
+            await asyncio.to_thread(shutil.copytree, kept, instance.storage)
+        else:
+            history = workdir / "fleet.om"
+            truth = await asyncio.to_thread(write_file, spec, history, shape)
+            await instance.backfill(history)
+            history.unlink()
+            if keep_in is not None:
+                kept = keep_in / f"fleet-{len(_FILLED)}"
+                await asyncio.to_thread(shutil.copytree, instance.storage, kept)
+                _FILLED[key] = (kept, truth)
         await instance.start()
     except BaseException:
         await instance.stop()
@@ -83,9 +105,12 @@ async def _filled(
 
 
 @pytest.fixture
-async def prometheus_for(tmp_path: Path) -> AsyncIterator[PrometheusFactory]:
-    """Simulate a fleet into tmp_path, backfill it into a real Prometheus and start it; every
-    server made is stopped at teardown, even when the test fails."""
+async def prometheus_for(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[PrometheusFactory]:
+    """Simulate a fleet into tmp_path, backfill it into a real Prometheus and start it (a fleet
+    filled before in this session is copied instead); every server made is stopped at
+    teardown, even when the test fails."""
     binary = require_binary("prometheus", "apt-get install -y prometheus")
     promtool = require_binary("promtool", "apt-get install -y prometheus")
     made: list[Prometheus] = []
@@ -95,7 +120,9 @@ async def prometheus_for(tmp_path: Path) -> AsyncIterator[PrometheusFactory]:
     ) -> tuple[Prometheus, Truth]:
         workdir = tmp_path / f"prometheus-{len(made)}"
         workdir.mkdir()
-        instance, truth = await _filled(binary, promtool, workdir, spec, shape)
+        keep_in = tmp_path_factory.getbasetemp() / "filled-fleets"
+        keep_in.mkdir(exist_ok=True)
+        instance, truth = await _filled(binary, promtool, workdir, spec, shape, keep_in)
         made.append(instance)
         return instance, truth
 

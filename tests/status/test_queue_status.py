@@ -39,14 +39,14 @@ Make = Callable[[SimulationSpec], Awaitable[tuple[Prometheus, Truth]]]
 COMMAND = "/queue-status"
 
 
+#: When the fleet's history ends: the moment the bot reads it at (simulated and backfilled once
+#: for the tests that share it).
+END = datetime.now(UTC).replace(microsecond=0)
+
+
 def _spec(scenario: Scenario) -> SimulationSpec:
     return SimulationSpec(
-        scenario=scenario,
-        hours=27,
-        runner_types=6,
-        seed=11,
-        end=datetime.now(UTC).replace(microsecond=0),
-        step_seconds=120,
+        scenario=scenario, hours=27, runner_types=6, seed=11, end=END, step_seconds=120
     )
 
 
@@ -135,6 +135,7 @@ async def stack(
     config.write_text("auto_diagnose: false\n")
     async with running_stack(
         tmp_path,
+        clock=Clock.at(END),
         PROMETHEUS_URL=fleet[0].url,
         QUEUEBOT_CONFIG=str(config),
         GRAFANA_URL=alertmanager.url,
