@@ -19,18 +19,23 @@ endpoints for self-hosted runners") and the payload examples GitHub's own librar
 from __future__ import annotations
 
 import random
+import time
 import zlib
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from fleetmodel.engine import FleetRun, Job, Runner
 
 
 def _stamp(seconds: float | None) -> str | None:
+    """GitHub's time, to the second in UTC (`2026-11-27T03:21:09Z`)."""
     if seconds is None:
         return None
-    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    t = time.gmtime(int(seconds))
+    return (
+        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"
+        f"T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}Z"
+    )
 
 
 def _repository(org: str, name: str) -> dict[str, Any]:
