@@ -10,6 +10,7 @@ left out, as the alert leaves them out. `exclude: []` counts every runner type.
 
 from __future__ import annotations
 
+import functools
 from fnmatch import fnmatchcase
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,13 +38,25 @@ class JobsConfig(BaseModel):
 
     def leaves_out(self, runner_type: str) -> bool:
         """Whether `runner_type` is excluded."""
-        lowered = runner_type.lower()
-        return any(part.lower() in lowered for part in self.exclude if part)
+        return _leaves_out(self.exclude, runner_type)
 
     def counts(self, runner_type: str, repository: str) -> bool:
         """Whether a job of `runner_type` in `repository` counts."""
-        if self.leaves_out(runner_type):
-            return False
-        return not self.repositories or any(
-            fnmatchcase(repository, pattern) for pattern in self.repositories
-        )
+        return _counts(self.exclude, self.repositories, runner_type, repository)
+
+
+# A reading asks of every job whether it counts, and a fleet has few runner types and
+# repositories: the answers are remembered.
+@functools.lru_cache(maxsize=65536)
+def _leaves_out(exclude: tuple[str, ...], runner_type: str) -> bool:
+    lowered = runner_type.lower()
+    return any(part.lower() in lowered for part in exclude if part)
+
+
+@functools.lru_cache(maxsize=65536)
+def _counts(
+    exclude: tuple[str, ...], repositories: tuple[str, ...], runner_type: str, repository: str
+) -> bool:
+    if _leaves_out(exclude, runner_type):
+        return False
+    return not repositories or any(fnmatchcase(repository, pattern) for pattern in repositories)
