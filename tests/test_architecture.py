@@ -170,11 +170,15 @@ def test_the_product_reads_the_time_only_through_its_clock() -> None:
 # -- the checks themselves ---------------------------------------------------------------------
 
 
-def _tree(tmp_path: Path, files: dict[str, str]) -> list[Import]:
+def _write(tmp_path: Path, files: dict[str, str]) -> None:
     for relative, text in files.items():
         path = tmp_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> list[Import]:
+    _write(tmp_path, files)
     return imports(modules(tmp_path, "pkg"), "pkg")
 
 
@@ -223,21 +227,21 @@ def test_a_circle_through_a_package_init_is_found(tmp_path: Path) -> None:
 
 
 def test_a_channel_write_outside_the_outbox_is_reported(tmp_path: Path) -> None:
-    for relative, text in {
-        "pkg/__init__.py": "",
-        "pkg/delivery/__init__.py": "",
-        "pkg/delivery/w.py": "async def f(s):\n    await s.post_message('C1', m)\n",
-        "pkg/listeners/__init__.py": "",
-        "pkg/listeners/a.py": (
-            "async def f(s):\n"
-            "    await s.upload_file(None, b'', filename='x')\n"
-            "    await s.upload_file('C1', b'', filename='x')\n"
-            "    await s.update_message('C1', '1.2', m)\n"
-        ),
-    }.items():
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/delivery/__init__.py": "",
+            "pkg/delivery/w.py": "async def f(s):\n    await s.post_message('C1', m)\n",
+            "pkg/listeners/__init__.py": "",
+            "pkg/listeners/a.py": (
+                "async def f(s):\n"
+                "    await s.upload_file(None, b'', filename='x')\n"
+                "    await s.upload_file('C1', b'', filename='x')\n"
+                "    await s.update_message('C1', '1.2', m)\n"
+            ),
+        },
+    )
     assert channel_writes(tmp_path, "pkg") == [
         "pkg.listeners.a:3 upload_file",
         "pkg.listeners.a:4 update_message",
@@ -245,22 +249,22 @@ def test_a_channel_write_outside_the_outbox_is_reported(tmp_path: Path) -> None:
 
 
 def test_a_reading_of_the_time_outside_the_clock_is_reported(tmp_path: Path) -> None:
-    for relative, text in {
-        "pkg/__init__.py": "",
-        "pkg/domain/__init__.py": "",
-        "pkg/domain/clock.py": "import time\n\n\ndef now():\n    return time.time()\n",
-        "pkg/a.py": (
-            "import asyncio, time\n"
-            "from datetime import datetime\n"
-            "from time import monotonic\n"
-            "def f(clock, loop, at=time.time):\n"
-            "    clock.time(), clock.monotonic()\n"
-            "    datetime.now(), loop.time(), asyncio.get_running_loop().time()\n"
-        ),
-    }.items():
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/domain/__init__.py": "",
+            "pkg/domain/clock.py": "import time\n\n\ndef now():\n    return time.time()\n",
+            "pkg/a.py": (
+                "import asyncio, time\n"
+                "from datetime import datetime\n"
+                "from time import monotonic\n"
+                "def f(clock, loop, at=time.time):\n"
+                "    clock.time(), clock.monotonic()\n"
+                "    datetime.now(), loop.time(), asyncio.get_running_loop().time()\n"
+            ),
+        },
+    )
     assert clock_reads(tmp_path, "pkg") == [
         "pkg.a:3 from time import",
         "pkg.a:4 time.time",
