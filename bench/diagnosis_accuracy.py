@@ -4,10 +4,12 @@ Each run simulates a fleet and reads it as the bot does, through one of two sour
 
 - `--source github` (the default): its jobs' `workflow_job` bodies loaded into a store, its
   runners list served by a GitHub REST stand-in over HTTP; also checks the alert's own numbers
-  (jobs queued exact, the longest wait within a minute of the truth);
+  (jobs queued exact, the longest wait within a minute of the truth); `--source jobs`: the
+  job events alone;
 - `--source arc` or `--source arc-lean`: `queuebot simulate`'s metrics in that shape
   (actions-runner-controller's series with every bucket; or a lean scrape of `_sum`/`_count`
-  only, without runner gauges) backfilled into a real Prometheus with promtool.
+  only, without runner gauges) backfilled into a real Prometheus with promtool;
+- `--source all`: the job events, the runners list and the full ARC scrape together.
 
 `--model second` judges the checks on the second fleet model (`fleetmodel`, written apart from
 the simulator the checks were tuned on): each fleet is read through every source combination
@@ -22,12 +24,12 @@ staged, columns: named), the share of right primary causes, how often the staged
 were named, and the number of confident wrong answers on healthy data. Target: at least 95 %
 right, and no cause named for a healthy fleet.
 
-    python bench/diagnosis_accuracy.py [--source github|arc|arc-lean] [--seeds 1-5]
+    python bench/diagnosis_accuracy.py [--source jobs|github|arc|arc-lean|all] [--seeds 1-5]
         [--sizes 6,12] [--hours 27] [--at-hours 0,6,12,18]
     python bench/diagnosis_accuracy.py --model second [--seeds 1-3] [--sizes 3,12,40]
         [--at-hours 3,10,15,21] [--sources jobs,jobs+runners,arc,arc-lean,all] [--day 2026-11-27]
 
-`--source arc` and `arc-lean` need the Debian package prometheus (with promtool).
+`--source arc`, `arc-lean` and `all` need the Debian package prometheus (with promtool).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from bot.fleet.sources.querypack import QueryPack
 from fleetmodel import Case, plan, run
 from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, write_file
 from testkit.fleet_reading import COMBINATIONS, Judged, diagnose_run
-from testkit.github_fleet import diagnose_from_github, named_with_their_cause
+from testkit.github_fleet import GitHubRun, diagnose_from_github, named_with_their_cause
 from testkit.prometheus import Prometheus
 
 CAUSES = [
@@ -108,6 +110,26 @@ async def one_run(
         await prometheus.stop()
     named = report.primary_cause.value if report.primary_cause else "none"
     return truth.primary_cause, named, named_with_their_cause(report, truth.affected)
+
+
+async def _from_github(
+    source: str, spec: SimulationSpec, workdir: Path, binary: str | None, promtool: str | None
+) -> GitHubRun:
+    """The fleet's job events (`jobs`), with its runners list (`github`), and with its full ARC
+    scrape in a real Prometheus (`all`)."""
+    if source != "all":
+        return await diagnose_from_github(spec, workdir, with_runners=source == "github")
+    assert binary and promtool
+    history = workdir / "fleet.om"
+    await asyncio.to_thread(write_file, spec, history, MetricsShape.ARC)
+    prometheus = Prometheus(binary, promtool, workdir / "prometheus")
+    try:
+        await prometheus.backfill(history)
+        history.unlink()
+        await prometheus.start()
+        return await diagnose_from_github(spec, workdir, prometheus_url=prometheus.url)
+    finally:
+        await prometheus.stop()
 
 
 def print_matrix(matrix: Counter[tuple[str, str]], staged_causes: list[str]) -> None:
@@ -212,7 +234,9 @@ async def main() -> int:
     parser.add_argument("--sizes", default="6,12", help="runner-type counts, e.g. 6,12,24")
     parser.add_argument("--hours", type=float, default=27.0, help="history per run")
     parser.add_argument("--step", type=int, default=120, help="seconds between samples")
-    parser.add_argument("--source", choices=("github", "arc", "arc-lean"), default="github")
+    parser.add_argument(
+        "--source", choices=("jobs", "github", "arc", "arc-lean", "all"), default="github"
+    )
     parser.add_argument(
         "--at-hours", default="0,6,12,18", help="UTC hours the runs end at, e.g. 3,18"
     )
@@ -229,7 +253,7 @@ async def main() -> int:
     if args.model == "second":
         return await second_model(args)
     binary, promtool = shutil.which("prometheus"), shutil.which("promtool")
-    if args.source != "github" and (not binary or not promtool):
+    if args.source not in ("jobs", "github") and (not binary or not promtool):
         print("needs prometheus and promtool: apt-get install -y prometheus", file=sys.stderr)
         return 2
     matrix: Counter[tuple[str, str]] = Counter()
@@ -253,8 +277,8 @@ async def main() -> int:
                         )
                         workdir = Path(scratch) / f"{scenario.value}-{size}-{seed}-{hour}"
                         workdir.mkdir()
-                        if args.source == "github":
-                            run = await diagnose_from_github(spec, workdir)
+                        if args.source in ("jobs", "github", "all"):
+                            run = await _from_github(args.source, spec, workdir, binary, promtool)
                             staged, named, found = run.staged, run.named, run.located
                             exact += run.queued_exact
                             counted += 1

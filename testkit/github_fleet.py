@@ -1,6 +1,6 @@
-"""A simulated fleet read from GitHub alone, for tests and benchmarks: its jobs in a store, its
-runners list served over HTTP by the GitHub REST stand-in, and what the alert's rule computes
-from the same jobs."""
+"""A simulated fleet read from GitHub, for tests and benchmarks: its jobs in a store, its
+runners list served over HTTP by the GitHub REST stand-in (and its metrics in a Prometheus,
+where given), and what the alert's rule computes from the same jobs."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from bot.fleet.sources.github_access import RunnerScope, ScopeKind
 from bot.fleet.sources.github_runners import GitHubRunnersClient
 from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
+from bot.fleet.sources.prometheus import PrometheusClient
 from bot.store import open_store
 from queuebot_lab.sandbox.github import GitHubSandbox, SandboxRunner
 from queuebot_lab.simulator import FleetJobs, SimulatedRunner, SimulationSpec, simulate_jobs
@@ -71,9 +72,16 @@ class GitHubRun:
     wait_error: float  # the largest error of the longest wait, seconds
 
 
-async def diagnose_from_github(spec: SimulationSpec, workdir: Path) -> GitHubRun:
-    """Simulate `spec`, load its jobs into a store in `workdir`, serve its runners, and run
-    the diagnostics the Slack button runs at the simulation's end."""
+async def diagnose_from_github(
+    spec: SimulationSpec,
+    workdir: Path,
+    *,
+    with_runners: bool = True,
+    prometheus_url: str | None = None,
+) -> GitHubRun:
+    """Simulate `spec`, load its jobs into a store in `workdir`, serve its runners (unless
+    not `with_runners`), and run the diagnostics the Slack button runs at the simulation's
+    end; with `prometheus_url`, reading the fleet's metrics there too."""
     fleet = await asyncio.to_thread(simulate_jobs, spec)
     store = await open_store(str(workdir / "queuebot.db"))
     try:
@@ -82,15 +90,20 @@ async def diagnose_from_github(spec: SimulationSpec, workdir: Path) -> GitHubRun
         )
         async with GitHubSandbox(TOKEN) as github, aiohttp.ClientSession() as http:
             github.runners = sandbox_runners(fleet.runners)
-            client = GitHubRunnersClient(
-                http, github.url, TOKEN, RunnerScope(ScopeKind.ORG, github.org)
+            client = (
+                GitHubRunnersClient(http, github.url, TOKEN, RunnerScope(ScopeKind.ORG, github.org))
+                if with_runners
+                else None
             )
+            prometheus = (
+                PrometheusClient(http, prometheus_url) if prometheus_url is not None else None
+            )
+            sources = FleetSources(store=store, runners=client, prometheus=prometheus)
             try:
-                report = diagnose(
-                    await read_fleet(FleetSources(store=store, runners=client), spec.end)
-                )
+                report = diagnose(await read_fleet(sources, spec.end))
             finally:
-                await client.close()
+                if client is not None:
+                    await client.close()
     finally:
         await store.close()
     truth = fleet.truth
