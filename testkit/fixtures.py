@@ -5,7 +5,10 @@ fleet, and the session's shared fleets."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import hashlib
 import os
+import pickle
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
@@ -66,10 +69,14 @@ class PrometheusFactory(Protocol):
     ) -> Awaitable[tuple[Prometheus, Truth]]: ...
 
 
-#: Storage this process has filled with a fleet, by its spec and shape, before any server
-#: started on it: another Prometheus of the same fleet starts on a copy of it instead of the
-#: fleet being simulated and backfilled again.
-_FILLED: dict[tuple[str, MetricsShape], tuple[Path, Truth]] = {}
+def filled_fleets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this run keeps storage filled with fleets, for every worker of it alike (xdist's
+    workers share their run's temporary folder; a run never sees another run's)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / "filled-fleets"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 async def _filled(
@@ -78,25 +85,27 @@ async def _filled(
     workdir: Path,
     spec: SimulationSpec,
     shape: MetricsShape,
-    keep_in: Path | None = None,
+    kept: Path,
 ) -> tuple[Prometheus, Truth]:
-    """A Prometheus in `workdir` holding `spec`'s fleet in `shape`, started; with `keep_in`,
-    the filled storage is kept there for the next server of the same fleet."""
+    """A Prometheus in `workdir` holding `spec`'s fleet in `shape`, started. The first server of
+    a fleet in the run simulates and backfills it and keeps the filled storage under `kept`
+    (before any server has started on it); the next, in any worker, starts on a copy of it."""
     instance = Prometheus(binary, promtool, workdir)
-    key = (repr(spec), shape)
+    key = hashlib.sha256(f"{spec!r} {shape}".encode()).hexdigest()[:20]
+    folder, done = kept / key, kept / key / "truth.pickle"
     try:
-        if key in _FILLED and _FILLED[key][0].is_dir():
-            kept, truth = _FILLED[key]
-            await asyncio.to_thread(shutil.copytree, kept, instance.storage)
-        else:
-            history = workdir / "fleet.om"
-            truth = await asyncio.to_thread(write_file, spec, history, shape)
-            await instance.backfill(history)
-            history.unlink()
-            if keep_in is not None:
-                kept = keep_in / f"fleet-{len(_FILLED)}"
-                await asyncio.to_thread(shutil.copytree, instance.storage, kept)
-                _FILLED[key] = (kept, truth)
+        with (kept / f"{key}.lock").open("w") as lock:
+            await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+            if done.exists():
+                truth = pickle.loads(done.read_bytes())  # noqa: S301 - this run's own file
+                await asyncio.to_thread(shutil.copytree, folder / "data", instance.storage)
+            else:
+                history = workdir / "fleet.om"
+                truth = await asyncio.to_thread(write_file, spec, history, shape)
+                await instance.backfill(history)
+                history.unlink()
+                await asyncio.to_thread(shutil.copytree, instance.storage, folder / "data")
+                done.write_bytes(pickle.dumps(truth))  # last: the copy is whole
         await instance.start()
     except BaseException:
         await instance.stop()
@@ -109,8 +118,8 @@ async def prometheus_for(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[PrometheusFactory]:
     """Simulate a fleet into tmp_path, backfill it into a real Prometheus and start it (a fleet
-    filled before in this session is copied instead); every server made is stopped at
-    teardown, even when the test fails."""
+    filled before in this run is copied instead); every server made is stopped at teardown,
+    even when the test fails."""
     binary = require_binary("prometheus", "apt-get install -y prometheus")
     promtool = require_binary("promtool", "apt-get install -y prometheus")
     made: list[Prometheus] = []
@@ -120,9 +129,9 @@ async def prometheus_for(
     ) -> tuple[Prometheus, Truth]:
         workdir = tmp_path / f"prometheus-{len(made)}"
         workdir.mkdir()
-        keep_in = tmp_path_factory.getbasetemp() / "filled-fleets"
-        keep_in.mkdir(exist_ok=True)
-        instance, truth = await _filled(binary, promtool, workdir, spec, shape, keep_in)
+        instance, truth = await _filled(
+            binary, promtool, workdir, spec, shape, filled_fleets(tmp_path_factory)
+        )
         made.append(instance)
         return instance, truth
 
@@ -136,7 +145,8 @@ async def prometheus_for(
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def fleets(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Fleets]:
     """One Prometheus per scenario and shape of the shared fleets (`testkit.fleets`), made
-    when first asked for and kept for the session; tests using it run `in_session_loop`."""
+    when first asked for (filled once in the run, whichever worker asks first) and kept for
+    the session; tests using it run `in_session_loop`."""
     binary = require_binary("prometheus", "apt-get install -y prometheus")
     promtool = require_binary("promtool", "apt-get install -y prometheus")
     made: dict[tuple[Scenario, MetricsShape], tuple[Prometheus, Truth]] = {}
@@ -149,7 +159,12 @@ async def fleets(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Flee
             if (scenario, shape) not in made:
                 workdir = tmp_path_factory.mktemp(f"fleet-{scenario}-{shape}")
                 made[(scenario, shape)] = await _filled(
-                    binary, promtool, workdir, fleet_spec(scenario), shape
+                    binary,
+                    promtool,
+                    workdir,
+                    fleet_spec(scenario),
+                    shape,
+                    filled_fleets(tmp_path_factory),
                 )
             return made[(scenario, shape)]
 
