@@ -284,9 +284,9 @@ class GitHubSandbox:
             return int(raw) if raw.isdigit() and int(raw) > 0 else default
 
         per_page, page = min(number("per_page", 30), 100), number("page", 1)
-        listed = [self._runner_json(r) for r in self.runners]
+        listed: list[SandboxRunner | dict[str, Any]] = list(self.runners)
         if name := request.query.get("name"):
-            listed = [r for r in listed if r.get("name") == name]
+            listed = [r for r in listed if self._runner_json(r).get("name") == name]
         last = max(1, math.ceil(len(listed) / per_page))
         kept = [(k, v) for k, v in request.query.items() if k != "page"]
         base = f"{request.url.origin()}{self.api_prefix}{linked}"
@@ -301,7 +301,8 @@ class GitHubSandbox:
             links.append(link(1, "first"))
         if links:
             headers["Link"] = ", ".join(links)
-        body = {"total_count": len(listed), "runners": listed[(page - 1) * per_page :][:per_page]}
+        shown = [self._runner_json(r) for r in listed[(page - 1) * per_page :][:per_page]]
+        body = {"total_count": len(listed), "runners": shown}
         return web.json_response(body, headers=headers, content_type="application/json")
 
     @web.middleware
