@@ -26,7 +26,7 @@ from bot.delivery.recovery import DIGEST_EVENT, PARENT_EVENT
 from bot.domain.clock import SYSTEM, Clock
 from bot.web.routes import EDGES
 from queuebot_lab.sandbox.slack import PostedMessage, SlackSandbox
-from testkit.timing import SCALE, fast_environment
+from testkit.timing import fast_environment, slack_scale
 
 BOT_TOKEN = "xoxb-test-bot-token"
 SIGNING_SECRET = "test-signing-secret"
@@ -155,7 +155,7 @@ async def running_stack(
         signing_secret=SIGNING_SECRET,
         channel_name=CHANNEL_NAME,
         app_token=env.get("SLACK_APP_TOKEN"),
-        rate_scale=SCALE,
+        rate_scale=slack_scale(),
     )
     await sandbox.start()
     try:

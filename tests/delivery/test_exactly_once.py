@@ -31,7 +31,7 @@ from testkit.harness import (
 )
 from testkit.payloads import encoded, reference, with_values
 from testkit.servers import free_port
-from testkit.timing import SCALE
+from testkit.timing import slack_scale
 
 
 async def test_a_lost_answer_to_a_parent_post_posts_no_second_parent(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ async def test_kill_9_mid_storm_then_restart_delivers_each_once(tmp_path: Path) 
         signing_secret=SIGNING_SECRET,
         channel_name=CHANNEL_NAME,
         enforce_rate_limits=True,
-        rate_scale=SCALE,
+        rate_scale=slack_scale(),
     ) as sandbox:
         database, port = tmp_path / "queuebot.db", free_port()
         bot = await serve_process(sandbox, database, port)
