@@ -65,7 +65,11 @@ def _context(incident: Incident, cut: frozenset[str]) -> dict[str, Any]:
     single = len(group.alerts) == 1
     resolved = incident.status is IncidentStatus.RESOLVED
     minimal = "minimal" in cut
-    values = key_values(group.lead, known_only="other_values" in cut) if single else []
+    values = (
+        key_values(group.lead, known_only="other_values" in cut, most=limits.MAX_SECTION_FIELDS)
+        if single
+        else []
+    )
     context_parts = [] if minimal else _context_parts(incident, cut)
     if cut:
         context_parts.append(SHORTENED)
@@ -73,7 +77,7 @@ def _context(incident: Incident, cut: frozenset[str]) -> dict[str, Any]:
         "headline": status_icon(incident) + " " + headline(group),
         "fallback": _fallback(incident),
         "status_line": _status_line(incident),
-        "key_values": [] if minimal else values[: limits.MAX_SECTION_FIELDS],
+        "key_values": [] if minimal else values,
         "about": "" if minimal else _about(group, cut),
         "alert_lines": [] if single or "alerts" in cut else alert_lines(group, resolved=resolved),
         "context_parts": context_parts,

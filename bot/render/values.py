@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from itertools import islice
 
 from bot.domain.alerts import Alert, AlertGroup
 from bot.render.mrkdwn import clip, inert, oneline
+from bot.slack.limits import slack_len
 
 
 @dataclass(frozen=True)
@@ -56,10 +59,14 @@ def with_unit(value: float | None, unit: str) -> str:
     return f"{shown} {unit}" if unit and value is not None else shown
 
 
-def key_values(alert: Alert, *, known_only: bool = False) -> list[str]:
+def key_values(alert: Alert, *, known_only: bool = False, most: int | None = None) -> list[str]:
     """The alert's values as "*Name:* value (threshold t)", well-known ones first (only
-    those with `known_only`)."""
-    items: list[str] = []
+    those with `known_only`), at most `most` of them: an alert may carry hundreds, and only
+    the first few are ever shown."""
+    return list(islice(_key_values(alert, known_only), most))
+
+
+def _key_values(alert: Alert, known_only: bool) -> Iterator[str]:
     for key, known in KNOWN_VALUES.items():
         if key not in alert.values:
             continue
@@ -67,12 +74,11 @@ def key_values(alert: Alert, *, known_only: bool = False) -> list[str]:
         if known.threshold_key and known.threshold_key in alert.values:
             threshold = with_unit(alert.values[known.threshold_key], known.unit)
             text += f" (threshold {threshold})"
-        items.append(text)
+        yield text
     for key in [] if known_only else sorted(alert.values):
         if key in KNOWN_VALUES or key in _THRESHOLD_KEYS:
             continue
-        items.append(f"*{value_name(key)}:* {format_number(alert.values[key])}")
-    return items
+        yield f"*{value_name(key)}:* {format_number(alert.values[key])}"
 
 
 def value_name(key: str) -> str:
@@ -81,9 +87,15 @@ def value_name(key: str) -> str:
 
 
 def value_summary(alert: Alert) -> str:
-    """Key values on one line, for replies and compact lists."""
-    summary = ", ".join(item.replace("*", "") for item in key_values(alert))
-    return clip(summary, MAX_VALUE_SUMMARY)
+    """Key values on one line, for replies and compact lists: as many as fit, then "…"."""
+    shown: list[str] = []
+    length = 0
+    for item in _key_values(alert, known_only=False):
+        shown.append(item.replace("*", ""))
+        length += slack_len(shown[-1]) + 2
+        if length > MAX_VALUE_SUMMARY:
+            break  # what follows would be cut off anyway
+    return clip(", ".join(shown), MAX_VALUE_SUMMARY)
 
 
 def headline(group: AlertGroup) -> str:

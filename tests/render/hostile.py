@@ -50,6 +50,11 @@ _numbers = st.one_of(
 )
 
 
+#: The values, and the characters of each annotation, that a big group's later alerts carry.
+FEW_VALUES = 8
+FEW_CHARACTERS = 40
+
+
 @st.composite
 def alert_bodies(draw: st.DrawFn) -> dict[str, Any]:
     """A Grafana webhook body (the reference alert made hostile) with one or many alerts."""
@@ -85,12 +90,28 @@ def alert_bodies(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def _sibling(alert: dict[str, Any], n: int) -> dict[str, Any]:
-    """Another alert of the group: the same rule on another runner (sharing the big labels of
-    the first few, so that a group of 1,500 stays quick to build)."""
-    labels = alert["labels"] if n < 4 else {"alertname": alert["labels"]["alertname"]}
+    """Another alert of the group: the same rule on another runner. The first few share all the
+    hostile text of the first; the rest are plain siblings (the alertname, the first values
+    and the annotations cut short, a link of their own), near what a group of 1,500 must be to
+    fit in the webhook's 1 MB: 1,500 copies of the hostile text would make a body of hundreds
+    of megabytes, one the webhook refuses before anything renders it."""
+    runner = f"linux.{n}xlarge <&>"
+    values = list(alert["values"].items())
+    if n < 4:
+        return {
+            **alert,
+            "labels": {**alert["labels"], "runner": runner},
+            "fingerprint": f"{n:016x}",
+        }
     return {
         **alert,
-        "labels": {**labels, "runner": f"linux.{n}xlarge <&>"},
+        "labels": {"alertname": alert["labels"]["alertname"][:FEW_CHARACTERS], "runner": runner},
+        "annotations": {key: text[:FEW_CHARACTERS] for key, text in alert["annotations"].items()},
+        "values": {key[:FEW_CHARACTERS]: value for key, value in values[:FEW_VALUES]},
+        "generatorURL": f"https://grafana.example/alerting/grafana/{n}/view",
+        "dashboardURL": "https://grafana.example/d/queue",
+        "panelURL": "https://grafana.example/d/queue?viewPanel=2",
+        "ruleUID": alert["ruleUID"][:FEW_CHARACTERS],
         "fingerprint": f"{n:016x}",
     }
 
