@@ -56,6 +56,7 @@ from fleetmodel import Case, plan, run
 from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, write_file
 from testkit.fleet_reading import COMBINATIONS, Judged, diagnose_run
 from testkit.github_fleet import GitHubRun, diagnose_from_github, named_with_their_cause
+from testkit.memory import collect_less
 from testkit.prometheus import Prometheus
 
 CAUSES = [
@@ -250,6 +251,7 @@ async def main() -> int:
         help="the day the runs end, e.g. 2026-11-27 (default yesterday); same day, same fleets",
     )
     args = parser.parse_args()
+    collect_less()  # it counts answers, not seconds: let the fleets be built quickly
     if args.model == "second":
         return await second_model(args)
     binary, promtool = shutil.which("prometheus"), shutil.which("promtool")
