@@ -96,7 +96,6 @@ def _sibling(alert: dict[str, Any], n: int) -> dict[str, Any]:
     fit in the webhook's 1 MB: 1,500 copies of the hostile text would make a body of hundreds
     of megabytes, one the webhook refuses before anything renders it."""
     runner = f"linux.{n}xlarge <&>"
-    values = list(alert["values"].items())
     if n < 4:
         return {
             **alert,
@@ -107,7 +106,9 @@ def _sibling(alert: dict[str, Any], n: int) -> dict[str, Any]:
         **alert,
         "labels": {"alertname": alert["labels"]["alertname"][:FEW_CHARACTERS], "runner": runner},
         "annotations": {key: text[:FEW_CHARACTERS] for key, text in alert["annotations"].items()},
-        "values": {key[:FEW_CHARACTERS]: value for key, value in values[:FEW_VALUES]},
+        "values": {
+            key[:FEW_CHARACTERS]: value for key, value in list(alert["values"].items())[:FEW_VALUES]
+        },
         "generatorURL": f"https://grafana.example/alerting/grafana/{n}/view",
         "dashboardURL": "https://grafana.example/d/queue",
         "panelURL": "https://grafana.example/d/queue?viewPanel=2",
