@@ -178,11 +178,10 @@ async def second_model(args: argparse.Namespace) -> int:
     if unknown:
         print(f"unknown source combinations: {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
-    binary, promtool = shutil.which("prometheus"), shutil.which("promtool")
-    if any(c in ("arc", "arc-lean", "all") for c in combinations) and not (binary and promtool):
-        print("needs prometheus and promtool: apt-get install -y prometheus", file=sys.stderr)
+    binary = shutil.which("prometheus")
+    if any(c in ("arc", "arc-lean", "all") for c in combinations) and not binary:
+        print("needs prometheus: apt-get install -y prometheus", file=sys.stderr)
         return 2
-    binaries = (binary, promtool) if binary and promtool else None
     judged: dict[str, list[Judged]] = {c: [] for c in combinations}
     failed: list[str] = []
     started = time.monotonic()
@@ -202,7 +201,7 @@ async def second_model(args: argparse.Namespace) -> int:
                         version = "0.14" if seed % 2 else "latest"
                         try:
                             judged_here = await diagnose_run(
-                                fleet, workdir, combinations, binaries=binaries, arc_version=version
+                                fleet, workdir, combinations, prometheus=binary, arc_version=version
                             )
                         except Exception as exc:  # said and counted; the run goes on
                             failed.append(f"{case.value} types={size} seed={seed} at={end:%H:%M}")

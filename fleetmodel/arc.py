@@ -1,4 +1,4 @@
-"""A run as Prometheus holds actions-runner-controller's metrics, in OpenMetrics for promtool.
+"""A run as Prometheus holds actions-runner-controller's metrics, as remote-write requests.
 
 Written from ARC's source (cmd/ghalistener/metrics/metrics.go, cmd/ghalistener/scaler,
 controllers/actions.github.com/metrics) and its chart's values:
@@ -35,11 +35,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 
 from fleetmodel import pods
 from fleetmodel.engine import FleetRun, Job, Runner
-from fleetmodel.openmetrics import OneFile, Out, Pieces, Sink, first_of
+from fleetmodel.series import Out, Requests, first_of
 
 BUCKETS = (
     0.01, 0.05, 0.1, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 20, 25, 30, 40, 50, 60, 70,
@@ -286,30 +285,16 @@ def _histogram(
         w.write(f"{metric}_count", target, [float(n) for n in upto], first)
 
 
-def write_openmetrics(
-    fleet: FleetRun, path: Path, shape: Shape, *, step: int = 60, arc_version: str = "0.14"
-) -> Written:
-    """Write `fleet`'s metrics in `shape` to `path` for `promtool tsdb create-blocks-from`."""
-    with path.open("w", encoding="utf-8") as out:
-        sink = OneFile(out)
-        written = _write(sink, fleet, shape, step, arc_version)
-        sink.close()
-    return written
+def requests(
+    fleet: FleetRun, shape: Shape, *, step: int = 60, arc_version: str = "0.14"
+) -> tuple[Requests, Written]:
+    """`fleet`'s metrics in `shape` as remote-write requests to a Prometheus, scraped every
+    `step` seconds; and what they hold."""
+    sink = Requests()
+    return sink, _write(sink, fleet, shape, step, arc_version)
 
 
-def write_pieces(
-    fleet: FleetRun, directory: Path, shape: Shape, *, step: int = 60, arc_version: str = "0.14"
-) -> tuple[list[Path], Written]:
-    """`write_openmetrics`, cut into one file per two-hour block under `directory`."""
-    sink = Pieces(directory)
-    try:
-        written = _write(sink, fleet, shape, step, arc_version)
-    finally:
-        pieces = sink.close()
-    return pieces, written
-
-
-def _write(sink: Sink, fleet: FleetRun, shape: Shape, step: int, arc_version: str) -> Written:
+def _write(sink: Requests, fleet: FleetRun, shape: Shape, step: int, arc_version: str) -> Written:
     times = sample_times(fleet, step)
     extra = {"cluster": "ci-east-1"} if shape is Shape.LEAN else {}
     full = shape is Shape.FULL

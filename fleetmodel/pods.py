@@ -7,7 +7,7 @@ import bisect
 import math
 
 from fleetmodel.engine import FleetRun
-from fleetmodel.openmetrics import Out, first_of
+from fleetmodel.series import Out, first_of
 
 
 def write_pods(w: Out, fleet: FleetRun) -> None:

@@ -3,7 +3,7 @@ combination of its sources, and the diagnosis held against what an on-call would
 
 The sources are real: the run's `workflow_job` deliveries loaded into a store with the webhook's
 own parsing; its runners list served over HTTP by the GitHub REST stand-in; its ARC metrics,
-full or lean, backfilled with promtool into a real Prometheus each.
+full or lean, written into a real Prometheus each through its remote-write receiver.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from bot.fleet.sources.jobs_config import JobsConfig
 from bot.fleet.sources.prometheus import PrometheusClient
 from bot.store import open_store
 from fleetmodel import FleetRun, Truth, truth_of
-from fleetmodel.arc import Shape, write_pieces
+from fleetmodel.arc import Shape, requests
 from fleetmodel.github import deliveries, runners_list
 from queuebot_lab.sandbox.github import GitHubSandbox
 from testkit.github_fleet import named_with_their_cause
@@ -111,15 +111,14 @@ def unread(reading: FleetSignals) -> tuple[str, ...]:
 
 @contextlib.asynccontextmanager
 async def arc_prometheus(
-    fleet: FleetRun, shape: Shape, workdir: Path, binaries: tuple[str, str], arc_version: str
+    fleet: FleetRun, shape: Shape, workdir: Path, binary: str, arc_version: str
 ) -> AsyncIterator[Prometheus]:
-    pieces, written = await asyncio.to_thread(
-        write_pieces, fleet, workdir / f"arc-{shape.value}", shape, arc_version=arc_version
-    )
-    server = Prometheus(binaries[0], binaries[1], workdir / f"prometheus-{shape.value}")
+    """A running Prometheus holding `fleet`'s ARC metrics in `shape`."""
+    sink, _ = await asyncio.to_thread(requests, fleet, shape, arc_version=arc_version)
+    server = Prometheus(binary, "", workdir / f"prometheus-{shape.value}")
     try:
-        await server.load_pieces(pieces, written.samples, f"of the {shape.value} scrape")
         await server.start()
+        await server.write(sink.bodies())
         yield server
     finally:
         await server.stop()
@@ -130,7 +129,7 @@ async def diagnose_run(
     workdir: Path,
     combinations: Iterable[str] = COMBINATIONS,
     *,
-    binaries: tuple[str, str] | None = None,
+    prometheus: str | None = None,
     arc_version: str = "0.14",
 ) -> list[Judged]:
     """Diagnose `fleet` at its end through each of `combinations`."""
@@ -141,8 +140,8 @@ async def diagnose_run(
     needs_jobs = any(c in ("jobs", "jobs+runners", "all") for c in wanted)
     needs_full = any(c in ("arc", "all") for c in wanted)
     needs_lean = "arc-lean" in wanted
-    if (needs_full or needs_lean) and binaries is None:
-        raise ValueError("ARC's metrics need prometheus and promtool")
+    if (needs_full or needs_lean) and prometheus is None:
+        raise ValueError("ARC's metrics need a prometheus binary")
     async with contextlib.AsyncExitStack() as stack:
         store = None
         if needs_jobs:
@@ -156,14 +155,14 @@ async def diagnose_run(
             github.runners = runners_list(fleet)  # type: ignore[assignment]
         full = lean = None
         if needs_full:
-            assert binaries is not None
+            assert prometheus is not None
             full = await stack.enter_async_context(
-                arc_prometheus(fleet, Shape.FULL, workdir, binaries, arc_version)
+                arc_prometheus(fleet, Shape.FULL, workdir, prometheus, arc_version)
             )
         if needs_lean:
-            assert binaries is not None
+            assert prometheus is not None
             lean = await stack.enter_async_context(
-                arc_prometheus(fleet, Shape.LEAN, workdir, binaries, arc_version)
+                arc_prometheus(fleet, Shape.LEAN, workdir, prometheus, arc_version)
             )
         judged = []
         for combination in wanted:

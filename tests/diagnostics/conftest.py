@@ -8,9 +8,6 @@ from testkit.integration import require_binary
 
 
 @pytest.fixture
-def binaries() -> tuple[str, str]:
-    """Prometheus and promtool, for ARC's metrics backfilled into a real Prometheus."""
-    return (
-        require_binary("prometheus", "apt-get install -y prometheus"),
-        require_binary("promtool", "apt-get install -y prometheus"),
-    )
+def prometheus_binary() -> str:
+    """Prometheus, for ARC's metrics written into a real one."""
+    return require_binary("prometheus", "apt-get install -y prometheus")

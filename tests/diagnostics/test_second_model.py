@@ -58,10 +58,7 @@ async def test_cancelled_jobs_counted_with_a_run_time_from_year_one_are_no_job_t
 ) -> None:
     # ARC up to 0.14 records a job cancelled before a runner took it with an execution time of
     # about 6.4e10 s; a lean scrape has only `_sum`/`_count`, so a mean would take it in.
-    binaries = (
-        require_binary("prometheus", "apt-get install -y prometheus"),
-        require_binary("promtool", "apt-get install -y prometheus"),
-    )
+    prometheus_binary = require_binary("prometheus", "apt-get install -y prometheus")
     fleet, end, kind = _with_a_cancellation_counted_late()
     ran = [
         j.completed - j.started
@@ -73,7 +70,7 @@ async def test_cancelled_jobs_counted_with_a_run_time_from_year_one_are_no_job_t
         and end - 900 < j.completed <= end
     ]
     async with (
-        arc_prometheus(fleet, Shape.LEAN, tmp_path, binaries, "0.14") as server,
+        arc_prometheus(fleet, Shape.LEAN, tmp_path, prometheus_binary, "0.14") as server,
         aiohttp.ClientSession() as http,
     ):
         signals = await read_fleet(
@@ -147,14 +144,13 @@ async def test_a_workflow_moved_in_is_more_work_even_at_a_ceiling(tmp_path: Path
     # The receiving type runs at its ceiling with twice its usual arrivals: 12 jobs in ten
     # minutes where 6 are usual is chance, 66 in an hour where 30 are usual is not. ARC counts
     # no arrival: over the hour, the jobs started plus the queue's growth are the arrivals.
-    binaries = (
-        require_binary("prometheus", "apt-get install -y prometheus"),
-        require_binary("promtool", "apt-get install -y prometheus"),
-    )
+    prometheus_binary = require_binary("prometheus", "apt-get install -y prometheus")
     fleet = _at(Case.MOVED_WORKFLOW, 1, 10)
     truth = truth_of(fleet)
     assert truth.primary_cause == "increased_workload"
-    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc"), binaries=binaries):
+    for judged in await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc"), prometheus=prometheus_binary
+    ):
         assert judged.named == "increased_workload" and judged.located, judged.combination
         workload = next(f for f in judged.report.findings if f.cause.value == "increased_workload")
         hour = next(e for e in workload.evidence if e.measure.endswith("last hour"))
@@ -185,13 +181,12 @@ async def test_slow_jobs_at_a_ceiling_are_long_running_jobs_not_the_limit(
 async def test_a_queue_as_long_as_every_day_at_this_hour_is_no_incident(tmp_path: Path) -> None:
     # The type has queued hundreds of jobs at this hour every day: on ARC's metrics too, the
     # queue now against the usual one says there is nothing new to diagnose.
-    binaries = (
-        require_binary("prometheus", "apt-get install -y prometheus"),
-        require_binary("promtool", "apt-get install -y prometheus"),
-    )
+    prometheus_binary = require_binary("prometheus", "apt-get install -y prometheus")
     fleet = _at(Case.LOWERED_MAX, 1, 10, day=25)
     assert truth_of(fleet).primary_cause == "none"
-    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc"), binaries=binaries):
+    for judged in await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc"), prometheus=prometheus_binary
+    ):
         assert judged.named == "none", judged.combination
         report = judged.report
         assert not report.affected, judged.combination
@@ -291,7 +286,7 @@ async def test_a_workflow_new_to_a_type_at_its_ceiling_is_more_work(tmp_path: Pa
 
 
 async def test_a_queue_far_beyond_the_usual_at_the_usual_ceiling_is_more_work(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # The type queues at its ceiling every evening (142 jobs, 21 minutes). Busy runners hold
     # at the usual level (109, usual 103) and jobs take their usual time, yet 497 wait up to
@@ -301,7 +296,9 @@ async def test_a_queue_far_beyond_the_usual_at_the_usual_ceiling_is_more_work(
     # usually hold none of this type's, hold 59 of them (work moved here, medium confidence).
     fleet = _at(Case.MOVED_WORKFLOW, 1, 0, day=26)
     assert truth_of(fleet).primary_cause == "increased_workload"
-    jobs, lean = await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries)
+    jobs, lean = await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc-lean"), prometheus=prometheus_binary
+    )
     assert lean.named == "increased_workload" and lean.located
     assert lean.confidence == "low"
     beyond = finding(lean.report, "increased_workload").evidence[0]

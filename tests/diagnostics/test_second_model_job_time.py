@@ -11,7 +11,7 @@ from testkit.fleet_reading import diagnose_run, finding
 
 
 async def test_jobs_holding_their_runners_longer_are_slower_with_none_completed_to_time(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # gpu-h100-8gpu's merge-queue and nightly jobs take three times as long since about three
     # hours: its 40-odd runners are busy as every night, but no job completed in the last ten
@@ -22,7 +22,7 @@ async def test_jobs_holding_their_runners_longer_are_slower_with_none_completed_
     fleet = run(plan(Case.SLOW_JOBS, seed=3, types=6, end=end))
     assert truth_of(fleet).primary_cause == "long_running_jobs"
     combinations = ("jobs", "arc-lean")
-    for judged in await diagnose_run(fleet, tmp_path, combinations, binaries=binaries):
+    for judged in await diagnose_run(fleet, tmp_path, combinations, prometheus=prometheus_binary):
         assert judged.named == "long_running_jobs" and judged.located, judged.combination
         found = finding(judged.report, "long_running_jobs")
         assert found.runner_types == ("gpu-h100-8gpu",)
@@ -95,7 +95,7 @@ async def test_slower_jobs_timed_on_a_few_of_them_are_no_certainty(tmp_path: Pat
 
 
 async def test_runners_failing_on_most_types_queueing_are_the_alerts_cause(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # An outage on three types. Two read as runners failing by their own numbers; on the worst,
     # win-2022-8cpu, the nine or so jobs completing in the window took longer than usual (p90
@@ -107,7 +107,9 @@ async def test_runners_failing_on_most_types_queueing_are_the_alerts_cause(
     end = datetime(2026, 11, 27, 10, 35, tzinfo=UTC)
     fleet = run(plan(Case.OUTAGE, seed=5, types=3, end=end))
     assert truth_of(fleet).primary_cause == "infrastructure"
-    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+    for judged in await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc-lean"), prometheus=prometheus_binary
+    ):
         assert (judged.named, judged.confidence) == ("infrastructure", "low"), judged.combination
         failing = finding(judged.report, "infrastructure")
         assert set(failing.runner_types) == {"win-2022-8cpu", "linux-arm64-4cpu", "linux-x64-8cpu"}
@@ -124,7 +126,7 @@ async def test_runners_failing_on_most_types_queueing_are_the_alerts_cause(
 
 
 async def test_slower_jobs_with_no_ceiling_and_no_runner_added_are_no_certainty(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # New runners of linux-arm64-16cpu stopped starting: 21 jobs wait, busy runners waver at
     # 5 to 8, their usual 7, held at no one level. The docs-build jobs completing in the
@@ -135,7 +137,9 @@ async def test_slower_jobs_with_no_ceiling_and_no_runner_added_are_no_certainty(
     end = datetime(2026, 11, 27, 10, 56, tzinfo=UTC)
     fleet = run(plan(Case.FAILING_STARTS, seed=8, types=3, end=end))
     assert truth_of(fleet).affected == {"linux-arm64-16cpu": "infrastructure"}
-    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+    for judged in await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc-lean"), prometheus=prometheus_binary
+    ):
         named = (judged.named, judged.confidence)
         assert named == ("long_running_jobs", "medium"), judged.combination
         limit = finding(judged.report, "autoscaling_limits")
@@ -149,7 +153,7 @@ async def test_slower_jobs_with_no_ceiling_and_no_runner_added_are_no_certainty(
 
 
 async def test_more_work_where_fewer_jobs_start_in_an_outage_counts_with_the_fleet(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # New runners fail on all six types at night. On win-2022-16cpu more jobs arrived over the
     # hour than usual (0.78 a minute, usually 0.35), but fewer started (0.20, usually 0.35):
@@ -160,7 +164,9 @@ async def test_more_work_where_fewer_jobs_start_in_an_outage_counts_with_the_fle
     fleet = run(plan(Case.OUTAGE, seed=8, types=6, end=end))
     truth = truth_of(fleet)
     assert len(truth.affected) == 6 and set(truth.affected.values()) == {"infrastructure"}
-    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+    for judged in await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc-lean"), prometheus=prometheus_binary
+    ):
         assert judged.named == "infrastructure" and judged.located, judged.combination
         failing = finding(judged.report, "infrastructure")
         assert "win-2022-16cpu" in failing.runner_types
@@ -169,7 +175,7 @@ async def test_more_work_where_fewer_jobs_start_in_an_outage_counts_with_the_fle
 
 
 async def test_runners_held_longer_at_a_ceiling_are_no_certainty_of_slower_jobs(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # Two fleets where a ceiling holds a type's runners and a job holds its runner 1.6 to 2.5
     # times as long as usual (runners busy over jobs started an hour, the usual at least the
@@ -191,7 +197,9 @@ async def test_runners_held_longer_at_a_ceiling_are_no_certainty_of_slower_jobs(
         workdir = tmp_path / case.value
         workdir.mkdir()
         combinations = ("jobs", "arc", "arc-lean")
-        for judged in await diagnose_run(fleet, workdir, combinations, binaries=binaries):
+        for judged in await diagnose_run(
+            fleet, workdir, combinations, prometheus=prometheus_binary
+        ):
             where = f"{case.value} {judged.combination}"
             assert finding(judged.report, "autoscaling_limits").verdict.value == "likely", where
             slower = finding(judged.report, "long_running_jobs")
@@ -231,7 +239,7 @@ async def test_long_jobs_left_as_busy_runners_fall_are_no_slowdown(tmp_path: Pat
 
 
 async def test_long_jobs_left_as_peaks_fall_within_the_half_hour_are_no_slowdown(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # New runners fail on every type. On linux-x64-4cpu a lean scrape's mean job time is 2.2x
     # usual, but the most runners busy at once fell from 18 within the half hour to 14: the
@@ -241,7 +249,7 @@ async def test_long_jobs_left_as_peaks_fall_within_the_half_hour_are_no_slowdown
     end = datetime(2026, 11, 27, 4, 17, tzinfo=UTC)
     fleet = run(plan(Case.OUTAGE, seed=11, types=3, end=end))
     assert truth_of(fleet).affected["linux-x64-4cpu"] == "infrastructure"
-    (lean,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), binaries=binaries)
+    (lean,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), prometheus=prometheus_binary)
     assert lean.named == "infrastructure" and lean.located
     slower = finding(lean.report, "long_running_jobs")
     assert slower.verdict.value == "ruled_out"

@@ -37,7 +37,7 @@ async def test_long_jobs_moved_onto_a_type_hold_its_runners_before_one_completes
 
 
 async def test_jobs_moved_onto_a_type_are_told_by_repository_where_arc_has_no_workflow_label(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # infra-tools' package and smoke-test jobs moved onto linux-arm64-4cpu, held at its maximum
     # of 7 with 216 jobs waiting (55 usual). A lean scrape keeps ARC's default labels: no
@@ -49,7 +49,7 @@ async def test_jobs_moved_onto_a_type_are_told_by_repository_where_arc_has_no_wo
     fleet = run(plan(Case.MOVED_WORKFLOW, seed=12, types=3, end=end))
     assert truth_of(fleet).affected == {"linux-arm64-4cpu": "increased_workload"}
     (judged,) = await diagnose_run(
-        fleet, tmp_path, ("arc-lean",), binaries=binaries, arc_version="latest"
+        fleet, tmp_path, ("arc-lean",), prometheus=prometheus_binary, arc_version="latest"
     )
     assert judged.named == "increased_workload" and judged.located
     slower = finding(judged.report, "long_running_jobs")

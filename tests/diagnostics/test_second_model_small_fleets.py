@@ -17,7 +17,7 @@ def _small(case: Case, hour: int) -> FleetRun:
 
 
 async def test_a_p90_of_three_jobs_is_no_slowdown_where_their_median_fell(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # A type held at its maximum of 3 at night: 8 jobs wait 35 minutes. Three jobs completed in
     # the window, their p90 twice the usual and their median a third of it: their spread, not
@@ -26,7 +26,7 @@ async def test_a_p90_of_three_jobs_is_no_slowdown_where_their_median_fell(
     truth = truth_of(fleet)
     assert truth.primary_cause == "autoscaling_limits"
     assert truth.affected["linux-x64-32cpu"] == "autoscaling_limits"
-    judged = await diagnose_run(fleet, tmp_path, ("jobs", "arc"), binaries=binaries)
+    judged = await diagnose_run(fleet, tmp_path, ("jobs", "arc"), prometheus=prometheus_binary)
     for one in judged:
         assert one.named == "autoscaling_limits" and one.located, one.combination
         slower = finding(one.report, "long_running_jobs")
@@ -39,7 +39,7 @@ async def test_a_p90_of_three_jobs_is_no_slowdown_where_their_median_fell(
 
 
 async def test_work_moved_in_with_longer_jobs_is_more_work(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # A workflow moved onto a type brings jobs of 30 minutes where the type's own take 10: its
     # job time rose 1.6x. The workflows that ran there before are slower only by chance (one
@@ -47,7 +47,9 @@ async def test_work_moved_in_with_longer_jobs_is_more_work(
     # each job's repository: the moved one's, monorepo, is new to the type.
     fleet = _small(Case.MOVED_WORKFLOW, 10)
     assert truth_of(fleet).primary_cause == "increased_workload"
-    judged = await diagnose_run(fleet, tmp_path, ("jobs", "arc", "arc-lean"), binaries=binaries)
+    judged = await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc", "arc-lean"), prometheus=prometheus_binary
+    )
     for one in judged:
         assert one.named == "increased_workload" and one.located, one.combination
         slower = finding(one.report, "long_running_jobs")
@@ -57,7 +59,7 @@ async def test_work_moved_in_with_longer_jobs_is_more_work(
 
 
 async def test_more_jobs_come_first_where_the_moved_ones_are_far_longer_on_a_lean_scrape(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # At night a workflow moved onto a Windows type brings jobs about four times longer than
     # its own: jobs a minute 2.1x usual, the mean job time 2.5x and the time a job holds its
@@ -66,7 +68,7 @@ async def test_more_jobs_come_first_where_the_moved_ones_are_far_longer_on_a_lea
     fleet = _small(Case.MOVED_WORKFLOW, 22)
     truth = truth_of(fleet)
     assert truth.primary_cause == "increased_workload"
-    (lean,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), binaries=binaries)
+    (lean,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), prometheus=prometheus_binary)
     assert lean.named == "increased_workload" and lean.located
     assert lean.confidence == "medium"
     assert finding(lean.report, "long_running_jobs").verdict.value == "likely"
@@ -75,7 +77,7 @@ async def test_more_jobs_come_first_where_the_moved_ones_are_far_longer_on_a_lea
 
 
 async def test_a_type_that_started_nothing_lately_is_ranked_by_the_wait_its_queue_implies(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # A GPU type held by a lowered maximum at 8 runners with 51 jobs not yet running started no
     # job in the last 20 minutes, so a lean scrape measures no wait of jobs started there. The
@@ -86,7 +88,7 @@ async def test_a_type_that_started_nothing_lately_is_ranked_by_the_wait_its_queu
     truth = truth_of(fleet)
     assert truth.primary_cause == "autoscaling_limits"
     assert truth.affected["gpu-h100-8gpu"] == "autoscaling_limits"
-    (lean,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), binaries=binaries)
+    (lean,) = await diagnose_run(fleet, tmp_path, ("arc-lean",), prometheus=prometheus_binary)
     first, second = lean.report.runner_types[:2]
     assert (first.name, first.queued, first.max_wait_seconds) == ("gpu-h100-8gpu", 51, None)
     # No wait of jobs started is read there now, so none is compared with its usual either.
@@ -119,7 +121,7 @@ async def test_the_worst_of_three_types_without_runners_has_risen_beneath_its_qu
 
 
 async def test_three_queues_begun_together_one_without_runners_are_one_cause(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # New runners fail on every type, three of three queueing within 11 minutes of each other.
     # One type shows it (busy runners 14 to 5 while 48 jobs wait); the worst, 108 jobs waiting
@@ -132,7 +134,7 @@ async def test_three_queues_begun_together_one_without_runners_are_one_cause(
     fleet = run(plan(Case.OUTAGE, seed=4, types=3, end=end))
     truth = truth_of(fleet)
     assert truth.primary_cause == "infrastructure" and len(truth.affected) == 3
-    judged = await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries)
+    judged = await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), prometheus=prometheus_binary)
     began = [s.since for s in judged[0].report.runner_types if s.affected and s.since]
     assert len(began) == 3 and max(began) - min(began) <= 11 * 60
     for one in judged:
@@ -153,7 +155,7 @@ async def test_three_queues_begun_together_one_without_runners_are_one_cause(
 
 
 async def test_runners_offline_far_beyond_those_coming_online_are_failing(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # New runners of a type mostly fail to start: 165 listed offline, 26 online, while busy
     # runners rose from 13 to 26 in half an hour and 51 jobs wait 20 minutes. A scale-up under
@@ -162,7 +164,7 @@ async def test_runners_offline_far_beyond_those_coming_online_are_failing(
     fleet = _small(Case.FAILING_STARTS, 16)
     assert truth_of(fleet).primary_cause == "infrastructure"
     judged = await diagnose_run(
-        fleet, tmp_path, ("jobs", "jobs+runners", "arc-lean"), binaries=binaries
+        fleet, tmp_path, ("jobs", "jobs+runners", "arc-lean"), prometheus=prometheus_binary
     )
     by = {one.combination: one for one in judged}
     listed = by["jobs+runners"]
@@ -226,7 +228,7 @@ async def test_the_usual_queue_is_the_median_of_each_days_queue(tmp_path: Path) 
 
 
 async def test_busy_runners_held_at_one_number_while_a_queue_forms_are_a_ceiling(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # win-2022-16cpu's maximum was lowered to 63 (78 usually busy at this hour). The most runners
     # busy at once were 63 in each of the last three windows; 5 jobs waited a quarter of an hour
@@ -238,7 +240,7 @@ async def test_busy_runners_held_at_one_number_while_a_queue_forms_are_a_ceiling
     assert truth_of(fleet).primary_cause == "autoscaling_limits"
     assert "win-2022-16cpu" in truth_of(fleet).affected
     combinations = ("jobs", "arc-lean")
-    for judged in await diagnose_run(fleet, tmp_path, combinations, binaries=binaries):
+    for judged in await diagnose_run(fleet, tmp_path, combinations, prometheus=prometheus_binary):
         assert judged.named == "autoscaling_limits" and judged.located, judged.combination
         assert judged.confidence == "medium", judged.combination
         limit = finding(judged.report, "autoscaling_limits")

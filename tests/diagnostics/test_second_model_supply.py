@@ -17,7 +17,7 @@ def _failing_starts(hour: int, types: int = 6) -> FleetRun:
 
 
 async def test_runners_held_above_what_the_demand_needs_are_slow_to_come_not_more_work(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # Most new runners of linux-x64-2cpu never start: 59 busy where 40 are usual, held there,
     # 63 jobs waiting 40 minutes. Jobs arrive 1.2x as often as usual and take their usual time,
@@ -25,7 +25,9 @@ async def test_runners_held_above_what_the_demand_needs_are_slow_to_come_not_mor
     # started waited 28 times their usual wait. Not more work, not a ceiling.
     fleet = _failing_starts(10)
     assert truth_of(fleet).primary_cause == "infrastructure"
-    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+    for judged in await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc-lean"), prometheus=prometheus_binary
+    ):
         assert judged.named == "infrastructure" and judged.located, judged.combination
         found = finding(judged.report, "infrastructure")
         assert found.runner_types == ("linux-x64-2cpu",)
@@ -40,14 +42,16 @@ async def test_runners_held_above_what_the_demand_needs_are_slow_to_come_not_mor
 
 
 async def test_busy_runners_falling_while_jobs_wait_are_failing_runners(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # Most new runners of linux-arm64-4cpu never start: 42 jobs running half an hour ago, 29
     # now (the most at once in ten minutes fell from 47 to 34) while 79 jobs wait half an
     # hour. A ceiling keeps its runners busy; these are not replaced.
     fleet = _failing_starts(16)
     assert truth_of(fleet).primary_cause == "infrastructure"
-    judgements = await diagnose_run(fleet, tmp_path, ("jobs", "arc", "arc-lean"), binaries=binaries)
+    judgements = await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc", "arc-lean"), prometheus=prometheus_binary
+    )
     for judged in judgements:
         assert judged.named == "infrastructure" and judged.located, judged.combination
         limits = finding(judged.report, "autoscaling_limits")
@@ -61,7 +65,7 @@ async def test_busy_runners_falling_while_jobs_wait_are_failing_runners(
 
 
 async def test_runners_twenty_times_slower_to_start_are_no_ceiling_at_the_usual_level(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # New runners of linux-x64-4cpu take twenty times as long to start: 9 to 11 busy (8 are
     # usual), 117 jobs waiting 75 minutes. Jobs arrive about as usual and take less than their
@@ -70,7 +74,9 @@ async def test_runners_twenty_times_slower_to_start_are_no_ceiling_at_the_usual_
     # far beyond its usual one).
     fleet = _failing_starts(22, types=3)
     assert truth_of(fleet).primary_cause == "infrastructure"
-    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+    for judged in await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc-lean"), prometheus=prometheus_binary
+    ):
         assert judged.named == "infrastructure" and judged.located, judged.combination
         found = finding(judged.report, "infrastructure")
         (slow,) = [e for e in found.evidence if "no ceiling the work fills" in e.why]
@@ -95,7 +101,7 @@ async def test_a_lowered_maximum_below_the_usual_level_stays_a_limit_at_low_dema
 
 
 async def test_busy_runners_risen_beneath_a_standing_queue_are_no_ceiling(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # Most new runners of linux-arm64-8cpu never start (none of them registers, so GitHub's
     # runners list shows every runner busy, none idle). 30 jobs wait 34 minutes; jobs waited an
@@ -106,7 +112,7 @@ async def test_busy_runners_risen_beneath_a_standing_queue_are_no_ceiling(
     fleet = run(plan(Case.FAILING_STARTS, seed=3, types=3, end=end))
     assert truth_of(fleet).primary_cause == "infrastructure"
     combinations = ("jobs", "jobs+runners", "arc-lean")
-    for judged in await diagnose_run(fleet, tmp_path, combinations, binaries=binaries):
+    for judged in await diagnose_run(fleet, tmp_path, combinations, prometheus=prometheus_binary):
         assert judged.named == "infrastructure" and judged.located, judged.combination
         found = finding(judged.report, "infrastructure")
         assert found.runner_types == ("linux-arm64-8cpu",), judged.combination
@@ -119,7 +125,7 @@ async def test_busy_runners_risen_beneath_a_standing_queue_are_no_ceiling(
 
 
 async def test_busy_runners_at_no_one_level_while_jobs_wait_far_longer_are_failing_runners(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # New runners fail on every type. linux-arm64-8cpu has the worst queue (48 jobs, 35
     # minutes) at usual demand and job time, its most busy at once 31, 34, then 24 over half an
@@ -130,7 +136,7 @@ async def test_busy_runners_at_no_one_level_while_jobs_wait_far_longer_are_faili
     truth = truth_of(fleet)
     assert truth.primary_cause == "infrastructure" and len(truth.affected) == 3
     combinations = ("jobs", "jobs+runners", "arc-lean")
-    for judged in await diagnose_run(fleet, tmp_path, combinations, binaries=binaries):
+    for judged in await diagnose_run(fleet, tmp_path, combinations, prometheus=prometheus_binary):
         assert judged.named == "infrastructure" and judged.located, judged.combination
         found = finding(judged.report, "infrastructure")
         assert set(found.runner_types) == set(truth.affected), judged.combination
@@ -141,7 +147,7 @@ async def test_busy_runners_at_no_one_level_while_jobs_wait_far_longer_are_faili
 
 
 async def test_every_type_queueing_short_of_runners_since_the_same_half_hour_is_one_outage(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # New runners stopped coming on every type. Five types queue (50, 16, 12, 8 and 7 jobs, 33
     # to 53 minutes): two with runners failing by their own signature, two held at a ceiling at
@@ -153,7 +159,9 @@ async def test_every_type_queueing_short_of_runners_since_the_same_half_hour_is_
     fleet = run(plan(Case.OUTAGE, seed=9, types=6, end=end))
     truth = truth_of(fleet)
     assert len(truth.affected) == 5 and set(truth.affected.values()) == {"infrastructure"}
-    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+    for judged in await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc-lean"), prometheus=prometheus_binary
+    ):
         assert judged.named == "infrastructure" and judged.located, judged.combination
         found = finding(judged.report, "infrastructure")
         assert set(found.runner_types) == set(truth.affected), judged.combination
@@ -181,7 +189,7 @@ async def test_more_work_in_ten_minutes_of_an_hour_as_usual_is_no_certainty(
 
 
 async def test_busy_runners_fallen_over_the_hour_beneath_a_queue_are_no_ceiling(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # Most new runners of win-2022-8cpu never start since two hours: at most 15 jobs running at
     # once an hour ago, 8 then 6 over the last half hour (19 usually busy), while jobs waited
@@ -190,7 +198,9 @@ async def test_busy_runners_fallen_over_the_hour_beneath_a_queue_are_no_ceiling(
     end = datetime(2026, 11, 27, 17, 31, tzinfo=UTC)
     fleet = run(plan(Case.FAILING_STARTS, seed=13, types=3, end=end))
     assert truth_of(fleet).affected == {"win-2022-8cpu": "infrastructure"}
-    for judged in await diagnose_run(fleet, tmp_path, ("jobs", "arc-lean"), binaries=binaries):
+    for judged in await diagnose_run(
+        fleet, tmp_path, ("jobs", "arc-lean"), prometheus=prometheus_binary
+    ):
         assert judged.named == "infrastructure" and judged.located, judged.combination
         limits = finding(judged.report, "autoscaling_limits")
         assert limits.verdict.value == "ruled_out", judged.combination
@@ -198,7 +208,7 @@ async def test_busy_runners_fallen_over_the_hour_beneath_a_queue_are_no_ceiling(
 
 
 async def test_peaks_fallen_within_the_half_hour_beneath_a_queue_are_no_ceiling(
-    tmp_path: Path, binaries: tuple[str, str]
+    tmp_path: Path, prometheus_binary: str
 ) -> None:
     # New runners fail on every type; a lean scrape sees no runner, only jobs running. On
     # gpu-a10g-1gpu, the worst queue (57 jobs, 45 minutes), the most busy at once were 42 and
@@ -219,7 +229,7 @@ async def test_peaks_fallen_within_the_half_hour_beneath_a_queue_are_no_ceiling(
         )
         workdir = tmp_path / case.value
         workdir.mkdir()
-        (lean,) = await diagnose_run(fleet, workdir, ("arc-lean",), binaries=binaries)
+        (lean,) = await diagnose_run(fleet, workdir, ("arc-lean",), prometheus=prometheus_binary)
         assert lean.named == "infrastructure", case.value
         assert name in finding(lean.report, "infrastructure").runner_types
         limits = finding(lean.report, "autoscaling_limits")
