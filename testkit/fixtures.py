@@ -17,7 +17,14 @@ from typing import Protocol
 import pytest
 import pytest_asyncio
 
-from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec, Truth, write_file
+from fleetmodel.series import Out, Requests
+from queuebot_lab.simulator import (
+    MetricsShape,
+    Scenario,
+    SimulationSpec,
+    Truth,
+    simulate_series,
+)
 from testkit.alertmanager import Alertmanager
 from testkit.fleets import Fleets, fleet_spec
 from testkit.integration import require_binary
@@ -88,18 +95,19 @@ def filled_fleets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def _series(times_ms: list[int]) -> Out:
+    """Where a simulation's series go: remote-write requests to a Prometheus."""
+    return Out(Requests(), [ms / 1000 for ms in times_ms], {})
+
+
 async def _filled(
-    binary: str,
-    promtool: str,
-    workdir: Path,
-    spec: SimulationSpec,
-    shape: MetricsShape,
-    kept: Path,
+    binary: str, workdir: Path, spec: SimulationSpec, shape: MetricsShape, kept: Path
 ) -> tuple[Prometheus, Truth]:
     """A Prometheus in `workdir` holding `spec`'s fleet in `shape`, started. The first server of
-    a fleet in the run simulates and backfills it and keeps the filled storage under `kept`
-    (before any server has started on it); the next, in any worker, starts on a copy of it."""
-    instance = Prometheus(binary, promtool, workdir)
+    a fleet in the run simulates it and takes its series through the remote-write receiver,
+    then keeps a copy of its storage under `kept` (stopped for it: the write-ahead log whole);
+    the next, in any worker, starts on a copy of that."""
+    instance = Prometheus(binary, "", workdir)
     key = hashlib.sha256(f"{spec!r} {shape}".encode()).hexdigest()[:20]
     folder, done = kept / key, kept / key / "truth.pickle"
     try:
@@ -109,10 +117,10 @@ async def _filled(
                 truth = pickle.loads(done.read_bytes())  # noqa: S301 - this run's own file
                 await asyncio.to_thread(shutil.copytree, folder / "data", instance.storage)
             else:
-                history = workdir / "fleet.om"
-                truth = await asyncio.to_thread(write_file, spec, history, shape)
-                await instance.backfill(history)
-                history.unlink()
+                truth, out = await asyncio.to_thread(simulate_series, spec, _series, shape)
+                await instance.start()
+                await instance.write(out.sink.bodies())
+                await instance.stop()
                 await asyncio.to_thread(shutil.copytree, instance.storage, folder / "data")
                 done.write_bytes(pickle.dumps(truth))  # last: the copy is whole
         await instance.start()
@@ -126,11 +134,10 @@ async def _filled(
 async def prometheus_for(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[PrometheusFactory]:
-    """Simulate a fleet into tmp_path, backfill it into a real Prometheus and start it (a fleet
-    filled before in this run is copied instead); every server made is stopped at teardown,
+    """Simulate a fleet into a real Prometheus of tmp_path and start it (a fleet filled
+    before in this run is copied instead); every server made is stopped at teardown,
     even when the test fails."""
     binary = require_binary("prometheus", "apt-get install -y prometheus")
-    promtool = require_binary("promtool", "apt-get install -y prometheus")
     made: list[Prometheus] = []
 
     async def make(
@@ -139,7 +146,7 @@ async def prometheus_for(
         workdir = tmp_path / f"prometheus-{len(made)}"
         workdir.mkdir()
         instance, truth = await _filled(
-            binary, promtool, workdir, spec, shape, filled_fleets(tmp_path_factory)
+            binary, workdir, spec, shape, filled_fleets(tmp_path_factory)
         )
         made.append(instance)
         return instance, truth
@@ -157,7 +164,6 @@ async def fleets(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Flee
     when first asked for (filled once in the run, whichever worker asks first) and kept for
     the session; tests using it run `in_session_loop`."""
     binary = require_binary("prometheus", "apt-get install -y prometheus")
-    promtool = require_binary("promtool", "apt-get install -y prometheus")
     made: dict[tuple[Scenario, MetricsShape], tuple[Prometheus, Truth]] = {}
     lock = asyncio.Lock()
 
@@ -169,7 +175,6 @@ async def fleets(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Flee
                 workdir = tmp_path_factory.mktemp(f"fleet-{scenario}-{shape}")
                 made[(scenario, shape)] = await _filled(
                     binary,
-                    promtool,
                     workdir,
                     fleet_spec(scenario),
                     shape,

@@ -149,10 +149,10 @@ class QueuedJob:
     html_url: str | None = None
 
 
-@dataclass(frozen=True)
-class JobRow:
+class JobRow(NamedTuple):
     """One job's part in a window's activity: its seconds are the wait of a start, the run of a
-    completion, 0 for an arrival."""
+    completion, 0 for an arrival (a tuple: a window's reading makes a row of each of hundreds of
+    thousands of jobs)."""
 
     runner_type: str
     repository: str

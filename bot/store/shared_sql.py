@@ -145,14 +145,7 @@ COMPLETIONS = (
 
 def job_row(row: Columns) -> JobRow:
     """A row of `ARRIVALS`, `STARTS` or `COMPLETIONS`."""
-    return JobRow(
-        runner_type=row[0],
-        repository=row[1],
-        workflow=row[2],
-        seconds=float(row[3]),
-        failed=bool(row[4]),
-        job=row[5],
-    )
+    return JobRow(row[0], row[1], row[2], float(row[3]), bool(row[4]), row[5])
 
 
 #: Jobs started in (?, ?] and not completed by the end (?), per type and repository.

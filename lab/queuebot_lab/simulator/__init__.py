@@ -7,7 +7,13 @@ promtool, and `simulate` ties them together behind `queuebot simulate`.
 
 from queuebot_lab.simulator.deliveries import SimulatedJob, SimulatedRunner
 from queuebot_lab.simulator.profiles import runner_type_names
-from queuebot_lab.simulator.simulate import FleetJobs, simulate, simulate_jobs, write_file
+from queuebot_lab.simulator.simulate import (
+    FleetJobs,
+    simulate,
+    simulate_jobs,
+    simulate_series,
+    write_file,
+)
 from queuebot_lab.simulator.spec import (
     BUCKETS,
     CAUSES,
@@ -32,5 +38,6 @@ __all__ = [
     "runner_type_names",
     "simulate",
     "simulate_jobs",
+    "simulate_series",
     "write_file",
 ]

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import random
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from queuebot_lab.simulator.history import GAUGES, TypeSamples
 from queuebot_lab.simulator.profiles import (
@@ -63,6 +63,17 @@ _CONTROLLER = (
 )
 
 
+class SeriesWriter(Protocol):
+    """Where a fleet's series go, one after another, each sampled at every time of the run."""
+
+    series: int
+    samples: int
+
+    def family(self, name: str, kind: str, help_text: str) -> None: ...
+
+    def write(self, metric: str, labels: dict[str, str], values: Sequence[int]) -> None: ...
+
+
 @dataclass
 class _Writer:
     out: TextIO
@@ -73,7 +84,7 @@ class _Writer:
     def family(self, name: str, kind: str, help_text: str) -> None:
         self.out.write(f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n")
 
-    def write(self, metric: str, labels: dict[str, str], values: array[int]) -> None:
+    def write(self, metric: str, labels: dict[str, str], values: Sequence[int]) -> None:
         text = ",".join(f'{k}="{v}"' for k, v in labels.items() if v)
         prefix = f"{metric}{{{text}}} "
         self.out.write(
@@ -140,6 +151,18 @@ def write_openmetrics(
 ) -> _Writer:
     """Write every series of the fleet in `shape`, sampled at `times_ms`, and `# EOF`."""
     w = _Writer(out, [f" {_stamp(ms)}\n" for ms in times_ms])
+    write_series(w, profiles, histories, shape)
+    out.write("# EOF\n")
+    return w
+
+
+def write_series(
+    w: SeriesWriter,
+    profiles: list[Profile],
+    histories: list[TypeSamples],
+    shape: MetricsShape = MetricsShape.ARC,
+) -> None:
+    """Every series of the fleet in `shape`, as Prometheus holds them, to `w`."""
     lean = shape is MetricsShape.ARC_LEAN
     types = list(_types(shape, profiles, histories))
 
@@ -215,11 +238,9 @@ def write_openmetrics(
                 histogram(metric, t, job_labels(t, ref) | {"job_result": result}, columns)
     if not lean:
         _controller_and_pods(w, types)
-    out.write("# EOF\n")
-    return w
 
 
-def _controller_and_pods(w: _Writer, types: list[_Type]) -> None:
+def _controller_and_pods(w: SeriesWriter, types: list[_Type]) -> None:
     """The controller's ephemeral-runner gauges (`name`: the scale set) and cAdvisor's series
     of the runner pods (named `<ephemeral runner set>-runner-<suffix>`)."""
     for metric in _CONTROLLER:

@@ -25,15 +25,16 @@ else stays healthy. `Truth` says what was staged, for tests and benchmarks.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from queuebot_lab.simulator.deliveries import SimulatedJob, SimulatedRunner, jobs_of
 from queuebot_lab.simulator.history import TypeSamples
 from queuebot_lab.simulator.job_log import JobLog
-from queuebot_lab.simulator.openmetrics import write_openmetrics
+from queuebot_lab.simulator.openmetrics import SeriesWriter, write_openmetrics, write_series
 from queuebot_lab.simulator.profiles import Profile, profile, runner_type_names, stage
 from queuebot_lab.simulator.queue_model import simulate_type
 from queuebot_lab.simulator.spec import (
@@ -113,12 +114,31 @@ def _simulated(spec: SimulationSpec, *, keep_jobs: bool = False) -> _Simulated:
     return _Simulated(profiles, histories, truth, end_ms, samples, logs)
 
 
+#: The writer a caller of `simulate_series` makes.
+W = TypeVar("W", bound=SeriesWriter)
+
+
+def _times_ms(spec: SimulationSpec, run: _Simulated) -> list[int]:
+    step_ms = spec.step_seconds * 1000
+    return [run.end_ms - (run.samples - 1 - i) * step_ms for i in range(run.samples)]
+
+
 def _run(spec: SimulationSpec, out: TextIO, shape: MetricsShape) -> _Result:
     run = _simulated(spec)
-    step_ms = spec.step_seconds * 1000
-    times = [run.end_ms - (run.samples - 1 - i) * step_ms for i in range(run.samples)]
-    writer = write_openmetrics(out, run.profiles, run.histories, times, shape)
+    writer = write_openmetrics(out, run.profiles, run.histories, _times_ms(spec, run), shape)
     return _Result(run.truth, writer.series, writer.samples)
+
+
+def simulate_series(
+    spec: SimulationSpec, writer: Callable[[list[int]], W], shape: MetricsShape = MetricsShape.ARC
+) -> tuple[Truth, W]:
+    """Run the simulation `simulate` runs for `spec` and hand its series, as `simulate` writes
+    them, to the writer `writer` makes for the sample times (Unix milliseconds); the truth
+    and that writer."""
+    run = _simulated(spec)
+    w = writer(_times_ms(spec, run))
+    write_series(w, run.profiles, run.histories, shape)
+    return run.truth, w
 
 
 @dataclass(frozen=True)
