@@ -99,7 +99,7 @@ async def one_run(
     Prometheus holding the fleet's metrics in `shape`."""
     history = workdir / "fleet.om"
     truth = await asyncio.to_thread(write_file, spec, history, shape)
-    prometheus = Prometheus(binary, promtool, workdir / "prometheus")
+    prometheus = Prometheus(binary, workdir / "prometheus", promtool=promtool)
     try:
         await prometheus.backfill(history)
         history.unlink()
@@ -123,7 +123,7 @@ async def _from_github(
     assert binary and promtool
     history = workdir / "fleet.om"
     await asyncio.to_thread(write_file, spec, history, MetricsShape.ARC)
-    prometheus = Prometheus(binary, promtool, workdir / "prometheus")
+    prometheus = Prometheus(binary, workdir / "prometheus", promtool=promtool)
     try:
         await prometheus.backfill(history)
         history.unlink()

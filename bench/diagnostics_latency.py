@@ -53,7 +53,7 @@ async def prepare(cache: Path, args: argparse.Namespace) -> tuple[Prometheus, da
     binary, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if not binary or not promtool:
         raise SystemExit("needs prometheus and promtool: apt-get install -y prometheus")
-    prometheus = Prometheus(binary, promtool, cache / "prometheus")
+    prometheus = Prometheus(binary, cache / "prometheus", promtool=promtool)
     marker = cache / "end.txt"
     if marker.exists():
         end = datetime.fromisoformat(marker.read_text().strip())

@@ -107,7 +107,7 @@ async def _filled(
     a fleet in the run simulates it and takes its series through the remote-write receiver,
     then keeps a copy of its storage under `kept` (stopped for it: the write-ahead log whole);
     the next, in any worker, starts on a copy of that."""
-    instance = Prometheus(binary, "", workdir)
+    instance = Prometheus(binary, workdir)
     key = hashlib.sha256(f"{spec!r} {shape}".encode()).hexdigest()[:20]
     folder, done = kept / key, kept / key / "truth.pickle"
     try:

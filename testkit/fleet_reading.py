@@ -115,7 +115,7 @@ async def arc_prometheus(
 ) -> AsyncIterator[Prometheus]:
     """A running Prometheus holding `fleet`'s ARC metrics in `shape`."""
     sink, _ = await asyncio.to_thread(requests, fleet, shape, arc_version=arc_version)
-    server = Prometheus(binary, "", workdir / f"prometheus-{shape.value}")
+    server = Prometheus(binary, workdir / f"prometheus-{shape.value}")
     try:
         await server.start()
         await server.write(sink.bodies())

@@ -56,9 +56,8 @@ async def test_a_server_whose_port_another_server_answers_on_moves_to_another(
     outside the suite's blocks): the one that could not bind it must not take the other's
     answer for its own readiness, and tries another port."""
     binary = require_binary("prometheus", "apt-get install -y prometheus")
-    promtool = require_binary("promtool", "apt-get install -y prometheus")
-    first = Prometheus(binary, promtool, tmp_path / "first")
-    second = Prometheus(binary, promtool, tmp_path / "second")
+    first = Prometheus(binary, tmp_path / "first")
+    second = Prometheus(binary, tmp_path / "second")
     await first.start()
     try:
         second.port = first.port

@@ -235,7 +235,7 @@ async def test_without_the_scale_set_label_job_series_are_not_measured(
             started=series("gha_started_jobs_total", job, lambda i: 100 + 3 * i),
         )
     )
-    prometheus = Prometheus(binary, promtool, tmp_path / "prometheus")
+    prometheus = Prometheus(binary, tmp_path / "prometheus", promtool=promtool)
     try:
         await prometheus.backfill(history)
         await prometheus.start()

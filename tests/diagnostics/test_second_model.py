@@ -19,7 +19,6 @@ from bot.store import JobSpan
 from fleetmodel import Case, FleetRun, plan, run, truth_of
 from fleetmodel.arc import Shape
 from testkit.fleet_reading import arc_prometheus, diagnose_run, finding
-from testkit.integration import require_binary
 
 END = datetime(2026, 11, 24, 15, 10, tzinfo=UTC)
 
@@ -55,10 +54,10 @@ async def test_a_scale_up_under_way_is_no_incident(tmp_path: Path) -> None:
 
 async def test_cancelled_jobs_counted_with_a_run_time_from_year_one_are_no_job_time(
     tmp_path: Path,
+    prometheus_binary: str,
 ) -> None:
     # ARC up to 0.14 records a job cancelled before a runner took it with an execution time of
     # about 6.4e10 s; a lean scrape has only `_sum`/`_count`, so a mean would take it in.
-    prometheus_binary = require_binary("prometheus", "apt-get install -y prometheus")
     fleet, end, kind = _with_a_cancellation_counted_late()
     ran = [
         j.completed - j.started
@@ -140,11 +139,12 @@ def _at(case: Case, seed: int, hour: int, day: int = 24, types: int = 6) -> Flee
     return run(plan(case, seed=seed, types=types, end=end))
 
 
-async def test_a_workflow_moved_in_is_more_work_even_at_a_ceiling(tmp_path: Path) -> None:
+async def test_a_workflow_moved_in_is_more_work_even_at_a_ceiling(
+    tmp_path: Path, prometheus_binary: str
+) -> None:
     # The receiving type runs at its ceiling with twice its usual arrivals: 12 jobs in ten
     # minutes where 6 are usual is chance, 66 in an hour where 30 are usual is not. ARC counts
     # no arrival: over the hour, the jobs started plus the queue's growth are the arrivals.
-    prometheus_binary = require_binary("prometheus", "apt-get install -y prometheus")
     fleet = _at(Case.MOVED_WORKFLOW, 1, 10)
     truth = truth_of(fleet)
     assert truth.primary_cause == "increased_workload"
@@ -178,10 +178,11 @@ async def test_slow_jobs_at_a_ceiling_are_long_running_jobs_not_the_limit(
     assert held.now >= 1.5 * held.baseline
 
 
-async def test_a_queue_as_long_as_every_day_at_this_hour_is_no_incident(tmp_path: Path) -> None:
+async def test_a_queue_as_long_as_every_day_at_this_hour_is_no_incident(
+    tmp_path: Path, prometheus_binary: str
+) -> None:
     # The type has queued hundreds of jobs at this hour every day: on ARC's metrics too, the
     # queue now against the usual one says there is nothing new to diagnose.
-    prometheus_binary = require_binary("prometheus", "apt-get install -y prometheus")
     fleet = _at(Case.LOWERED_MAX, 1, 10, day=25)
     assert truth_of(fleet).primary_cause == "none"
     for judged in await diagnose_run(
