@@ -18,6 +18,7 @@ endpoints for self-hosted runners") and the payload examples GitHub's own librar
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 import zlib
@@ -31,13 +32,20 @@ def _stamp(seconds: float | None) -> str | None:
     """GitHub's time, to the second in UTC (`2026-11-27T03:21:09Z`)."""
     if seconds is None:
         return None
-    t = time.gmtime(int(seconds))
-    return (
-        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"
-        f"T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}Z"
-    )
+    day, second = divmod(int(seconds), 86400)
+    minute, second = divmod(second, 60)
+    hour, minute = divmod(minute, 60)
+    return f"{_date(day)}T{hour:02d}:{minute:02d}:{second:02d}Z"
 
 
+@functools.cache
+def _date(day: int) -> str:
+    """The date of `day` days since 1970-01-01."""
+    t = time.gmtime(day * 86400)
+    return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"
+
+
+@functools.cache
 def _repository(org: str, name: str) -> dict[str, Any]:
     full = f"{org}/{name}"
     return {
@@ -50,56 +58,90 @@ def _repository(org: str, name: str) -> dict[str, Any]:
     }
 
 
+@functools.cache
+def _organization(org: str) -> dict[str, Any]:
+    return {"login": org, "id": zlib.crc32(org.encode()) % 90_000_000 + 10_000_000}
+
+
+@functools.cache
+def _sender(run_id: int) -> dict[str, Any]:
+    return {"login": "dev-" + str(run_id % 41), "id": 5_000_000 + run_id % 41}
+
+
+class _Bodies:
+    """The bodies of one job's deliveries: what every one of them carries is made once (a
+    fleet's run is hundreds of thousands of deliveries)."""
+
+    def __init__(self, job: Job, org: str) -> None:
+        self.job, self.org = job, org
+        repo = f"{org}/{job.workflow.repository}"
+        self.workflow_name = job.workflow.name.replace("-", " ").title()
+        self.head_branch = (
+            "main" if job.workflow.event != "pull_request" else f"feature/{job.run_id % 997}"
+        )
+        self.run_url = f"https://api.github.com/repos/{repo}/actions/runs/{job.run_id}"
+        self.node_id = f"CR_kwDO{job.id:x}"
+        self.head_sha = f"{job.run_id * 2654435761 % (1 << 160):040x}"
+        self.url = f"https://api.github.com/repos/{repo}/actions/jobs/{job.id}"
+        self.html_url = f"https://github.com/{repo}/actions/runs/{job.run_id}/job/{job.id}"
+        self.check_run_url = f"https://api.github.com/repos/{repo}/check-runs/{job.id}"
+        self.created = _stamp(job.created)
+
+    def body(self, action: str) -> dict[str, Any]:
+        """The body GitHub delivers for the job when it became `action`."""
+        job = self.job
+        started = action in ("in_progress", "completed") and job.runner is not None
+        runner = job.runner if started else None
+        completed = action == "completed"
+        body = {
+            "id": job.id,
+            "run_id": job.run_id,
+            "workflow_name": self.workflow_name,
+            "head_branch": self.head_branch,
+            "run_url": self.run_url,
+            "run_attempt": job.attempt,
+            "node_id": self.node_id,
+            "head_sha": self.head_sha,
+            "url": self.url,
+            "html_url": self.html_url,
+            "status": action if action in ("queued", "in_progress") else "completed",
+            "conclusion": job.conclusion if completed else None,
+            "created_at": self.created,
+            "started_at": _stamp(job.started) if started else self.created,
+            "completed_at": _stamp(job.completed) if completed else None,
+            "name": job.name,
+            "steps": [],
+            "check_run_url": self.check_run_url,
+            "labels": list(job.labels),
+            "runner_id": runner.id if runner is not None else None,
+            "runner_name": runner.name if runner is not None else None,
+            "runner_group_id": 1 if started else None,
+            "runner_group_name": "Default" if started else None,
+        }
+        if runner is not None:
+            end = job.completed if completed else job.started
+            body["steps"] = [
+                {
+                    "name": "Set up job",
+                    "status": "completed",
+                    "conclusion": "success",
+                    "number": 1,
+                    "started_at": _stamp(job.started),
+                    "completed_at": _stamp(min(end or job.started, (job.started or 0) + 2)),
+                }
+            ]
+        return {
+            "action": action,
+            "workflow_job": body,
+            "repository": _repository(self.org, job.workflow.repository),
+            "organization": _organization(self.org),
+            "sender": _sender(job.run_id),
+        }
+
+
 def workflow_job(job: Job, action: str, org: str) -> dict[str, Any]:
     """The body GitHub delivers for `job` when it became `action`."""
-    repo = f"{org}/{job.workflow.repository}"
-    started = action in ("in_progress", "completed") and job.runner is not None
-    body = {
-        "id": job.id,
-        "run_id": job.run_id,
-        "workflow_name": job.workflow.name.replace("-", " ").title(),
-        "head_branch": "main"
-        if job.workflow.event != "pull_request"
-        else f"feature/{job.run_id % 997}",
-        "run_url": f"https://api.github.com/repos/{repo}/actions/runs/{job.run_id}",
-        "run_attempt": job.attempt,
-        "node_id": f"CR_kwDO{job.id:x}",
-        "head_sha": f"{job.run_id * 2654435761 % (1 << 160):040x}",
-        "url": f"https://api.github.com/repos/{repo}/actions/jobs/{job.id}",
-        "html_url": f"https://github.com/{repo}/actions/runs/{job.run_id}/job/{job.id}",
-        "status": {"queued": "queued", "in_progress": "in_progress"}.get(action, "completed"),
-        "conclusion": job.conclusion if action == "completed" else None,
-        "created_at": _stamp(job.created),
-        "started_at": _stamp(job.started if started else job.created),
-        "completed_at": _stamp(job.completed) if action == "completed" else None,
-        "name": job.name,
-        "steps": [],
-        "check_run_url": f"https://api.github.com/repos/{repo}/check-runs/{job.id}",
-        "labels": list(job.labels),
-        "runner_id": job.runner.id if started and job.runner else None,
-        "runner_name": job.runner.name if started and job.runner else None,
-        "runner_group_id": 1 if started else None,
-        "runner_group_name": "Default" if started else None,
-    }
-    if started and job.runner is not None:
-        end = job.completed if action == "completed" else job.started
-        body["steps"] = [
-            {
-                "name": "Set up job",
-                "status": "completed",
-                "conclusion": "success",
-                "number": 1,
-                "started_at": _stamp(job.started),
-                "completed_at": _stamp(min(end or job.started, (job.started or 0) + 2)),
-            }
-        ]
-    return {
-        "action": action,
-        "workflow_job": body,
-        "repository": _repository(org, job.workflow.repository),
-        "organization": {"login": org, "id": zlib.crc32(org.encode()) % 90_000_000 + 10_000_000},
-        "sender": {"login": "dev-" + str(job.run_id % 41), "id": 5_000_000 + job.run_id % 41},
-    }
+    return _Bodies(job, org).body(action)
 
 
 def _events(job: Job, until: float) -> Iterator[tuple[float, str]]:
@@ -115,19 +157,24 @@ def deliveries(
     fleet: FleetRun, *, until: float | None = None, seed: int = 0, dropped: float = 0.0
 ) -> list[dict[str, Any]]:
     """Every body GitHub sent up to `until` (the end), in the order they arrived: a few out of
-    order, a few twice, and a share `dropped` never."""
+    order, a few twice, and a share `dropped` never. Bodies share what does not change
+    (the repository, the organization, the sender): read them, do not change them."""
     until = fleet.plan.end if until is None else until
     rng = random.Random(f"deliveries:{seed}")
     timed: list[tuple[float, int, dict[str, Any]]] = []
     order = 0
+    org = fleet.plan.org
     for job in fleet.jobs:
+        bodies: _Bodies | None = None
         for at, action in _events(job, until):
             if dropped and rng.random() < dropped:
                 continue
             arrives = at + rng.uniform(0.2, 2.0)
             if rng.random() < 0.01:
                 arrives = at - rng.uniform(0.5, 3.0)  # overtakes the one before
-            body = workflow_job(job, action, fleet.plan.org)
+            if bodies is None:
+                bodies = _Bodies(job, org)
+            body = bodies.body(action)
             timed.append((arrives, order, body))
             order += 1
             if rng.random() < 0.003:

@@ -18,6 +18,7 @@ group's name.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -156,10 +157,11 @@ class RunnerTypeRule(BaseModel):
         return runner_group or "unknown"
 
 
-class JobEvent(BaseModel):
-    """One delivery, as the store merges it into what it knows of the job."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """One delivery, as the store merges it into what it knows of the job (made from a
+    validated delivery: a plain record, a webhook's history is hundreds of thousands of
+    them)."""
 
     job_id: int
     run_id: int

@@ -4,6 +4,7 @@ recorded."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from bot.domain.jobs import JobAction
@@ -70,8 +71,8 @@ async def test_a_job_from_the_far_future_is_forgotten_by_when_it_was_recorded(
 ) -> None:
     """A row created "in the year 9999" (stored before deliveries were bounded) never gets old
     by its own time; retention forgets it by when the store last recorded it."""
-    far = job(JobAction.QUEUED).model_copy(
-        update={"created_at": datetime(9999, 1, 1, tzinfo=UTC), "job_id": 9_000_000_009}
+    far = replace(
+        job(JobAction.QUEUED), created_at=datetime(9999, 1, 1, tzinfo=UTC), job_id=9_000_000_009
     )
     assert await store.record_job(far, "far", NOW + DAY)
     assert await store.record_job(job(JobAction.QUEUED), "near", NOW + DAY)

@@ -17,9 +17,9 @@ async def test_a_windows_jobs_are_read_whole(store: Store) -> None:
     keep = NOW + DAY
     await store.record_job(job(JobAction.QUEUED), "d1", keep)
     await store.record_job(job(JobAction.COMPLETED), "d2", keep)
-    held = job(JobAction.WAITING).model_copy(update={"job_id": 9_000_000_002})
+    held = replace(job(JobAction.WAITING), job_id=9_000_000_002)
     await store.record_job(held, "d3", keep)
-    waiting = job(JobAction.QUEUED).model_copy(update={"job_id": 9_000_000_003})
+    waiting = replace(job(JobAction.QUEUED), job_id=9_000_000_003)
     await store.record_job(waiting, "d4", keep)
     t = T.timestamp()
     spans = await store.job_spans(t - 1, t + 1)

@@ -18,10 +18,10 @@ import hashlib
 import hmac
 import json
 import random
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Any
 
 from queuebot_lab.simulator.job_log import JobLog
@@ -71,7 +71,7 @@ class SimulatedRunner:
 def _stamp(seconds: int | None) -> str | None:
     if seconds is None:
         return None
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def _runner_name(runner_type: str, rng: random.Random) -> str:

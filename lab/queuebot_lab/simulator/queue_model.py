@@ -296,8 +296,14 @@ class _Fleet:
         if spare > 0:
             self.slots -= math.ceil(spare * min(1.0, tick / _NODE_IDLE_SECONDS))
 
-    def record(self, history: TypeSamples, step: float, t: float) -> None:
+    def record(self, history: TypeSamples, step: float, t: float, *, series: bool = True) -> None:
+        """Take the sample at `t`; without `series`, only what moves the simulation on (the
+        pods' draws) and the queue left."""
         queued = len(self.queue)
+        history.final_queued = queued
+        self._record_pods(history, step, t)
+        if not series:
+            return
         for metric, value in (
             ("gha_assigned_jobs", self.busy + queued),
             ("gha_running_jobs", self.busy),
@@ -322,8 +328,6 @@ class _Fleet:
                 append_histogram(
                     history.execution[i][result], buckets, self.execution_sum[i][result]
                 )
-        self._record_pods(history, step, t)
-        history.final_queued = queued
 
     def _record_pods(self, history: TypeSamples, step: float, t: float) -> None:
         rng, registered = self.rng, self.idle + self.busy
@@ -356,11 +360,13 @@ def simulate_type(
     log: JobLog | None = None,
     *,
     streams: bool = False,
+    series: bool = True,
 ) -> TypeSamples:
     """Run one runner type from its warm-up to the last sample; with `log`, every job created
     from the first sample on, and the runners at the end, are kept there too. With `streams`,
     arrivals and each job's run come from random streams of their own: runs of one seed at
-    other sizes see the same jobs arrive, each running as long (jobs are taken in order)."""
+    other sizes see the same jobs arrive, each running as long (jobs are taken in order).
+    Without `series` the samples hold no metric (the same jobs, a quarter sooner)."""
     rng = random.Random(f"{seed}/{profile.name}")  # noqa: S311 - see _profile
     n = len(profile.workflows)
     history = TypeSamples(
@@ -388,7 +394,7 @@ def simulate_type(
             fleet.advance(begin + (k - 1) * tick, begin + k * tick)
         since = k - warmup_ticks
         if since >= 0 and since % ticks_per_step == 0:
-            fleet.record(history, step, begin + k * tick)
+            fleet.record(history, step, begin + k * tick, series=series)
     if log is not None:
         log.close(
             [(arrived, workflow) for arrived, workflow in fleet.queue],

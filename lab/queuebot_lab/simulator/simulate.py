@@ -95,6 +95,7 @@ def _simulated(spec: SimulationSpec, *, keep_jobs: bool = False) -> _Simulated:
             samples,
             spec.step_seconds,
             None if logs is None else logs[i],
+            series=not keep_jobs,
         )
         for i, p in enumerate(profiles)
     ]
