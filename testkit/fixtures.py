@@ -10,6 +10,7 @@ import hashlib
 import os
 import pickle
 import shutil
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -48,10 +49,16 @@ _CLEARED_NAMES = {
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The suite's bots run their timings ten times as fast (`testkit.timing`), and its
-    garbage collector walks the fleets it builds less often (`testkit.memory`)."""
+    """The suite's bots run their timings ten times as fast (`testkit.timing`), its garbage
+    collector walks the fleets it builds less often (`testkit.memory`), and its processes
+    share a cache directory of their own (the demo's recorded fleet is simulated once a run,
+    not once in each process that starts a demo, nor read from the developer's cache)."""
     in_the_suite()
     collect_less()
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # the workers inherit the controller's
+        cache = tempfile.mkdtemp(prefix="queuebot-suite-cache-")
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+        os.environ["XDG_CACHE_HOME"] = cache
 
 
 @pytest.fixture(autouse=True)

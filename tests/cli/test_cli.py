@@ -42,7 +42,12 @@ def _run_until(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT if with_stderr else subprocess.DEVNULL,
         bufsize=0,
-        env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")},
+        env={
+            "PATH": os.environ["PATH"],
+            "HOME": os.environ.get("HOME", "/tmp"),
+            # The suite's cache: the demo's recorded fleet, simulated once a run.
+            **{k: v for k, v in os.environ.items() if k == "XDG_CACHE_HOME"},
+        },
     )
     assert process.stdout is not None and process.stdin is not None
     process.stdin.write(typed.encode())

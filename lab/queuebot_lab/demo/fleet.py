@@ -34,8 +34,9 @@ from typing import Any
 from bot.fleet.charting import CHART_SPAN
 from bot.fleet.signals import BASELINE_DAYS
 from queuebot_lab.sandbox.github import SandboxRunner
-from queuebot_lab.simulator import FleetJobs, Scenario, SimulatedJob, SimulationSpec, simulate_jobs
+from queuebot_lab.simulator import FleetJobs, Scenario, SimulatedJob, SimulationSpec
 from queuebot_lab.simulator.deliveries import events, history_bodies
+from queuebot_lab.simulator.recording import recorded_jobs
 
 #: The simulated fleet: 8 runner types, 8 days (diagnostics compare with the 7 days before).
 FLEET_TYPES = 8
@@ -69,7 +70,8 @@ DAY = timedelta(days=1)
 
 @functools.cache
 def recorded() -> FleetJobs:
-    """The demo's fleet as simulated once, ending at `RECORDED_END`."""
+    """The demo's fleet as simulated once, ending at `RECORDED_END` (kept in queuebot's cache
+    directory: a later demo reads it back instead of simulating it again)."""
     spec = SimulationSpec(
         scenario=Scenario.MIX,
         hours=FLEET_HOURS,
@@ -78,7 +80,7 @@ def recorded() -> FleetJobs:
         end=RECORDED_END,
         step_seconds=FLEET_STEP_SECONDS,
     )
-    return simulate_jobs(spec)
+    return recorded_jobs(spec)
 
 
 def moved(job: SimulatedJob, by: int) -> SimulatedJob:
