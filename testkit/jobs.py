@@ -3,6 +3,7 @@ creation, the wait before a runner took it and how long it ran (None: not yet)."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from bot.domain.jobs import JobAction, JobEvent
@@ -89,10 +90,9 @@ async def record_sample(store: Store, since: float, until: float) -> None:
         job_event(203, BUSY, since - 60, 5.0, 60.0),
     ]
     cancelled = job_event(204, "linux.4xlarge", until - 600, None, None)
-    gone = cancelled.model_copy(
-        update={
-            "action": JobAction.COMPLETED,
-            "completed_at": datetime.fromtimestamp(until - 300, UTC),
-        }
+    gone = replace(
+        cancelled,
+        action=JobAction.COMPLETED,
+        completed_at=datetime.fromtimestamp(until - 300, UTC),
     )
     await record(store, [*events, cancelled, gone])
