@@ -4,13 +4,14 @@ damaged file or a cache that cannot be written is simulated again, never an erro
 from __future__ import annotations
 
 import gzip
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from queuebot_lab.simulator import Scenario, SimulationSpec, simulate_jobs
-from queuebot_lab.simulator.recording import cache_dir, recorded_jobs
+from queuebot_lab.simulator.recording import KEPT, cache_dir, recorded_jobs
 
 SPEC = SimulationSpec(
     scenario=Scenario.MIX,
@@ -87,3 +88,16 @@ def test_the_cache_is_queuebots_own_under_xdg_cache_home(
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_dir() == tmp_path / "home" / ".cache" / "queuebot"
+
+
+def test_only_the_newest_recordings_are_kept(tmp_path: Path) -> None:
+    older = [tmp_path / f"fleet-{n:024x}.json.gz" for n in range(KEPT + 2)]
+    for age, path in enumerate(reversed(older), start=1):
+        path.write_bytes(b"an older simulator's")
+        path.with_suffix(".lock").write_text("")
+        os.utime(path, (1_700_000_000 - age, 1_700_000_000 - age))
+    recorded_jobs(SPEC, tmp_path)
+    (new,) = set(_recordings(tmp_path)) - set(older)
+    assert set(_recordings(tmp_path)) == {new, *older[-(KEPT - 1) :]}
+    assert not older[0].with_suffix(".lock").exists()
+    assert recorded_jobs(SPEC, tmp_path) == simulate_jobs(SPEC)

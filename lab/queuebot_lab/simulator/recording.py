@@ -6,6 +6,7 @@ The recording lives in queuebot's cache directory (`$XDG_CACHE_HOME/queuebot`, e
 changed simulator never reads an older recording. It is gzipped JSON, never pickle: reading
 one runs no code. One process simulates while others wanting the same recording wait for it
 (a lock beside it); a cache that cannot be read or written is simulated around, silently.
+Only the newest few recordings are kept, so upgrades do not pile them up.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from queuebot_lab.simulator.spec import Scenario, SimulationSpec, Truth
 
 #: Bumped when the file's layout changes.
 LAYOUT = 1
+#: Recordings kept: the newest (the demo's, a bench's); older simulators' go as new ones come.
+KEPT = 4
 
 
 def cache_dir() -> Path:
@@ -150,4 +153,15 @@ def recorded_jobs(spec: SimulationSpec, directory: Path | None = None) -> FleetJ
         fleet = simulate_jobs(spec)
         with contextlib.suppress(OSError):
             _write(path, fleet)
+            _prune(directory)
         return fleet
+
+
+def _prune(directory: Path) -> None:
+    """Forget all but the `KEPT` newest recordings (each is megabytes)."""
+    found = sorted(
+        directory.glob("fleet-*.json.gz"), key=lambda path: path.stat().st_mtime, reverse=True
+    )
+    for old in found[KEPT:]:
+        old.unlink(missing_ok=True)
+        old.with_suffix(".lock").unlink(missing_ok=True)
