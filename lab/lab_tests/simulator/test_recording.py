@@ -62,7 +62,11 @@ def test_another_spec_is_another_recording_and_a_recording_is_read_not_simulated
     assert recorded_jobs(other, tmp_path) == simulate_jobs(SPEC)
 
 
-@pytest.mark.parametrize("damage", [b"", b"not gzip at all", gzip.compress(b'{"layout": 0}')])
+@pytest.mark.parametrize(
+    "damage",
+    [b"", b"not gzip at all", gzip.compress(b'{"layout": 0}', mtime=0)],
+    ids=["empty", "not-gzip", "another-layout"],
+)
 def test_a_damaged_recording_is_simulated_again_and_replaced(tmp_path: Path, damage: bytes) -> None:
     recorded_jobs(SPEC, tmp_path)
     (kept,) = _recordings(tmp_path)
