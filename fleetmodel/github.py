@@ -64,8 +64,8 @@ def _organization(org: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _sender(run_id: int) -> dict[str, Any]:
-    return {"login": "dev-" + str(run_id % 41), "id": 5_000_000 + run_id % 41}
+def _sender(developer: int) -> dict[str, Any]:
+    return {"login": f"dev-{developer}", "id": 5_000_000 + developer}
 
 
 class _Bodies:
@@ -135,13 +135,8 @@ class _Bodies:
             "workflow_job": body,
             "repository": _repository(self.org, job.workflow.repository),
             "organization": _organization(self.org),
-            "sender": _sender(job.run_id),
+            "sender": _sender(job.run_id % 41),
         }
-
-
-def workflow_job(job: Job, action: str, org: str) -> dict[str, Any]:
-    """The body GitHub delivers for `job` when it became `action`."""
-    return _Bodies(job, org).body(action)
 
 
 def _events(job: Job, until: float) -> Iterator[tuple[float, str]]:

@@ -26,6 +26,14 @@ from testkit.harness import BOT_TOKEN
 from testkit.payloads import FIXTURES
 
 
+def _demo_environ() -> dict[str, str]:
+    """A bare environment, with the suite's cache (the demo's fleet, simulated once a run)."""
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
+    if "XDG_CACHE_HOME" in os.environ:
+        env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
+    return env
+
+
 def _run_until(
     command: list[str],
     marker: str,
@@ -42,12 +50,7 @@ def _run_until(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT if with_stderr else subprocess.DEVNULL,
         bufsize=0,
-        env={
-            "PATH": os.environ["PATH"],
-            "HOME": os.environ.get("HOME", "/tmp"),
-            # The suite's cache: the demo's recorded fleet, simulated once a run.
-            **{k: v for k, v in os.environ.items() if k == "XDG_CACHE_HOME"},
-        },
+        env=_demo_environ(),
     )
     assert process.stdout is not None and process.stdin is not None
     process.stdin.write(typed.encode())
