@@ -179,6 +179,22 @@ def deliveries(
     return [body for _, _, body in timed]
 
 
+def newest_deliveries(fleet: FleetRun, *, until: float | None = None) -> list[dict[str, Any]]:
+    """Each job's furthest delivery by `until` (the end), in the order the jobs were created.
+    A store keeps of a job the furthest state its deliveries told, so these leave it as every
+    delivery would: a history loaded at once, without the deliveries the newest tells again."""
+    until = fleet.plan.end if until is None else until
+    org = fleet.plan.org
+    newest = []
+    for job in fleet.jobs:
+        last = None
+        for _, action in _events(job, until):
+            last = action
+        if last is not None:
+            newest.append(_Bodies(job, org).body(last))
+    return newest
+
+
 def _arch(runner_type: str) -> str:
     return "ARM64" if "arm64" in runner_type else "X64"
 

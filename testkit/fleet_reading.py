@@ -2,8 +2,9 @@
 combination of its sources, and the diagnosis held against what an on-call would find.
 
 The sources are real: the run's `workflow_job` deliveries loaded into a store with the webhook's
-own parsing; its runners list served over HTTP by the GitHub REST stand-in; its ARC metrics,
-full or lean, written into a real Prometheus each through its remote-write receiver.
+own parsing (each job's newest, which leave the store as all of them do); its runners list
+served over HTTP by the GitHub REST stand-in; its ARC metrics, full or lean, written into a real
+Prometheus each through its remote-write receiver.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from bot.fleet.sources.prometheus import PrometheusClient
 from bot.store import open_store
 from fleetmodel import FleetRun, Truth, truth_of
 from fleetmodel.arc import Shape, requests
-from fleetmodel.github import deliveries, runners_list
+from fleetmodel.github import newest_deliveries, runners_list
 from queuebot_lab.sandbox.github import GitHubSandbox
 from testkit.github_fleet import named_with_their_cause
 from testkit.prometheus import Prometheus
@@ -147,7 +148,7 @@ async def diagnose_run(
         if needs_jobs:
             store = await open_store(str(workdir / "queuebot.db"))
             stack.push_async_callback(store.close)
-            await load_history(store, deliveries(fleet), JOBS, remember_until=0.0)
+            await load_history(store, newest_deliveries(fleet), JOBS, remember_until=0.0)
         http = await stack.enter_async_context(aiohttp.ClientSession())
         github = None
         if any(c in ("jobs+runners", "all") for c in wanted):
