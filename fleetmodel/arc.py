@@ -35,6 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import accumulate
 
 from fleetmodel import pods
 from fleetmodel.engine import FleetRun, Job, Runner
@@ -265,16 +266,14 @@ def _histogram(
         target = {**dict(labels), **_listener_target(name, 1)}
         at = [o[0] for o in observed]
         upto = [bisect.bisect_right(at, t) for t in w.times[first:]]
-        cumulative = [0.0]
-        for _, value in observed:
-            cumulative.append(cumulative[-1] + value)
+        values = [o[1] for o in observed]
+        cumulative = list(accumulate(values, initial=0.0))
         sums = [cumulative[n] for n in upto]
         if buckets:
             for bound in (*BUCKETS, math.inf):
-                within = [0]
-                for _, value in observed:
-                    within.append(within[-1] + (value <= bound))
-                counts = [float(within[n]) for n in upto]
+                # How many of the first n observations were within the bound, for each n.
+                within = list(accumulate(map(float(bound).__ge__, values), initial=0))
+                counts = list(map(float, map(within.__getitem__, upto)))
                 w.write(
                     f"{metric}_bucket",
                     {**target, "le": "+Inf" if bound == math.inf else f"{bound:g}"},

@@ -14,6 +14,7 @@ import bisect
 import struct
 from collections import defaultdict
 from collections.abc import Iterator
+from itertools import chain
 
 #: The block alignment of Prometheus's head (its two-hour chunk range).
 BLOCK_SECONDS = 2 * 3600
@@ -86,8 +87,11 @@ class Out:
 
     def __init__(self, sink: Requests, times: list[float], extra: dict[str, str]) -> None:
         self.sink, self.times, self.extra = sink, times, extra
-        # A sample's timestamp field (2, a varint of milliseconds), after its value's (1).
+        # A sample's timestamp field (2, a varint of milliseconds), after its value's (1); and
+        # what comes before the value: the sample's field (2 of TimeSeries), its length, the
+        # value's tag.
         self._stamps = [b"\x10" + varint(round(t * 1000)) for t in times]
+        self._heads = [b"\x12" + bytes((9 + len(stamp),)) + b"\x09" for stamp in self._stamps]
         blocks = [int(t) // BLOCK_SECONDS for t in times]
         #: Where each run of times within one block starts, and its block.
         self._starts = [i for i, b in enumerate(blocks) if i == 0 or b != blocks[i - 1]]
@@ -114,10 +118,10 @@ class Out:
         while start < end:
             stop = self._starts[run + 1] if run + 1 < len(self._starts) else len(self.times)
             stop = min(stop, end)
+            doubles = map(_double, values[start - since : stop - since])
             samples = b"".join(
-                b"\x12" + bytes((9 + len(stamp),)) + b"\x09" + _double(v) + stamp
-                for v, stamp in zip(
-                    values[start - since : stop - since], self._stamps[start:stop], strict=True
+                chain.from_iterable(
+                    zip(self._heads[start:stop], doubles, self._stamps[start:stop], strict=True)
                 )
             )
             self.sink.series(self._blocks[run], head + samples)

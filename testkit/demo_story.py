@@ -1,6 +1,6 @@
 """The demo's story played in this process at a chosen moment: the demo started with its clock
-set there, the reference alert fired, alice's story told without pauses, and the channel as the
-terminal prints it."""
+set there (and the suite's timings), the reference alert fired, alice's story told without
+pauses, and the channel as the terminal prints it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from queuebot_lab.demo import Demo
 from queuebot_lab.demo.story import told_story
 from queuebot_lab.sandbox.slack import ONCALL_USER, render_message
+from testkit.timing import fast_environment
 
 #: What the story ends with in the channel.
 THE_END = "*Unsilenced* by @alice"
@@ -22,7 +23,7 @@ async def story_at(moment: datetime, scratch: Path) -> str:
     """The channel and alice's private answers as the demo started at `moment` leaves them once
     her story has ended, rendered as the terminal shows them."""
     out = io.StringIO()
-    demo = Demo(port=0, scratch=scratch, environ={}, at=moment)
+    demo = Demo(port=0, scratch=scratch, environ=fast_environment(), at=moment)
     try:
         await demo.start()
         assert await demo.play_reference() == 202

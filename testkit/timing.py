@@ -6,26 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from bot.config import TIMING_VARIABLES
 from bot.domain.timings import Timings
 
 #: How much faster the suite runs the product's clocks than production does.
 SCALE = 10.0
 
-#: Each timing's variable, by its name in `Timings`.
-VARIABLES = {
-    "outbox_lease": "QUEUEBOT_OUTBOX_LEASE_SECONDS",
-    "outbox_poll": "QUEUEBOT_OUTBOX_POLL_SECONDS",
-    "posts_per_second": "QUEUEBOT_SLACK_POSTS_PER_SECOND",
-    "digest_edit": "QUEUEBOT_DIGEST_EDIT_SECONDS",
-    "digest_claim": "QUEUEBOT_DIGEST_CLAIM_SECONDS",
-    "diagnosis_claim": "QUEUEBOT_DIAGNOSIS_CLAIM_SECONDS",
-    "heads_up_poll": "QUEUEBOT_HEADS_UP_POLL_SECONDS",
-    "report_poll": "QUEUEBOT_REPORT_POLL_SECONDS",
-    "schedule_check": "QUEUEBOT_CAPACITY_SCHEDULE_CHECK_SECONDS",
-    "prune_interval": "QUEUEBOT_PRUNE_SECONDS",
-    "silence_check": "QUEUEBOT_SILENCE_CHECK_SECONDS",
-    "forecast_check": "QUEUEBOT_FORECAST_CHECK_SECONDS",
-}
 
 #: The timings as the suite's bots run them.
 FAST = Timings(
@@ -53,7 +39,7 @@ def fast_environment() -> dict[str, str]:
     defaults) elsewhere."""
     if not _suite:
         return {}
-    return {variable: f"{getattr(FAST, name):g}" for name, variable in VARIABLES.items()}
+    return {variable: f"{getattr(FAST, name):g}" for name, variable in TIMING_VARIABLES.items()}
 
 
 def slack_scale() -> float:

@@ -15,7 +15,6 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from bot import __version__
-from bot.app import create_app
 from bot.config import ConfigError, Settings, load_settings
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.domain.notifications import parse_webhook
@@ -34,6 +33,9 @@ def _setup_logging(verbose: bool, settings: Settings) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from bot.app import create_app
+    from bot.fleet.chart import load_matplotlib
+
     settings = load_settings(for_serve=True)
     _setup_logging(args.verbose, settings)
     # Held up as little as possible by a group of thousands of alerts (bench/loop_stall.py):
@@ -43,6 +45,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     #   so it is kept out of the garbage collector's passes, and full passes (which walk every
     #   object, thousands of alerts included, holding everything else up) are made rarer.
     sys.setswitchinterval(0.001)
+    load_matplotlib()
     gc.freeze()
     gc.set_threshold(10_000, 20, 100)
     app = create_app(settings)

@@ -48,6 +48,21 @@ _CHANNEL_NAME = re.compile(r"#[\w.-]{1,80}")
 _GITHUB_REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?/[A-Za-z0-9._-]+")
 #: The timings' documented defaults.
 _DEFAULT = Timings()
+#: Each timing's environment variable, by its name in `Timings`.
+TIMING_VARIABLES = {
+    "outbox_lease": "QUEUEBOT_OUTBOX_LEASE_SECONDS",
+    "outbox_poll": "QUEUEBOT_OUTBOX_POLL_SECONDS",
+    "posts_per_second": "QUEUEBOT_SLACK_POSTS_PER_SECOND",
+    "digest_edit": "QUEUEBOT_DIGEST_EDIT_SECONDS",
+    "digest_claim": "QUEUEBOT_DIGEST_CLAIM_SECONDS",
+    "diagnosis_claim": "QUEUEBOT_DIAGNOSIS_CLAIM_SECONDS",
+    "heads_up_poll": "QUEUEBOT_HEADS_UP_POLL_SECONDS",
+    "report_poll": "QUEUEBOT_REPORT_POLL_SECONDS",
+    "schedule_check": "QUEUEBOT_CAPACITY_SCHEDULE_CHECK_SECONDS",
+    "prune_interval": "QUEUEBOT_PRUNE_SECONDS",
+    "silence_check": "QUEUEBOT_SILENCE_CHECK_SECONDS",
+    "forecast_check": "QUEUEBOT_FORECAST_CHECK_SECONDS",
+}
 
 
 class Settings(BaseSettings):
@@ -78,47 +93,50 @@ class Settings(BaseSettings):
     grafana_url: AnyHttpUrl | None = Field(None, validation_alias="GRAFANA_URL")
     grafana_token: SecretStr | None = Field(None, validation_alias="GRAFANA_TOKEN")
     silence_check_seconds: float = Field(
-        _DEFAULT.silence_check, gt=0, le=3600, validation_alias="QUEUEBOT_SILENCE_CHECK_SECONDS"
+        _DEFAULT.silence_check, gt=0, le=3600, validation_alias=TIMING_VARIABLES["silence_check"]
     )
     forecast_check_seconds: float = Field(
-        _DEFAULT.forecast_check, gt=0, le=3600, validation_alias="QUEUEBOT_FORECAST_CHECK_SECONDS"
+        _DEFAULT.forecast_check, gt=0, le=3600, validation_alias=TIMING_VARIABLES["forecast_check"]
     )
     # The other timings (bot.domain.timings says what each is for).
     outbox_lease_seconds: float = Field(
-        _DEFAULT.outbox_lease, ge=0.1, le=3600, validation_alias="QUEUEBOT_OUTBOX_LEASE_SECONDS"
+        _DEFAULT.outbox_lease, ge=0.1, le=3600, validation_alias=TIMING_VARIABLES["outbox_lease"]
     )
     outbox_poll_seconds: float = Field(
-        _DEFAULT.outbox_poll, gt=0, le=3600, validation_alias="QUEUEBOT_OUTBOX_POLL_SECONDS"
+        _DEFAULT.outbox_poll, gt=0, le=3600, validation_alias=TIMING_VARIABLES["outbox_poll"]
     )
     slack_posts_per_second: float = Field(
-        _DEFAULT.posts_per_second, gt=0, le=100, validation_alias="QUEUEBOT_SLACK_POSTS_PER_SECOND"
+        _DEFAULT.posts_per_second,
+        gt=0,
+        le=100,
+        validation_alias=TIMING_VARIABLES["posts_per_second"],
     )
     digest_edit_seconds: float = Field(
-        _DEFAULT.digest_edit, ge=0, le=600, validation_alias="QUEUEBOT_DIGEST_EDIT_SECONDS"
+        _DEFAULT.digest_edit, ge=0, le=600, validation_alias=TIMING_VARIABLES["digest_edit"]
     )
     digest_claim_seconds: float = Field(
-        _DEFAULT.digest_claim, ge=0.1, le=3600, validation_alias="QUEUEBOT_DIGEST_CLAIM_SECONDS"
+        _DEFAULT.digest_claim, ge=0.1, le=3600, validation_alias=TIMING_VARIABLES["digest_claim"]
     )
     diagnosis_claim_seconds: float = Field(
         _DEFAULT.diagnosis_claim,
         ge=0.1,
         le=3600,
-        validation_alias="QUEUEBOT_DIAGNOSIS_CLAIM_SECONDS",
+        validation_alias=TIMING_VARIABLES["diagnosis_claim"],
     )
     heads_up_poll_seconds: float = Field(
-        _DEFAULT.heads_up_poll, gt=0, le=3600, validation_alias="QUEUEBOT_HEADS_UP_POLL_SECONDS"
+        _DEFAULT.heads_up_poll, gt=0, le=3600, validation_alias=TIMING_VARIABLES["heads_up_poll"]
     )
     report_poll_seconds: float = Field(
-        _DEFAULT.report_poll, gt=0, le=3600, validation_alias="QUEUEBOT_REPORT_POLL_SECONDS"
+        _DEFAULT.report_poll, gt=0, le=3600, validation_alias=TIMING_VARIABLES["report_poll"]
     )
     schedule_check_seconds: float = Field(
         _DEFAULT.schedule_check,
         gt=0,
         le=3600,
-        validation_alias="QUEUEBOT_CAPACITY_SCHEDULE_CHECK_SECONDS",
+        validation_alias=TIMING_VARIABLES["schedule_check"],
     )
     prune_interval_seconds: float = Field(
-        _DEFAULT.prune_interval, gt=0, le=86400, validation_alias="QUEUEBOT_PRUNE_SECONDS"
+        _DEFAULT.prune_interval, gt=0, le=86400, validation_alias=TIMING_VARIABLES["prune_interval"]
     )
     prometheus_url: AnyHttpUrl | None = Field(None, validation_alias="PROMETHEUS_URL")
     grafana_prometheus_datasource_uid: str | None = Field(

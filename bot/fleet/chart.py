@@ -15,12 +15,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
+if TYPE_CHECKING:  # matplotlib takes most of a second to import: only drawing pays for it
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 WIDTH = 1200
 HEIGHT = 700
@@ -52,6 +51,7 @@ _LEGEND_ROW = 52
 _INK = "#1A1A1A"
 _MUTED = "#5C5C5C"
 _FAINT = "#8A8A8A"
+_TITLE: dict[str, Any] = {"fontsize": 18, "weight": "bold", "color": _INK, "va": "top"}
 _GRID = "#E6E6E6"
 _AXIS = "#B4B4B4"
 _MARKER = "#6E6E6E"
@@ -89,6 +89,11 @@ class ChartData:
     queued_peak: str = "queued"
 
 
+def load_matplotlib() -> None:
+    """Import what drawing needs now (a server does before it starts, a command when it draws)."""
+    import matplotlib.backends.backend_agg  # noqa: F401
+
+
 def render_chart(data: ChartData) -> bytes:
     """Draw `data` as a 1200 x 700 PNG: queued jobs on top, longest wait below.
 
@@ -102,20 +107,12 @@ def render_chart(data: ChartData) -> bytes:
     shown = names[:MAX_SERIES]
     colours = {name: PALETTE[index] for index, name in enumerate(shown)}
 
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(WIDTH / _DPI, HEIGHT / _DPI), dpi=_DPI, facecolor="white")
     FigureCanvasAgg(figure)
-    _fitted(
-        figure,
-        24,
-        20,
-        data.title,
-        WIDTH - 48,
-        _cut_end,
-        fontsize=18,
-        weight="bold",
-        color=_INK,
-        va="top",
-    )
+    _fitted(figure, 24, 20, data.title, WIDTH - 48, _cut_end, **_TITLE)
     peaks: dict[str, list[str]] = {name: [] for name in shown}
     panels = (
         (data.queued_heading, TOP_PANEL, data.queued, 1.0, lambda v: _peak(v, data.queued_peak)),
@@ -297,6 +294,8 @@ def _legend(
     colours: dict[str, str],
     peaks: dict[str, list[str]],
 ) -> None:
+    from matplotlib.lines import Line2D
+
     if not shown:
         return
     figure.text(

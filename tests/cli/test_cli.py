@@ -24,11 +24,14 @@ from queuebot_lab.simulator import MetricsShape, Scenario, SimulationSpec
 from testkit.fixtures import PrometheusFactory
 from testkit.harness import BOT_TOKEN
 from testkit.payloads import FIXTURES
+from testkit.timing import fast_environment
 
 
 def _demo_environ() -> dict[str, str]:
-    """A bare environment, with the suite's cache (the demo's fleet, simulated once a run)."""
+    """A bare environment, with the suite's cache (the demo's fleet, simulated once a run) and
+    timings."""
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
+    env |= fast_environment()
     if "XDG_CACHE_HOME" in os.environ:
         env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
     return env

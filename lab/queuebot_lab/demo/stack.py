@@ -25,7 +25,7 @@ import aiohttp
 from aiohttp import web
 
 from bot.app import create_app
-from bot.config import load_settings
+from bot.config import TIMING_VARIABLES, load_settings
 from bot.domain.clock import Clock
 from bot.domain.notifications import parse_webhook
 from bot.fleet.sources.job_events import queued_now
@@ -144,7 +144,11 @@ class Demo:
                 "QUEUEBOT_SILENCE_CHECK_SECONDS": "5",
                 "QUEUEBOT_WEBHOOK_TOKEN": self.webhook_token,
             }
-            | ({"PROMETHEUS_URL": self.prometheus_url} if self.prometheus_url else {}),
+            | ({"PROMETHEUS_URL": self.prometheus_url} if self.prometheus_url else {})
+            # Leases, pacing and pollers as the environment sets them (the README's "Timings").
+            | {
+                variable: env[variable] for variable in TIMING_VARIABLES.values() if variable in env
+            },
             for_serve=True,
         )
         self._jobs = settings.file.jobs
