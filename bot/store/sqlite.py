@@ -61,10 +61,9 @@ class SQLiteStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries, H
 
     async def take_pace(self, channel: str, per_second: float, burst: float) -> float:
         async with self._database.transaction() as db:
-            async with db.execute(
-                "SELECT tokens, at FROM channel_pace WHERE channel = ?", (channel,)
-            ) as cursor:
-                row = await cursor.fetchone()
+            sql = "SELECT tokens, at FROM channel_pace WHERE channel = ?"
+            rows = list(await db.execute_fetchall(sql, (channel,)))
+            row = rows[0] if rows else None
             bucket, pause = take(
                 Bucket(row[0], row[1]) if row else None, self._now(), per_second, burst
             )

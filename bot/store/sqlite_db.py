@@ -213,8 +213,8 @@ class SQLiteDatabase:
     async def fetch(self, sql: str, *params: Any) -> list[sqlite3.Row]:
         async with self.reading() as db:
             with translated("the store cannot be read"):
-                async with db.execute(sql, params) as cursor:
-                    return list(await cursor.fetchall())
+                # One call into the connection's thread, not three (execute, fetch, close).
+                return list(await db.execute_fetchall(sql, params))
 
     async def probe(self, now: float) -> None:
         """Write to the store as a webhook would; StoreError says why it cannot."""

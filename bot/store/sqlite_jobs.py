@@ -44,8 +44,7 @@ async def _in_batches(
     for start in range(0, len(keys), _IN_BATCH):
         batch = keys[start : start + _IN_BATCH]
         marks = ", ".join("?" * len(batch))
-        async with db.execute(sql.format(marks), tuple(batch)) as cursor:
-            rows.extend(await cursor.fetchall())
+        rows.extend(await db.execute_fetchall(sql.format(marks), tuple(batch)))
     return rows
 
 
@@ -88,8 +87,7 @@ async def queued_at(
     """Jobs waiting for a runner at `at` (`bot.store.shared_sql.queued_queries`)."""
     queued: list[QueuedJob] = []
     for sql, params in queued_queries(at, queued_after, max_age):
-        async with db.execute(sql, params) as cursor:
-            queued.extend(queued_job(row) for row in await cursor.fetchall())
+        queued.extend(queued_job(row) for row in await db.execute_fetchall(sql, params))
     return queued
 
 
@@ -97,8 +95,7 @@ async def activity(db: aiosqlite.Connection, since: float, until: float) -> JobA
     """What happened to jobs within [since, until): created, taken by a runner, completed."""
 
     async def rows(sql: str) -> list[JobRow]:
-        async with db.execute(sql, (since, until)) as cursor:
-            return [job_row(row) for row in await cursor.fetchall()]
+        return [job_row(row) for row in await db.execute_fetchall(sql, (since, until))]
 
     return JobActivity(
         since=since,
@@ -114,8 +111,8 @@ async def running_at(
 ) -> dict[tuple[str, str], int]:
     """Jobs started within `lookback` before `at` and not completed by then, per type and
     repository."""
-    async with db.execute(RUNNING_JOBS, (at - lookback, at, at)) as cursor:
-        return {(row[0], row[1]): int(row[2]) for row in await cursor.fetchall()}
+    rows = await db.execute_fetchall(RUNNING_JOBS, (at - lookback, at, at))
+    return {(row[0], row[1]): int(row[2]) for row in rows}
 
 
 async def prune_jobs(
