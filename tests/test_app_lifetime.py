@@ -146,7 +146,7 @@ class TestFailedStart:
             wal = await asyncio.to_thread(Path(f"{database}-wal").exists)
             assert await asyncio.to_thread(database.exists) and not wal
             # aiosqlite says so in one of two ways, by the call made.
-            with pytest.raises(ValueError, match="no active connection|Connection closed"):
+            with pytest.raises(ValueError, match=r"no active connection|Connection closed"):
                 await app[STORE].first_job_created()
             assert sandbox.calls("apps.connections.open")
         finally:
