@@ -91,7 +91,8 @@ class ChartData:
 
 def load_matplotlib() -> None:
     """Import what drawing needs now (a server does before it starts, a command when it draws)."""
-    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.backends.backend_agg  # with it matplotlib.lines
+    import matplotlib.figure  # noqa: F401
 
 
 def render_chart(data: ChartData) -> bytes:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bot.domain.jobs import JobAction
 from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import open_store
@@ -25,7 +26,6 @@ COLUMNS = (
     " head_branch, status, created_at, started_at, completed_at, left_queue_at, conclusion,"
     " runner_name"
 )
-RANK = {"queued": 0, "in_progress": 1, "completed": 2}
 
 
 async def _rows(path: Path, bodies: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -61,14 +61,14 @@ async def test_each_jobs_newest_delivery_leaves_the_store_as_every_delivery_does
     furthest: dict[int, int] = {}
     overtaken = False
     for body in every:
-        job, rank = body["workflow_job"]["id"], RANK[body["action"]]
+        job, rank = body["workflow_job"]["id"], JobAction(body["action"]).rank
         overtaken = overtaken or rank < furthest.get(job, -1)
         furthest[job] = max(rank, furthest.get(job, -1))
     assert overtaken
     # One body a job, for each job GitHub had told of by then: queued, running and done.
     assert sorted(b["workflow_job"]["id"] for b in newest) == sorted(furthest)
     assert {b["action"] for b in newest} == {"queued", "in_progress", "completed"}
-    assert all(RANK[b["action"]] == furthest[b["workflow_job"]["id"]] for b in newest)
+    assert all(JobAction(b["action"]).rank == furthest[b["workflow_job"]["id"]] for b in newest)
 
     rows = await _rows(tmp_path / "every.db", every)
     assert len(rows) == len(furthest)
