@@ -241,14 +241,34 @@ async def collect(
             failures[(signal, when)] = exc.detail
             return []
 
+    async def usual_days(signal: Signal) -> list[list[tuple[dict[str, str], float]]]:
+        # One range query a signal, stepping a day back from yesterday: Prometheus evaluates it
+        # at exactly the instants the days' own queries would, selecting the series once.
+        days: list[list[tuple[dict[str, str], float]]] = [[] for _ in range(baseline_days)]
+        if not baseline_days:
+            return days
+        first = at - timedelta(days=baseline_days)
+        try:
+            async with gate:
+                found = await client.range(
+                    pack.query(signal), first, at - timedelta(days=1), timedelta(days=1)
+                )
+        except PrometheusError:
+            return days
+        for series in found:
+            for when, value in series.points:
+                day = round((at - when) / timedelta(days=1))
+                if 1 <= day <= baseline_days:
+                    days[day - 1].append((series.labels, value))
+        return days
+
     jobs: dict[tuple[Signal, str, int], asyncio.Task[list[tuple[dict[str, str], float]]]] = {}
+    on_usual_days: dict[Signal, asyncio.Task[list[list[tuple[dict[str, str], float]]]]] = {}
     async with asyncio.TaskGroup() as tasks:
         for signal in reading:
             jobs[(signal, "now", 0)] = tasks.create_task(guarded(signal, at))
         for signal in baselined:
-            for day in range(1, baseline_days + 1):
-                when = at - timedelta(days=day)
-                jobs[(signal, "day", day)] = tasks.create_task(guarded(signal, when))
+            on_usual_days[signal] = tasks.create_task(usual_days(signal))
         for signal in earlier:
             for index, ago in enumerate(EARLIER):
                 jobs[(signal, "earlier", index)] = tasks.create_task(guarded(signal, at - ago))
@@ -271,7 +291,7 @@ async def collect(
         else:
             fleet.now[signal] = _by_type(samples)
     for signal in baselined:
-        days = [jobs[(signal, "day", d)].result() for d in range(1, baseline_days + 1)]
+        days = on_usual_days[signal].result()
         if signal in BY_WORKFLOW:
             usual = mean_by_group if signal in RATES_BY_WORKFLOW else _median_workflows
             fleet.workflow_baseline[signal] = usual([_by_workflow(d) for d in days])
