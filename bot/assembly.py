@@ -151,6 +151,8 @@ def build_services(
         clock=clock,
     )
     bolt = AsyncApp(
+        # Named, bolt need not read the source of every caller's frame to name it.
+        name="queuebot",
         client=client,
         signing_secret=(
             settings.slack_signing_secret.get_secret_value()

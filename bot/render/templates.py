@@ -9,6 +9,7 @@ Slack's Block Kit rules before anyone sends it.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,28 +35,36 @@ def template_dirs() -> list[Path]:
     return found
 
 
+def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # noqa: S701 - output is JSON built with tojson, not HTML
+        keep_trailing_newline=False,
+    )
+    env.filters.update(clip=clip, clip_plain=clip_plain, oneline=oneline, mrkdwn=escape_mrkdwn)
+    env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
+    env.globals["limits"] = {
+        "header": limits.MAX_HEADER_TEXT,
+        "section": limits.MAX_SECTION_TEXT,
+        "field": limits.MAX_FIELD_TEXT,
+        "context_elements": limits.MAX_CONTEXT_ELEMENTS,
+        "button_text": limits.MAX_BUTTON_TEXT,
+    }
+    return env
+
+
+@functools.cache
+def _installed() -> jinja2.Environment:
+    return _environment(jinja2.FileSystemLoader([str(p) for p in template_dirs()]))
+
+
 class Templates:
     """templates/ loaded once; `message` and `view` render one and check it."""
 
     def __init__(self, loader: jinja2.BaseLoader | None = None) -> None:
-        loader = loader or jinja2.FileSystemLoader([str(p) for p in template_dirs()])
-        self._env = jinja2.Environment(
-            loader=loader,
-            undefined=jinja2.StrictUndefined,
-            autoescape=False,  # noqa: S701 - output is JSON built with tojson, not HTML
-            keep_trailing_newline=False,
-        )
-        self._env.filters.update(
-            clip=clip, clip_plain=clip_plain, oneline=oneline, mrkdwn=escape_mrkdwn
-        )
-        self._env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
-        self._env.globals["limits"] = {
-            "header": limits.MAX_HEADER_TEXT,
-            "section": limits.MAX_SECTION_TEXT,
-            "field": limits.MAX_FIELD_TEXT,
-            "context_elements": limits.MAX_CONTEXT_ELEMENTS,
-            "button_text": limits.MAX_BUTTON_TEXT,
-        }
+        # The installation's templates are compiled once a process, however many apps it makes.
+        self._env = _environment(loader) if loader is not None else _installed()
 
     def message(self, template: str, context: dict[str, Any]) -> Message:
         """A message; RenderError when it is not JSON or breaks Slack's rules."""
