@@ -32,6 +32,8 @@ def _demo_environ() -> dict[str, str]:
     timings."""
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
     env |= fast_environment()
+    # alice's story with a short pause between its steps, not the 1.5 s a reader is given.
+    env["QUEUEBOT_DEMO_PAUSE_SECONDS"] = "0.2"
     if "XDG_CACHE_HOME" in os.environ:
         env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
     return env

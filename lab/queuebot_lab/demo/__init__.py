@@ -11,8 +11,10 @@ hook's stored deliveries, and its runners list from a local stand-in for GitHub'
 Diagnostics and /queue-status read the fleet from them. The reference alert is posted to the bot's
 webhook over HTTP exactly as Grafana would post it. Unless told otherwise, the on-call, alice, then
 runs diagnostics, silences the alert for an hour through the modal, asks `/queue-status` and lifts
-the silence again, with the same signed requests Slack would send. The channel is printed to the
-terminal as messages arrive; `/queue-status` typed into the terminal is sent as hers.
+the silence again, with the same signed requests Slack would send, waiting
+`QUEUEBOT_DEMO_PAUSE_SECONDS` (1.5 unless set) between the steps to let each be read. The channel
+is printed to the terminal as messages arrive; `/queue-status` typed into the terminal is sent as
+hers.
 `PROMETHEUS_URL` in the environment has the bot read that Prometheus too, beside the simulated job
 events; `GRAFANA_URL` with `GRAFANA_TOKEN` replace the local silence API with a real Grafana.
 Everything listens on 127.0.0.1 unless `host` says otherwise, which is allowed with a warning: the
@@ -37,7 +39,7 @@ from bot.slack import contract
 from queuebot_lab.demo.alerts import reference_alert
 from queuebot_lab.demo.fleet import FLEET_TYPES
 from queuebot_lab.demo.stack import Demo
-from queuebot_lab.demo.story import commands, print_channel, rule, told_story
+from queuebot_lab.demo.story import commands, print_channel, rule, story_pause, told_story
 from queuebot_lab.sandbox.slack.guard import WILDCARDS, is_loopback
 
 
@@ -82,7 +84,13 @@ async def run_demo(
     at: datetime | None = None,
 ) -> int:
     """Run until interrupted; returns the exit code. `at`: the moment the demo plays as its
-    start (now unless given)."""
+    start (now unless given). alice's story pauses `QUEUEBOT_DEMO_PAUSE_SECONDS` between its
+    steps (1.5 unless set); a value that is not a number of seconds is refused in one line."""
+    try:
+        pause = story_pause(os.environ)
+    except ValueError as exc:
+        print(f"queuebot: {exc}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="queuebot-demo-") as scratch:
         demo = Demo(host=host, port=port, slack_port=slack_port, scratch=Path(scratch), at=at)
         print(
@@ -142,7 +150,7 @@ async def run_demo(
             rule(out, f"Grafana → queuebot: reference alert ({status})")
             out.flush()
             if story:
-                tasks.append(asyncio.create_task(told_story(demo.sandbox, out)))
+                tasks.append(asyncio.create_task(told_story(demo.sandbox, out, pause)))
             tasks.append(asyncio.create_task(commands(demo.sandbox, out)))
             await stop.wait()
         finally:

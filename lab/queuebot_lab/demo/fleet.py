@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -35,7 +36,7 @@ from bot.fleet.charting import CHART_SPAN
 from bot.fleet.signals import BASELINE_DAYS
 from queuebot_lab.sandbox.github import SandboxRunner
 from queuebot_lab.simulator import FleetJobs, Scenario, SimulatedJob, SimulationSpec
-from queuebot_lab.simulator.deliveries import events, history_bodies
+from queuebot_lab.simulator.deliveries import as_of, events, workflow_job_body
 from queuebot_lab.simulator.recording import recorded_jobs
 
 #: The simulated fleet: 8 runner types, 8 days (diagnostics compare with the 7 days before).
@@ -103,6 +104,53 @@ def moved(job: SimulatedJob, by: int) -> SimulatedJob:
     )
 
 
+class _Recording:
+    """What every demo fleet made of one recording reads of it, in the recording's own time.
+
+    A demo always starts at the same moment of the recording's day (`LIVE` before its end), so
+    the jobs it gives the bot, their states at the split and the deliveries after it are the
+    same whenever it starts: they are found once, and each demo moves them to its own moment."""
+
+    def __init__(self, simulated: FleetJobs) -> None:
+        self.simulated = simulated
+        self.jobs = simulated.jobs
+        self.created = [job.created for job in self.jobs]
+        # How long any job stayed in the fleet: where to look back from for jobs alive at T.
+        self.reach = max(
+            ((job.completed if job.completed is not None else simulated.end) - job.created)
+            for job in self.jobs
+        )
+        self._found: dict[tuple[object, ...], list[Any]] = {}
+        self._lock = threading.RLock()
+
+    def alive(self, since: float, until: float) -> Iterator[SimulatedJob]:
+        """The jobs created by `until` that had not finished before `since`."""
+        low = bisect.bisect_left(self.created, since - self.reach)
+        high = bisect.bisect_right(self.created, until)
+        for job in self.jobs[low:high]:
+            if job.completed is None or job.completed >= since:
+                yield job
+
+    def found(self, key: tuple[object, ...], find: Callable[[], list[Any]]) -> list[Any]:
+        """`find()`, made once for `key` (the demo's moments in the recording's time)."""
+        with self._lock:
+            if key not in self._found:
+                self._found[key] = find()
+            return self._found[key]
+
+
+#: The recording the last demo fleet was made of, with what was found in it.
+_last: _Recording | None = None
+
+
+def _recording(simulated: FleetJobs) -> _Recording:
+    global _last
+    last = _last
+    if last is None or last.simulated is not simulated:
+        last = _last = _Recording(simulated)
+    return last
+
+
 class DemoFleet:
     """The simulated fleet moved to the demo's moment: its jobs, its runners at the end, what
     was staged. The recording's jobs are moved as they are asked for (a week holds ~300,000 and
@@ -122,13 +170,7 @@ class DemoFleet:
         self.split = start - REPLAYED.total_seconds()
         self.end = simulated.end + by
         self._by = by
-        self._jobs = simulated.jobs
-        self._created = [job.created for job in self._jobs]
-        # How long any job stayed in the fleet: where to look back from for jobs alive at T.
-        self._reach = max(
-            ((job.completed if job.completed is not None else simulated.end) - job.created)
-            for job in self._jobs
-        )
+        self._recording = _recording(simulated)
 
     @classmethod
     def simulate(cls, start: datetime) -> DemoFleet:
@@ -145,42 +187,58 @@ class DemoFleet:
             return surged[0]
         return next(iter(self.truth.affected), "linux-2xlarge")
 
-    def _alive(self, since: float, until: float) -> Iterator[SimulatedJob]:
-        """The jobs created by `until` that had not finished before `since` (the demo's
-        moments), moved to the demo's time."""
-        since, until = since - self._by, until - self._by
-        low = bisect.bisect_left(self._created, since - self._reach)
-        high = bisect.bisect_right(self._created, until)
-        for job in self._jobs[low:high]:
-            if job.completed is None or job.completed >= since:
-                yield moved(job, self._by)
-
-    def given(self, queued_after: float) -> list[SimulatedJob]:
-        """The jobs the bot reads between the start and the end (see the module's docstring);
-        `queued_after`: when a waiting job counts as queued (JobsConfig)."""
-        start, end = self.start, self.end
+    def _given(self, queued_after: float) -> list[SimulatedJob]:
+        """The given jobs (see `given`) in the recording's time."""
+        by = self._by
+        start, end = self.start - by, self.end - by
+        alive = self._recording.alive
         kept: dict[int, SimulatedJob] = {}
         spans = [(start - READ_SPAN.total_seconds(), end)]
         for days in range(1, BASELINE_DAYS + 1):
             back = (days * DAY).total_seconds()
             spans.append((start - back - DAY_SPAN.total_seconds(), end - back))
         for since, until in spans:
-            kept.update((job.id, job) for job in self._alive(since, until))
+            kept.update((job.id, job) for job in alive(since, until))
         # Earlier in the chart's hours only the jobs that queued count.
-        chart = (start - CHART_READ.total_seconds(), start - READ_SPAN.total_seconds())
-        for job in self._alive(*chart):
+        for job in alive(start - CHART_READ.total_seconds(), start - READ_SPAN.total_seconds()):
             left = job.started if job.started is not None else job.completed
             if (left if left is not None else end) - job.created >= queued_after:
                 kept[job.id] = job
         return sorted(kept.values(), key=lambda job: (job.created, job.id))
 
+    def _moments(self) -> tuple[float, float, float]:
+        """The start, the split and the end in the recording's time."""
+        return self.start - self._by, self.split - self._by, self.end - self._by
+
+    def given(self, queued_after: float) -> list[SimulatedJob]:
+        """The jobs the bot reads between the start and the end (see the module's docstring);
+        `queued_after`: when a waiting job counts as queued (JobsConfig)."""
+        key = ("given", *self._moments(), queued_after)
+        found = self._recording.found(key, lambda: self._given(queued_after))
+        return [moved(job, self._by) for job in found]
+
     def history(self, queued_after: float) -> Iterator[dict[str, Any]]:
         """The given jobs as they stood at `split`: each one's last delivery by then."""
-        return history_bodies(self.given(queued_after), self.split)
+        split = self.split - self._by
+
+        def states() -> list[SimulatedJob]:
+            key = ("given", *self._moments(), queued_after)
+            given = self._recording.found(key, lambda: self._given(queued_after))
+            return [then for job in given if (then := as_of(job, split)) is not None]
+
+        key = ("history", *self._moments(), queued_after)
+        for then in self._recording.found(key, states):
+            yield workflow_job_body(then, then.action, later=self._by)
 
     def deliveries(self) -> list[tuple[int, str, SimulatedJob]]:
         """Every delivery GitHub sends after `split`, in order: (when, action, job)."""
-        return events(list(self._alive(self.split, self.end)), self.split, self.end)
+        _, split, end = self._moments()
+        key = ("deliveries", split, end)
+        found = self._recording.found(
+            key, lambda: events(list(self._recording.alive(split, end)), split, end)
+        )
+        by = self._by
+        return [(when + by, action, moved(job, by)) for when, action, job in found]
 
     def runner_list(self) -> RunnerList:
         """GitHub's runners list at `split`, to be moved on with the deliveries."""
@@ -193,10 +251,19 @@ class DemoFleet:
         ]
         systems = {r.runner_type: r.os for r in self.runners}
         listed = RunnerList(idle=idle, systems=systems)
-        for job in self._alive(self.split, self.split):
-            running = job.completed is None or job.completed > self.split
-            if job.started is not None and job.started <= self.split and running:
-                listed.moved("in_progress", job)
+        _, split, _ = self._moments()
+
+        def running() -> list[SimulatedJob]:
+            return [
+                job
+                for job in self._recording.alive(split, split)
+                if job.started is not None
+                and job.started <= split
+                and (job.completed is None or job.completed > split)
+            ]
+
+        for job in self._recording.found(("running", split), running):
+            listed.moved("in_progress", moved(job, self._by))
         return listed
 
 

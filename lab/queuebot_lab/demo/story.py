@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TextIO
 
@@ -33,6 +34,29 @@ _SHOWN = {
 }
 #: Time to read each step of the story before the next one happens.
 STORY_PAUSE_SECONDS = 1.5
+#: The environment variable that sets another time (0: each step as soon as the bot answered).
+PAUSE_VARIABLE = "QUEUEBOT_DEMO_PAUSE_SECONDS"
+#: The longest pause it may ask for.
+MAX_PAUSE_SECONDS = 3600.0
+
+
+def story_pause(environ: Mapping[str, str]) -> float:
+    """The pause between the story's steps that `environ` asks for (`STORY_PAUSE_SECONDS`
+    unless `PAUSE_VARIABLE` is set); raises ValueError, saying what is wrong, for a value that
+    is not a number of seconds from 0 to `MAX_PAUSE_SECONDS`."""
+    text = environ.get(PAUSE_VARIABLE, "").strip()
+    if not text:
+        return STORY_PAUSE_SECONDS
+    try:
+        pause = float(text)
+    except ValueError:
+        pause = math.nan
+    if not 0.0 <= pause <= MAX_PAUSE_SECONDS:  # NaN is neither
+        raise ValueError(
+            f"{PAUSE_VARIABLE} must be a number of seconds from 0 to {MAX_PAUSE_SECONDS:g},"
+            f" not {text!r}"
+        )
+    return pause
 
 
 def rule(out: TextIO, title: str) -> None:

@@ -14,13 +14,14 @@ to, are listed offline.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
 import random
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,6 +30,8 @@ from queuebot_lab.simulator.profiles import JOB_NAMES, POD_ALPHABET, workflow_of
 
 ORG, ORG_ID = "pytorch", 21003710
 _REPO_IDS = {"pytorch/pytorch": 65600975}
+#: The actions after a runner took the job.
+_TAKEN = ("in_progress", "completed")
 
 
 @dataclass(frozen=True)
@@ -68,17 +71,47 @@ class SimulatedRunner:
     os: str
 
 
+@functools.lru_cache(maxsize=1024)
+def _day(days: int) -> str:
+    """The date of the `days`-th day since the epoch, as a timestamp begins (`2026-01-14T`)."""
+    return time.strftime("%Y-%m-%dT", time.gmtime(days * 86400))
+
+
+#: A day's minutes and a minute's seconds as a timestamp ends (`21:10:` and `05Z`).
+_MINUTES = tuple(f"{hour:02d}:{minute:02d}:" for hour in range(24) for minute in range(60))
+_SECONDS = tuple(f"{second:02d}Z" for second in range(60))
+
+
 def _stamp(seconds: int | None) -> str | None:
+    """`2026-01-14T21:10:05Z`, as GitHub writes a moment (UTC, whole seconds)."""
     if seconds is None:
         return None
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    minutes, second = divmod(seconds, 60)
+    days, minute = divmod(minutes, 1440)
+    return _day(days) + _MINUTES[minute] + _SECONDS[second]
+
+
+#: How many letters a pod name's suffix is drawn from.
+_LETTERS = float(len(POD_ALPHABET))
+
+
+def _suffix(draw: Callable[[], float]) -> str:
+    """Five letters of the pod alphabet, drawn one after another as `Random.choices` draws
+    them (one `random()` each)."""
+    a, n = POD_ALPHABET, _LETTERS
+    return (
+        a[int(draw() * n)]
+        + a[int(draw() * n)]
+        + a[int(draw() * n)]
+        + a[int(draw() * n)]
+        + a[int(draw() * n)]
+    )
 
 
 def _runner_name(runner_type: str, rng: random.Random) -> str:
-    def part() -> str:
-        return "".join(rng.choices(POD_ALPHABET, k=5))
-
-    return f"{runner_type}-{part()}-runner-{part()}"
+    """`<type>-<suffix>-runner-<suffix>`, as ARC names an ephemeral runner's pod."""
+    first = _suffix(rng.random)
+    return f"{runner_type}-{first}-runner-{_suffix(rng.random)}"
 
 
 def _os(runner_type: str) -> str:
@@ -159,12 +192,18 @@ def _repository(full_name: str) -> dict[str, Any]:
     }
 
 
-def workflow_job_body(job: SimulatedJob, action: str) -> dict[str, Any]:
-    """The body GitHub delivers for `job` reaching `action` (queued, in_progress, completed)."""
-    taken = action in ("in_progress", "completed") and job.started is not None
+def workflow_job_body(job: SimulatedJob, action: str, *, later: int = 0) -> dict[str, Any]:
+    """The body GitHub delivers for `job` reaching `action` (queued, in_progress, completed);
+    `later`: seconds each of its moments is moved on by (a recording replayed at another time)."""
+    taken = job.started is not None and action in _TAKEN
     done = action == "completed"
     api = f"https://api.github.com/repos/{job.repository}"
-    started = job.started if taken else job.created
+    created_at = _stamp(job.created + later)
+    # Each moment is written once: GitHub repeats them (started_at is created_at until taken).
+    started_at = _stamp(job.started + later) if taken and job.started is not None else created_at
+    completed_at = None
+    if done and job.completed is not None:
+        completed_at = _stamp(job.completed + later)
     steps: list[dict[str, Any]] = []
     if taken:
         steps.append(
@@ -173,8 +212,8 @@ def workflow_job_body(job: SimulatedJob, action: str) -> dict[str, Any]:
                 "status": "completed",
                 "conclusion": "success",
                 "number": 1,
-                "started_at": _stamp(job.started),
-                "completed_at": _stamp(job.started),
+                "started_at": started_at,
+                "completed_at": started_at,
             }
         )
         steps.append(
@@ -183,8 +222,8 @@ def workflow_job_body(job: SimulatedJob, action: str) -> dict[str, Any]:
                 "status": "completed" if done else "in_progress",
                 "conclusion": ("failure" if job.failed else "success") if done else None,
                 "number": 2,
-                "started_at": _stamp(job.started),
-                "completed_at": _stamp(job.completed) if done else None,
+                "started_at": started_at,
+                "completed_at": completed_at,
             }
         )
     conclusion = None
@@ -206,9 +245,9 @@ def workflow_job_body(job: SimulatedJob, action: str) -> dict[str, Any]:
             f"/job/{job.id}",
             "status": action,
             "conclusion": conclusion,
-            "created_at": _stamp(job.created),
-            "started_at": _stamp(started),
-            "completed_at": _stamp(job.completed) if done else None,
+            "created_at": created_at,
+            "started_at": started_at,
+            "completed_at": completed_at,
             "name": job.name,
             "steps": steps,
             "check_run_url": f"{api}/check-runs/{job.id}",

@@ -7,9 +7,11 @@ a histogram is one column per bound of BUCKETS, then +Inf, sum and count.
 from __future__ import annotations
 
 from array import array
+from collections import deque
 from dataclasses import dataclass
+from itertools import accumulate
 
-from queuebot_lab.simulator.spec import BUCKETS
+from queuebot_lab.simulator.spec import BUCKETS, PODS_PER_TYPE
 
 
 @dataclass
@@ -48,10 +50,25 @@ def histogram_arrays() -> list[array[int]]:
     return [array("q") for _ in range(len(BUCKETS) + 3)]  # buckets, +Inf, sum, count
 
 
+def empty_samples(workflows: int) -> TypeSamples:
+    """A runner type's samples before the first, for its `workflows` workflows."""
+    return TypeSamples(
+        gauges={metric: array("q") for metric in GAUGES},
+        started=[array("q") for _ in range(workflows)],
+        completed=[(array("q"), array("q")) for _ in range(workflows)],
+        startup=[histogram_arrays() for _ in range(workflows)],
+        execution=[(histogram_arrays(), histogram_arrays()) for _ in range(workflows)],
+        cfs_periods=[array("q") for _ in range(PODS_PER_TYPE)],
+        cfs_throttled=[array("q") for _ in range(PODS_PER_TYPE)],
+        ooms=[array("q") for _ in range(PODS_PER_TYPE)],
+    )
+
+
 def append_histogram(columns: list[array[int]], buckets: list[int], total: int) -> None:
-    running = 0
-    for column, count in zip(columns, buckets, strict=False):
-        running += count
-        column.append(running)
+    """One sample of a histogram: `buckets` holds each bucket's own count (+Inf last), the
+    columns get them cumulated, then `total` (the sum) and the count."""
+    cumulative = list(accumulate(buckets))
+    # One append per bucket column; the sum's and the count's columns follow them.
+    deque(map(array.append, columns, cumulative), maxlen=0)
     columns[-2].append(total)
-    columns[-1].append(running)
+    columns[-1].append(cumulative[-1] if cumulative else 0)

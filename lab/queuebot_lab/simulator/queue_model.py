@@ -11,10 +11,9 @@ import bisect
 import heapq
 import math
 import random
-from array import array
 from collections import deque
 
-from queuebot_lab.simulator.history import GAUGES, TypeSamples, append_histogram, histogram_arrays
+from queuebot_lab.simulator.history import TypeSamples, append_histogram, empty_samples
 from queuebot_lab.simulator.job_log import JobLog
 from queuebot_lab.simulator.profiles import Profile, StagedProblem, daily
 from queuebot_lab.simulator.spec import BUCKETS, NO_MAXIMUM, PODS_PER_TYPE, Scenario
@@ -69,6 +68,7 @@ class _Fleet:
         self.nodes_coming = 0
         self.node_tokens = 0.0
         self.max_runners = profile.max_runners or NO_MAXIMUM
+        self.min_runners, self.buffer = profile.min_runners, profile.buffer
         self.capped = False
         self.drift = 0.0
         n = len(profile.workflows)
@@ -136,8 +136,8 @@ class _Fleet:
         heapq.heappush(self.events, (t, self.seq, kind, data))
 
     def desired(self) -> int:
-        want = self.busy + len(self.queue) + self.p.buffer
-        return min(self.max_runners, max(self.p.min_runners, want))
+        want = max(self.min_runners, self.busy + len(self.queue) + self.buffer)
+        return want if want < self.max_runners else self.max_runners
 
     def _runners(self) -> int:
         """Ephemeral runners the set holds; failed ones count until they are deleted."""
@@ -145,7 +145,8 @@ class _Fleet:
 
     def _arrive(self, t: float, workflow: int) -> None:
         self.queue.append((t, workflow))
-        self._dispatch(t)
+        if self.idle:
+            self._dispatch(t)
         self._scale(t)
 
     def _dispatch(self, t: float) -> None:
@@ -176,7 +177,8 @@ class _Fleet:
             self.idle += 1
         else:
             self._fill(t)
-        self._dispatch(t)
+        if self.queue and self.idle:
+            self._dispatch(t)
         self._scale(t)
 
     def _scale(self, t: float) -> None:
@@ -277,15 +279,17 @@ class _Fleet:
         arrivals.sort()
         per_minute = max(0.5, self.p.node_growth * self.usual)
         self.node_tokens = min(self.node_tokens + per_minute * tick / 60.0, 2 * per_minute)
-        index, events = 0, self.events
+        index, events, arrived = 0, self.events, len(arrivals)
         while True:
             next_event = events[0][0] if events else math.inf
-            next_arrival = arrivals[index][0] if index < len(arrivals) else math.inf
-            if min(next_event, next_arrival) > end:
-                break
+            next_arrival = arrivals[index][0] if index < arrived else math.inf
             if next_arrival <= next_event:
+                if next_arrival > end:
+                    break
                 self._arrive(*arrivals[index])
                 index += 1
+            elif next_event > end:
+                break
             else:
                 t, _, kind, data = heapq.heappop(events)
                 self._handle(t, kind, data)
@@ -368,17 +372,7 @@ def simulate_type(
     other sizes see the same jobs arrive, each running as long (jobs are taken in order).
     Without `series` the samples hold no metric (the same jobs, a quarter sooner)."""
     rng = random.Random(f"{seed}/{profile.name}")  # noqa: S311 - see _profile
-    n = len(profile.workflows)
-    history = TypeSamples(
-        gauges={metric: array("q") for metric in GAUGES},
-        started=[array("q") for _ in range(n)],
-        completed=[(array("q"), array("q")) for _ in range(n)],
-        startup=[histogram_arrays() for _ in range(n)],
-        execution=[(histogram_arrays(), histogram_arrays()) for _ in range(n)],
-        cfs_periods=[array("q") for _ in range(PODS_PER_TYPE)],
-        cfs_throttled=[array("q") for _ in range(PODS_PER_TYPE)],
-        ooms=[array("q") for _ in range(PODS_PER_TYPE)],
-    )
+    history = empty_samples(len(profile.workflows))
     fleet = _Fleet(profile, problem, rng)
     if streams:
         fleet.demand = random.Random(f"{seed}/{profile.name}/arrivals")  # noqa: S311
