@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import accumulate
+from operator import itemgetter
 
 from fleetmodel import pods
 from fleetmodel.engine import FleetRun, Job, Runner
@@ -79,11 +80,13 @@ class _Level:
 
     def __init__(self, spans: Iterable[tuple[float, float | None]]) -> None:
         pairs = list(spans)
-        self.starts = sorted(s for s, _ in pairs)
-        self.ends = sorted(e for _, e in pairs if e is not None)
+        self.starts = sorted([s for s, _ in pairs])
+        self.ends = sorted([e for _, e in pairs if e is not None])
 
-    def at(self, t: float) -> int:
-        return bisect.bisect_right(self.starts, t) - bisect.bisect_right(self.ends, t)
+    def over(self, times: list[float]) -> list[int]:
+        """How many hold at each of `times`."""
+        starts, ends, right = self.starts, self.ends, bisect.bisect_right
+        return [right(starts, t) - right(ends, t) for t in times]
 
 
 def _listener_target(name: str, cluster_index: int) -> dict[str, str]:
@@ -128,11 +131,16 @@ def _gauges(w: Out, fleet: FleetRun, shape: Shape) -> None:
         jobs_by[job.runner_type].append(job)
     for runner in fleet.runners:
         runners_by[runner.runner_type].append(runner)
-    levels: dict[str, dict[str, list[float]]] = {}
+    levels: dict[str, dict[str, list[int]]] = {}
     for kind in plan.types:
         jobs, runners = jobs_by[kind.name], runners_by[kind.name]
         assigned = _Level((j.assigned, j.completed) for j in jobs)
         running = _Level((j.started, j.completed) for j in jobs if j.started and j.runner)
+        a = assigned.over(w.times)
+        values = {"gha_assigned_jobs": a, "gha_running_jobs": running.over(w.times)}
+        levels[kind.name] = values
+        if shape is Shape.LEAN:
+            continue  # lean: the assigned and running jobs only
         registered = _Level(
             (r.online, first_of(r.lost, r.gone)) for r in runners if r.online is not None
         )
@@ -141,32 +149,24 @@ def _gauges(w: Out, fleet: FleetRun, shape: Shape) -> None:
             for r in runners
             if r.busy_from is not None
         )
-        values: dict[str, list[float]] = defaultdict(list)
-        for t in w.times:
-            a, b, reg = assigned.at(t), busy.at(t), registered.at(t)
-            ceiling = fleet.max_runners(kind, t)
-            values["gha_assigned_jobs"].append(a)
-            values["gha_running_jobs"].append(running.at(t))
-            values["gha_registered_runners"].append(reg)
-            values["gha_busy_runners"].append(b)
-            values["gha_idle_runners"].append(max(reg - b, 0))
-            values["gha_min_runners"].append(kind.min_runners)
-            values["gha_max_runners"].append(NO_MAXIMUM if ceiling is None else ceiling)
-            wanted = kind.min_runners + a
-            values["gha_desired_runners"].append(
-                wanted if ceiling is None else min(wanted, ceiling)
-            )
-        if shape is Shape.FULL:
-            pending = _Level((r.created, first_of(r.online, r.failed, r.gone)) for r in runners)
-            alive = _Level(
-                (r.online, first_of(r.lost, r.gone)) for r in runners if r.online is not None
-            )
-            failed = _Level((r.failed, r.gone) for r in runners if r.failed is not None)
-            for t in w.times:
-                values["gha_controller_pending_ephemeral_runners"].append(pending.at(t))
-                values["gha_controller_running_ephemeral_runners"].append(alive.at(t))
-                values["gha_controller_failed_ephemeral_runners"].append(failed.at(t))
-        levels[kind.name] = values
+        b, reg = busy.over(w.times), registered.over(w.times)
+        ceilings = [fleet.max_runners(kind, t) for t in w.times]
+        least = kind.min_runners
+        values["gha_registered_runners"] = reg
+        values["gha_busy_runners"] = b
+        values["gha_idle_runners"] = [max(r - n, 0) for r, n in zip(reg, b, strict=True)]
+        values["gha_min_runners"] = [least] * len(w.times)
+        values["gha_max_runners"] = [NO_MAXIMUM if c is None else c for c in ceilings]
+        values["gha_desired_runners"] = [
+            least + n if c is None else min(least + n, c) for n, c in zip(a, ceilings, strict=True)
+        ]
+        # The controller's: runners pending (created, not yet running), running (the pods
+        # registered) and failed (until deleted).
+        pending = _Level((r.created, first_of(r.online, r.failed, r.gone)) for r in runners)
+        failed = _Level((r.failed, r.gone) for r in runners if r.failed is not None)
+        values["gha_controller_pending_ephemeral_runners"] = pending.over(w.times)
+        values["gha_controller_running_ephemeral_runners"] = reg
+        values["gha_controller_failed_ephemeral_runners"] = failed.over(w.times)
     listener = (
         ("gha_assigned_jobs", "Number of jobs assigned to this scale set."),
         ("gha_running_jobs", "Number of jobs running (or about to be run)."),
@@ -214,6 +214,9 @@ def _gauges(w: Out, fleet: FleetRun, shape: Shape) -> None:
 
 #: A job series: its scale set and its labels.
 Key = tuple[str, tuple[tuple[str, str], ...]]
+#: What a job series' labels are made of: its scale set, its job's repository, name and event,
+#: and its workflow's name.
+Named = tuple[str, str, str, str, str]
 
 
 def _observations(
@@ -224,24 +227,38 @@ def _observations(
     dict[Key, list[tuple[float, float]]],
 ]:
     """Per (scale set, labels): start times; startup observations; completions (time, seconds)."""
+    # Gathered by what a series' labels are made of, then by the labels: many jobs share one.
+    keys: dict[Named, Key] = {}
+    started_by: dict[Named, list[float]] = defaultdict(list)
+    startup_by: dict[Named, list[tuple[float, float]]] = defaultdict(list)
+    completed_by: dict[tuple[Named, str], list[tuple[float, float]]] = defaultdict(list)
+    org = fleet.plan.org
+    for job in fleet.jobs:
+        flow = job.workflow
+        named = (job.runner_type, flow.repository, job.name, flow.event, flow.name)
+        if named not in keys:
+            keys[named] = (job.runner_type, _job_labels(job, org, full))
+        began = job.started if job.runner is not None else None
+        if began is not None:
+            started_by[named].append(began)
+            startup_by[named].append((began, float(int(began) - int(job.assigned))))
+        if job.completed is None or job.conclusion is None:
+            continue
+        done = (named, RESULTS[job.conclusion])
+        if began is not None:
+            completed_by[done].append((job.completed, float(job.completed - began)))
+        elif arc_version != "latest":
+            completed_by[done].append((job.completed, float(job.completed + GO_ZERO)))
     started: dict[Key, list[float]] = defaultdict(list)
     startup: dict[Key, list[tuple[float, float]]] = defaultdict(list)
     completed: dict[Key, list[tuple[float, float]]] = defaultdict(list)
-    org = fleet.plan.org
-    for job in fleet.jobs:
-        labels = _job_labels(job, org, full)
-        key = (job.runner_type, labels)
-        if job.started is not None and job.runner is not None:
-            started[key].append(job.started)
-            startup[key].append((job.started, float(int(job.started) - int(job.assigned))))
-        if job.completed is None or job.conclusion is None:
-            continue
-        result = RESULTS[job.conclusion]
-        done_key = (job.runner_type, (*labels, ("job_result", result)))
-        if job.started is not None and job.runner is not None:
-            completed[done_key].append((job.completed, float(job.completed - job.started)))
-        elif arc_version != "latest":
-            completed[done_key].append((job.completed, float(job.completed + GO_ZERO)))
+    for named, times in started_by.items():
+        started[keys[named]] += times
+    for named, observed in startup_by.items():
+        startup[keys[named]] += observed
+    for (named, result), observed in completed_by.items():
+        name, labels = keys[named]
+        completed[name, (*labels, ("job_result", result))] += observed
     return started, startup, completed
 
 
@@ -255,11 +272,34 @@ def _counter(w: Out, metric: str, events: dict[Key, list[float]]) -> None:
         w.write(metric, {**dict(labels), **_listener_target(name, 1)}, values, first)
 
 
+#: Each bucket's bound, and its `le` label.
+_BOUNDS = tuple(float(bound) for bound in (*BUCKETS, math.inf))
+_LE = tuple("+Inf" if bound == math.inf else f"{bound:g}" for bound in (*BUCKETS, math.inf))
+
+
+def _within(values: list[float], upto: list[int]) -> dict[int, list[int]]:
+    """For each n of `upto` (ascending), how many of the first n `values` are within each
+    bound: the observations a histogram holds once n have been made."""
+    within: dict[int, list[int]] = {}
+    counts, done = [0] * len(_BOUNDS), 0
+    for n in upto:
+        if n in within:
+            continue
+        made = sorted(values[done:n])
+        counts = [
+            c + bisect.bisect_right(made, bound) for c, bound in zip(counts, _BOUNDS, strict=True)
+        ]
+        within[n], done = counts, n
+    return within
+
+
 def _histogram(
     w: Out, metric: str, events: dict[Key, list[tuple[float, float]]], buckets: bool
 ) -> None:
     for (name, labels), observed in sorted(events.items()):
-        observed.sort()
+        # By time, then by value (as the pairs sort): by value first, then stably by time.
+        observed.sort(key=itemgetter(1))
+        observed.sort(key=itemgetter(0))
         first = bisect.bisect_left(w.times, observed[0][0])
         if first >= len(w.times):
             continue
@@ -270,16 +310,11 @@ def _histogram(
         cumulative = list(accumulate(values, initial=0.0))
         sums = [cumulative[n] for n in upto]
         if buckets:
-            for bound in (*BUCKETS, math.inf):
-                # How many of the first n observations were within the bound, for each n.
-                within = list(accumulate(map(float(bound).__ge__, values), initial=0))
-                counts = list(map(float, map(within.__getitem__, upto)))
-                w.write(
-                    f"{metric}_bucket",
-                    {**target, "le": "+Inf" if bound == math.inf else f"{bound:g}"},
-                    counts,
-                    first,
-                )
+            within = _within(values, upto)
+            # Each bucket's counts: a column of the counts at each time.
+            columns = zip(*(within[n] for n in upto), strict=True)
+            for le, column in zip(_LE, columns, strict=True):
+                w.write(f"{metric}_bucket", {**target, "le": le}, list(map(float, column)), first)
         w.write(f"{metric}_sum", target, sums, first)
         w.write(f"{metric}_count", target, [float(n) for n in upto], first)
 

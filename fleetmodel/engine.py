@@ -26,14 +26,8 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from fleetmodel.plan import (
-    FleetPlan,
-    RunnerType,
-    Trouble,
-    Workflow,
-    day_factor,
-    nightly_factor,
-)
+from fleetmodel.demand import Rates, thinned
+from fleetmodel.plan import FleetPlan, RunnerType, Trouble, Workflow
 
 #: GitHub fails a job whose runner stopped answering after about ten minutes.
 LOST_RUNNER_SECONDS = 600.0
@@ -47,7 +41,7 @@ _RUNNER_ID_BASE = 900_000
 _SUFFIX = "bcdfghjklmnpqrstvwxz2456789"
 
 
-@dataclass
+@dataclass(slots=True)
 class Runner:
     id: int
     name: str
@@ -64,7 +58,7 @@ class Runner:
     throttled: float = 0.0
 
 
-@dataclass
+@dataclass(slots=True)
 class Job:
     id: int
     run_id: int
@@ -137,39 +131,20 @@ class _TypeEpisode:
 
     # arrivals -------------------------------------------------------------------------------
 
-    def _rate(self, flow: Workflow, at: float) -> float:
-        """Jobs a minute of `flow` at `at`: its cycle, then the trouble staged (a workflow moved
-        in arrives only from then on, one moved out no more)."""
-        trouble = self.troubled(at)
-        moved_in = self.trouble is not None and flow in self.trouble.moved_in
-        if moved_in and trouble is None:
-            return 0.0
-        offset = self.run.plan.utc_offset
-        if flow.nightly_hour is not None:
-            base = flow.peak * nightly_factor(at, offset, flow.nightly_hour)
-        else:
-            base = flow.peak * day_factor(at, offset)
-        if trouble is None or moved_in:
-            return base
-        if flow.name in trouble.moved_out:
-            return 0.0
-        return base * trouble.demand
-
     def arrivals(self) -> None:
+        """Each workflow's jobs, drawn from its rates through the episode (a workflow moved in
+        arrives only from the trouble on, one moved out no more)."""
         flows = list(self.kind.workflows)
         if self.trouble is not None:
             flows.extend(self.trouble.moved_in)
+        offset = self.run.plan.utc_offset
         for flow in flows:
             bound = flow.peak * max(6.0, (self.trouble.demand if self.trouble else 1.0) * 1.05)
             if bound <= 0:
                 continue
-            at = self.start
-            while True:
-                at += self.rng.expovariate(bound / 60.0)
-                if at >= self.end:
-                    break
-                if self.rng.random() * bound < self._rate(flow, at):
-                    self._arrive(flow, at)
+            rates = Rates(flow, self.trouble, self.trouble_from, self.start, self.end, offset)
+            for at in thinned(self.rng, bound, self.start, self.end, rates):
+                self._arrive(flow, at)
 
     def _arrive(self, flow: Workflow, at: float, rerun: Job | None = None) -> None:
         job_id = _JOB_ID_BASE + next(self.ids)

@@ -33,9 +33,7 @@ def _stamp(seconds: float | None) -> str | None:
     if seconds is None:
         return None
     day, second = divmod(int(seconds), 86400)
-    minute, second = divmod(second, 60)
-    hour, minute = divmod(minute, 60)
-    return f"{_date(day)}T{hour:02d}:{minute:02d}:{second:02d}Z"
+    return _date(day) + _clock(second)
 
 
 @functools.cache
@@ -43,6 +41,14 @@ def _date(day: int) -> str:
     """The date of `day` days since 1970-01-01."""
     t = time.gmtime(day * 86400)
     return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"
+
+
+@functools.cache
+def _clock(second: int) -> str:
+    """The time of day `second` seconds after midnight, with the `T` before it and the `Z`."""
+    minute, second = divmod(second, 60)
+    hour, minute = divmod(minute, 60)
+    return f"T{hour:02d}:{minute:02d}:{second:02d}Z"
 
 
 @functools.cache
@@ -86,6 +92,9 @@ class _Bodies:
         self.html_url = f"https://github.com/{repo}/actions/runs/{job.run_id}/job/{job.id}"
         self.check_run_url = f"https://api.github.com/repos/{repo}/check-runs/{job.id}"
         self.created = _stamp(job.created)
+        self.repository = _repository(org, job.workflow.repository)
+        self.organization = _organization(org)
+        self.sender = _sender(job.run_id % 41)
 
     def body(self, action: str) -> dict[str, Any]:
         """The body GitHub delivers for the job when it became `action`."""
@@ -93,6 +102,20 @@ class _Bodies:
         started = action in ("in_progress", "completed") and job.runner is not None
         runner = job.runner if started else None
         completed = action == "completed"
+        started_at = _stamp(job.started) if started else self.created
+        steps: list[dict[str, Any]] = []
+        if runner is not None:
+            end = job.completed if completed else job.started
+            steps.append(
+                {
+                    "name": "Set up job",
+                    "status": "completed",
+                    "conclusion": "success",
+                    "number": 1,
+                    "started_at": started_at,
+                    "completed_at": _stamp(min(end or job.started, (job.started or 0) + 2)),
+                }
+            )
         body = {
             "id": job.id,
             "run_id": job.run_id,
@@ -107,10 +130,10 @@ class _Bodies:
             "status": action if action in ("queued", "in_progress") else "completed",
             "conclusion": job.conclusion if completed else None,
             "created_at": self.created,
-            "started_at": _stamp(job.started) if started else self.created,
+            "started_at": started_at,
             "completed_at": _stamp(job.completed) if completed else None,
             "name": job.name,
-            "steps": [],
+            "steps": steps,
             "check_run_url": self.check_run_url,
             "labels": list(job.labels),
             "runner_id": runner.id if runner is not None else None,
@@ -118,24 +141,12 @@ class _Bodies:
             "runner_group_id": 1 if started else None,
             "runner_group_name": "Default" if started else None,
         }
-        if runner is not None:
-            end = job.completed if completed else job.started
-            body["steps"] = [
-                {
-                    "name": "Set up job",
-                    "status": "completed",
-                    "conclusion": "success",
-                    "number": 1,
-                    "started_at": _stamp(job.started),
-                    "completed_at": _stamp(min(end or job.started, (job.started or 0) + 2)),
-                }
-            ]
         return {
             "action": action,
             "workflow_job": body,
-            "repository": _repository(self.org, job.workflow.repository),
-            "organization": _organization(self.org),
-            "sender": _sender(job.run_id % 41),
+            "repository": self.repository,
+            "organization": self.organization,
+            "sender": self.sender,
         }
 
 
@@ -156,27 +167,29 @@ def deliveries(
     (the repository, the organization, the sender): read them, do not change them."""
     until = fleet.plan.end if until is None else until
     rng = random.Random(f"deliveries:{seed}")
-    timed: list[tuple[float, int, dict[str, Any]]] = []
-    order = 0
+    uniform, draw = rng.uniform, rng.random
+    # When each body arrives, in the order they were sent: they arrive by time, and those
+    # arriving at the same time in the order sent.
+    arrivals: list[float] = []
+    sent: list[dict[str, Any]] = []
     org = fleet.plan.org
     for job in fleet.jobs:
         bodies: _Bodies | None = None
         for at, action in _events(job, until):
-            if dropped and rng.random() < dropped:
+            if dropped and draw() < dropped:
                 continue
-            arrives = at + rng.uniform(0.2, 2.0)
-            if rng.random() < 0.01:
-                arrives = at - rng.uniform(0.5, 3.0)  # overtakes the one before
+            arrives = at + uniform(0.2, 2.0)
+            if draw() < 0.01:
+                arrives = at - uniform(0.5, 3.0)  # overtakes the one before
             if bodies is None:
                 bodies = _Bodies(job, org)
             body = bodies.body(action)
-            timed.append((arrives, order, body))
-            order += 1
-            if rng.random() < 0.003:
-                timed.append((arrives + rng.uniform(30, 600), order, body))  # sent again
-                order += 1
-    timed.sort(key=lambda item: (item[0], item[1]))
-    return [body for _, _, body in timed]
+            arrivals.append(arrives)
+            sent.append(body)
+            if draw() < 0.003:
+                arrivals.append(arrives + uniform(30, 600))  # sent again
+                sent.append(body)
+    return [sent[i] for i in sorted(range(len(sent)), key=arrivals.__getitem__)]
 
 
 def newest_deliveries(fleet: FleetRun, *, until: float | None = None) -> list[dict[str, Any]]:

@@ -13,12 +13,13 @@ would find at the end is decided by `fleetmodel.truth` from what happened, not f
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+
+from fleetmodel.demand import day_factor
 
 #: The causes of the runbook, as diagnostics name them.
 WORKLOAD = "increased_workload"
@@ -190,33 +191,6 @@ def _workflows(rng: random.Random, peak: float, os: str, gpu: bool) -> tuple[Wor
             )
         )
     return tuple(flows)
-
-
-def _local_minute(moment: float, utc_offset: int) -> int:
-    """The minute `moment` falls in on the team's clock, counted from the Unix epoch, as
-    `datetime.fromtimestamp` reads it (to the microsecond, rounding half to even)."""
-    fraction, whole = math.modf(moment + utc_offset * 3600)
-    return (int(whole) + (round(fraction * 1e6) >= 1_000_000)) // 60
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _day_factor(minute: int, quiet: float) -> float:
-    # 1 January 1970, the first minute's day, was a Thursday (weekday 3).
-    hour = minute % 1440 // 60 + minute % 60 / 60.0
-    working = max(0.0, math.sin(math.pi * (hour - 7.5) / 13.0)) ** 1.4 if 7.5 < hour < 20.5 else 0
-    weekday = 1.0 if (minute // 1440 + 3) % 7 < 5 else 0.3
-    return weekday * (quiet + (1 - quiet) * working)
-
-
-def day_factor(moment: float, utc_offset: int, quiet: float = 0.15) -> float:
-    """How busy the team is at `moment`, 1 at the busiest weekday hour (by the minute)."""
-    return _day_factor(_local_minute(moment, utc_offset), quiet)
-
-
-def nightly_factor(moment: float, utc_offset: int, hour: int) -> float:
-    """Scheduled runs: a burst in the first 20 minutes of `hour` (local), a trickle otherwise."""
-    minute = _local_minute(moment, utc_offset) % 1440
-    return 6.0 if minute // 60 == hour and minute % 60 < 20 else 0.08
 
 
 def concurrency_needed(kind: RunnerType, at_factor: float = 1.0) -> float:

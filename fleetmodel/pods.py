@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 
 from fleetmodel.engine import FleetRun
 from fleetmodel.series import Out, first_of
@@ -20,7 +21,7 @@ def write_pods(w: Out, fleet: FleetRun) -> None:
         first = bisect.bisect_left(w.times, runner.online)
         last = bisect.bisect_left(w.times, end)
         if first < last:
-            pods.append((runner, first, last))
+            pods.append((runner, runner.online, first, last))
     families = (
         (
             "container_cpu_cfs_periods_total",
@@ -38,27 +39,39 @@ def write_pods(w: Out, fleet: FleetRun) -> None:
             "Count of out of memory events observed for the container",
         ),
     )
+    # Each pod's labels and its CPU periods at each time it lives: its periods elapse at a
+    # tenth of a second's worth while it runs a job, at half that while it only lives.
+    counted = []
+    for runner, online, first, last in pods:
+        labels = {
+            "namespace": "arc-runners",
+            "pod": runner.name,
+            "container": "runner",
+            "image": "ghcr.io/actions/actions-runner:2.328.0",
+            "instance": f"ip-10-1-{runner.id % 200}-{runner.id % 97}.ec2.internal",
+            "job": "kubelet",
+            "metrics_path": "/metrics/cadvisor",
+        }
+        busy_from, busy_until = runner.busy_from, runner.busy_until
+        periods = [
+            10.0 * max(0.0, min(t, busy_until or t) - (busy_from or t)) + (t - online) * 0.5
+            for t in w.times[first:last]
+        ]
+        counted.append((runner, first, last, labels, periods))
     for metric, family, text in families:
         w.family(family, "counter", text)
-        for runner, first, last in pods:
-            labels = {
-                "namespace": "arc-runners",
-                "pod": runner.name,
-                "container": "runner",
-                "image": "ghcr.io/actions/actions-runner:2.328.0",
-                "instance": f"ip-10-1-{runner.id % 200}-{runner.id % 97}.ec2.internal",
-                "job": "kubelet",
-                "metrics_path": "/metrics/cadvisor",
-            }
-            values = []
-            for t in w.times[first:last]:
-                busy = max(0.0, min(t, runner.busy_until or t) - (runner.busy_from or t))
-                periods = 10.0 * busy + (t - runner.online) * 0.5
-                if metric.endswith("throttled_periods_total"):
-                    share = runner.throttled or 0.03
-                    values.append(math.floor(periods * share))
-                elif metric.endswith("periods_total"):
-                    values.append(math.floor(periods))
-                else:
-                    values.append(1.0 if runner.oom_at is not None and runner.oom_at <= t else 0.0)
+        for runner, first, last, labels, periods in counted:
+            values: Sequence[float]
+            if metric.endswith("throttled_periods_total"):
+                share = runner.throttled or 0.03
+                values = [math.floor(p * share) for p in periods]
+            elif metric.endswith("periods_total"):
+                values = list(map(math.floor, periods))
+            else:
+                # The OOM counter is 1 from the first time at or after the kill.
+                killed = (
+                    last if runner.oom_at is None else bisect.bisect_left(w.times, runner.oom_at)
+                )
+                killed = min(max(killed, first), last)
+                values = [0.0] * (killed - first) + [1.0] * (last - killed)
             w.write(metric, labels, values, first)

@@ -47,12 +47,14 @@ def queues_at(jobs: list[Job], at: float) -> dict[str, Queue]:
     counts them) and the longest wait."""
     waits: dict[str, list[float]] = defaultdict(list)
     for job in jobs:
-        if job.created > at:
+        waited = at - job.created  # created after `at`: below zero
+        if waited <= QUEUED_WAIT_SECONDS:
             continue
-        taken = job.started is not None and job.started <= at
-        ended = job.completed is not None and job.completed <= at
-        if not taken and not ended and at - job.created > QUEUED_WAIT_SECONDS:
-            waits[job.runner_type].append(at - job.created)
+        if job.started is not None and job.started <= at:
+            continue  # taken
+        if job.completed is not None and job.completed <= at:
+            continue  # ended
+        waits[job.runner_type].append(waited)
     return {name: Queue(len(found), max(found)) for name, found in waits.items()}
 
 
