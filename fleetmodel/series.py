@@ -101,12 +101,9 @@ class Requests:
         for block in sorted(self._blocks):
             parts = self._blocks.pop(block)
             parts.append(metadata)
-            size = self._sizes.pop(block) + len(metadata)
-            if not size:
-                yield b"\x00"
-            else:
-                parts.insert(0, _snappy_head(size))
-                yield b"".join(parts)
+            # A block is there only once a series was written into it: never empty.
+            parts.insert(0, _snappy_head(self._sizes.pop(block) + len(metadata)))
+            yield b"".join(parts)
             metadata = b""
 
 
