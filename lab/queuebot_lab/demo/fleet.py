@@ -213,17 +213,19 @@ class DemoFleet:
     def given(self, queued_after: float) -> list[SimulatedJob]:
         """The jobs the bot reads between the start and the end (see the module's docstring);
         `queued_after`: when a waiting job counts as queued (JobsConfig)."""
+        return [moved(job, self._by) for job in self._given_once(queued_after)]
+
+    def _given_once(self, queued_after: float) -> list[SimulatedJob]:
+        """`_given`, found once a recording for this demo's moments."""
         key = ("given", *self._moments(), queued_after)
-        found = self._recording.found(key, lambda: self._given(queued_after))
-        return [moved(job, self._by) for job in found]
+        return self._recording.found(key, lambda: self._given(queued_after))
 
     def history(self, queued_after: float) -> Iterator[dict[str, Any]]:
         """The given jobs as they stood at `split`: each one's last delivery by then."""
         split = self.split - self._by
 
         def states() -> list[SimulatedJob]:
-            key = ("given", *self._moments(), queued_after)
-            given = self._recording.found(key, lambda: self._given(queued_after))
+            given = self._given_once(queued_after)
             return [then for job in given if (then := as_of(job, split)) is not None]
 
         key = ("history", *self._moments(), queued_after)
