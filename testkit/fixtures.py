@@ -5,8 +5,6 @@ fleet, and the session's shared fleets."""
 from __future__ import annotations
 
 import asyncio
-import fcntl
-import hashlib
 import os
 import pickle
 import shutil
@@ -29,6 +27,8 @@ from queuebot_lab.simulator import (
 from testkit.alertmanager import Alertmanager
 from testkit.fleets import Fleets, fleet_spec
 from testkit.integration import require_binary
+from testkit.kept import configure as configure_kept
+from testkit.kept import kept_storage
 from testkit.memory import collect_less
 from testkit.prometheus import Prometheus
 from testkit.timing import in_the_suite
@@ -50,15 +50,22 @@ _CLEARED_NAMES = {
 
 def pytest_configure(config: pytest.Config) -> None:
     """The suite's bots run their timings ten times as fast (`testkit.timing`), its garbage
-    collector walks the fleets it builds less often (`testkit.memory`), and its processes
-    share a cache directory of their own (the demo's recorded fleet is simulated once a run,
-    not once in each process that starts a demo, nor read from the developer's cache)."""
+    collector walks the fleets it builds less often (`testkit.memory`), the fleets it fills
+    Prometheus with are kept from run to run (`testkit.kept`), and its processes share a
+    cache directory of their own, kept in pytest's cache too (the demo's recorded fleet is
+    simulated once for its simulator's code, not once in each process that starts a demo, nor
+    read from the developer's cache)."""
     in_the_suite()
     collect_less()
+    configure_kept(config)
     if "PYTEST_XDIST_WORKER" not in os.environ:  # the workers inherit the controller's
-        cache = tempfile.mkdtemp(prefix="queuebot-suite-cache-")
-        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
-        os.environ["XDG_CACHE_HOME"] = cache
+        pytest_cache = getattr(config, "cache", None)
+        if pytest_cache is not None:
+            os.environ["XDG_CACHE_HOME"] = str(pytest_cache.mkdir("xdg"))
+        else:
+            cache = tempfile.mkdtemp(prefix="queuebot-suite-cache-")
+            config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+            os.environ["XDG_CACHE_HOME"] = cache
 
 
 @pytest.fixture(autouse=True)
@@ -92,44 +99,29 @@ class PrometheusFactory(Protocol):
     ) -> Awaitable[tuple[Prometheus, Truth]]: ...
 
 
-def filled_fleets(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where this run keeps storage filled with fleets, for every worker of it alike (xdist's
-    workers share their run's temporary folder; a run never sees another run's)."""
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    folder = root / "filled-fleets"
-    folder.mkdir(exist_ok=True)
-    return folder
-
-
 def _series(times_ms: list[int]) -> Out:
     """Where a simulation's series go: remote-write requests to a Prometheus."""
     return Out(Requests(), [ms / 1000 for ms in times_ms], {})
 
 
 async def _filled(
-    binary: str, workdir: Path, spec: SimulationSpec, shape: MetricsShape, kept: Path
+    binary: str, workdir: Path, spec: SimulationSpec, shape: MetricsShape
 ) -> tuple[Prometheus, Truth]:
-    """A Prometheus in `workdir` holding `spec`'s fleet in `shape`, started. The first server of
-    a fleet in the run simulates it and takes its series through the remote-write receiver,
-    then keeps a copy of its storage under `kept` (stopped for it: the write-ahead log whole);
-    the next, in any worker, starts on a copy of that."""
+    """A Prometheus in `workdir` holding `spec`'s fleet in `shape`, started. The fleet is
+    simulated and taken through the remote-write receiver (the server stopped after, the
+    write-ahead log whole), or its storage copied from an earlier fill (`testkit.kept`)."""
     instance = Prometheus(binary, workdir)
-    key = hashlib.sha256(f"{spec!r} {shape}".encode()).hexdigest()[:20]
-    folder, done = kept / key, kept / key / "truth.pickle"
+
+    async def fill() -> bytes:
+        truth, out = await asyncio.to_thread(simulate_series, spec, _series, shape)
+        await instance.start()
+        await instance.write(out.sink.bodies())
+        await instance.stop()
+        return pickle.dumps(truth)
+
     try:
-        with (kept / f"{key}.lock").open("w") as lock:
-            await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
-            if done.exists():
-                truth = pickle.loads(done.read_bytes())  # noqa: S301 - this run's own file
-                await asyncio.to_thread(shutil.copytree, folder / "data", instance.storage)
-            else:
-                truth, out = await asyncio.to_thread(simulate_series, spec, _series, shape)
-                await instance.start()
-                await instance.write(out.sink.bodies())
-                await instance.stop()
-                await asyncio.to_thread(shutil.copytree, instance.storage, folder / "data")
-                done.write_bytes(pickle.dumps(truth))  # last: the copy is whole
+        kept = await kept_storage(f"fleet {spec!r} {shape}", binary, instance.storage, fill)
+        truth = pickle.loads(kept)  # noqa: S301 - written by this checkout's own fill
         await instance.start()
     except BaseException:
         await instance.stop()
@@ -138,11 +130,9 @@ async def _filled(
 
 
 @pytest.fixture
-async def prometheus_for(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[PrometheusFactory]:
+async def prometheus_for(tmp_path: Path) -> AsyncIterator[PrometheusFactory]:
     """Simulate a fleet into a real Prometheus of tmp_path and start it (a fleet filled
-    before in this run is copied instead); every server made is stopped at teardown,
+    before by this code is copied instead); every server made is stopped at teardown,
     even when the test fails."""
     binary = require_binary("prometheus", "apt-get install -y prometheus")
     made: list[Prometheus] = []
@@ -152,9 +142,7 @@ async def prometheus_for(
     ) -> tuple[Prometheus, Truth]:
         workdir = tmp_path / f"prometheus-{len(made)}"
         workdir.mkdir()
-        instance, truth = await _filled(
-            binary, workdir, spec, shape, filled_fleets(tmp_path_factory)
-        )
+        instance, truth = await _filled(binary, workdir, spec, shape)
         made.append(instance)
         return instance, truth
 
@@ -181,11 +169,7 @@ async def fleets(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Flee
             if (scenario, shape) not in made:
                 workdir = tmp_path_factory.mktemp(f"fleet-{scenario}-{shape}")
                 made[(scenario, shape)] = await _filled(
-                    binary,
-                    workdir,
-                    fleet_spec(scenario),
-                    shape,
-                    filled_fleets(tmp_path_factory),
+                    binary, workdir, fleet_spec(scenario), shape
                 )
             return made[(scenario, shape)]
 

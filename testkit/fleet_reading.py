@@ -33,6 +33,7 @@ from fleetmodel.arc import Shape, requests
 from fleetmodel.github import newest_deliveries, runners_list
 from queuebot_lab.sandbox.github import GitHubSandbox
 from testkit.github_fleet import named_with_their_cause
+from testkit.kept import kept_storage
 from testkit.prometheus import Prometheus
 
 TOKEN = "ghs_" + "second" * 7
@@ -114,12 +115,21 @@ def unread(reading: FleetSignals) -> tuple[str, ...]:
 async def arc_prometheus(
     fleet: FleetRun, shape: Shape, workdir: Path, binary: str, arc_version: str
 ) -> AsyncIterator[Prometheus]:
-    """A running Prometheus holding `fleet`'s ARC metrics in `shape`."""
-    sink, _ = await asyncio.to_thread(requests, fleet, shape, arc_version=arc_version)
+    """A running Prometheus holding `fleet`'s ARC metrics in `shape` (written through its
+    remote-write receiver, or copied from an earlier fill of the same plan: `testkit.kept`)."""
     server = Prometheus(binary, workdir / f"prometheus-{shape.value}")
-    try:
+
+    async def fill() -> bytes:
+        sink, _ = await asyncio.to_thread(requests, fleet, shape, arc_version=arc_version)
         await server.start()
         await server.write(sink.bodies())
+        await server.stop()
+        return b""
+
+    what = f"arc {fleet.plan!r} {shape.value} {arc_version}"
+    try:
+        await kept_storage(what, binary, server.storage, fill)
+        await server.start()
         yield server
     finally:
         await server.stop()

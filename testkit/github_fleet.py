@@ -23,11 +23,20 @@ from bot.store import open_store
 from queuebot_lab.sandbox.github import GitHubSandbox, SandboxRunner
 from queuebot_lab.simulator import FleetJobs, SimulatedRunner, SimulationSpec, simulate_jobs
 from queuebot_lab.simulator.deliveries import history_bodies
+from queuebot_lab.simulator.recording import recorded_jobs
+from testkit.kept import kept_folder
 
 TOKEN = "ghs_" + "fleet" * 8
 WEEK = 7 * 86400.0
 #: The machine types the reference alert's query leaves out.
 ALERT_LEAVES_OUT = ("rocm", "xpu", "s390x", "b200", "h100", "macos")
+
+
+def simulated(spec: SimulationSpec) -> FleetJobs:
+    """`simulate_jobs(spec)`, recorded once for the simulator's code when the suite runs (a
+    day of six types is seconds of simulation, reading it back a fraction of that)."""
+    folder = kept_folder(f"jobs {spec!r}")
+    return simulate_jobs(spec) if folder is None else recorded_jobs(spec, folder)
 
 
 def alert_numbers(fleet: FleetJobs, at: float) -> dict[str, tuple[int, float]]:
@@ -82,7 +91,7 @@ async def diagnose_from_github(
     """Simulate `spec`, load its jobs into a store in `workdir`, serve its runners (unless
     not `with_runners`), and run the diagnostics the Slack button runs at the simulation's
     end; with `prometheus_url`, reading the fleet's metrics there too."""
-    fleet = await asyncio.to_thread(simulate_jobs, spec)
+    fleet = await asyncio.to_thread(simulated, spec)
     store = await open_store(str(workdir / "queuebot.db"))
     try:
         await load_history(

@@ -21,10 +21,10 @@ from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import open_store
 from queuebot_lab.sandbox.github import GitHubSandbox
-from queuebot_lab.simulator import FleetJobs, Scenario, SimulationSpec, simulate_jobs
+from queuebot_lab.simulator import FleetJobs, Scenario, SimulationSpec
 from queuebot_lab.simulator.deliveries import delivery, events, history_bodies, workflow_job_body
 from testkit.github import HOOK_SECRET
-from testkit.github_fleet import alert_numbers, diagnose_from_github, sandbox_runners
+from testkit.github_fleet import alert_numbers, diagnose_from_github, sandbox_runners, simulated
 from testkit.harness import running_stack
 
 #: The last minutes of the fleet reach the bot through its webhook, the rest is loaded.
@@ -95,7 +95,7 @@ async def test_each_cause_is_diagnosed_from_job_events_and_runners(
     tmp_path: Path, scenario: Scenario
 ) -> None:
     fleet = await asyncio.to_thread(
-        simulate_jobs,
+        simulated,
         SimulationSpec(
             scenario=scenario, hours=27, runner_types=6, seed=7, end=END, step_seconds=120
         ),

@@ -12,9 +12,9 @@ from bot.fleet.sources.jobs_config import JobsConfig
 from bot.forecast.projection import Threshold
 from bot.forecast.reading import RECENT_SECONDS, queue_states
 from bot.store import open_store
-from queuebot_lab.simulator import Scenario, SimulationSpec, simulate_jobs
+from queuebot_lab.simulator import Scenario, SimulationSpec
 from queuebot_lab.simulator.deliveries import history_bodies
-from testkit.github_fleet import alert_numbers
+from testkit.github_fleet import alert_numbers, simulated
 
 END = datetime(2026, 11, 24, 18, 0, tzinfo=UTC)
 
@@ -23,7 +23,7 @@ async def test_the_queue_read_is_the_alerts_own_count_at_every_moment(tmp_path: 
     spec = SimulationSpec(
         scenario=Scenario.CAPACITY_CAP, hours=26, runner_types=6, seed=3, end=END, step_seconds=120
     )
-    fleet = await asyncio.to_thread(simulate_jobs, spec)
+    fleet = await asyncio.to_thread(simulated, spec)
     jobs = list(fleet.jobs)
     store = await open_store(str(tmp_path / "queuebot.db"))
     config = JobsConfig()

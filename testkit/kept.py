@@ -1,0 +1,120 @@
+"""What the suite fills its servers with, kept from one run of the suite to the next.
+
+A simulated fleet written into a Prometheus costs seconds of CPU (the simulation, and
+Prometheus taking a million samples through its remote-write receiver), and the same code
+writes the same files from the same spec every time. So the storage a fill leaves is kept in
+pytest's cache directory (`.pytest_cache/d/kept`; removing it starts from nothing) under a
+digest of everything that made it: what the caller names (the spec, the shape), the source of
+the simulators and of testkit itself, and the Prometheus binary that wrote it. A changed
+simulator, a changed helper or another Prometheus fills anew; nothing is ever read that the
+code of this checkout would not write.
+
+One process fills while the others wanting the same storage wait for it (a lock beside it);
+the copy is marked whole last, so a run stopped halfway leaves nothing that is read. Entries
+no run has used for two days are removed as a run starts. Outside pytest (the benches) nothing
+is kept: every fill fills.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import functools
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+#: Entries unused for this long are removed when a run starts.
+UNUSED_SECONDS = 2 * 86400.0
+#: The packages whose source decides what a fill writes.
+_MAKERS = ("fleetmodel", "queuebot_lab/simulator", "testkit")
+
+_root: Path | None = None
+
+
+def configure(config: pytest.Config) -> None:
+    """Keep fills under this run's pytest cache (none when the cache plugin is off); the run's
+    controller (or a run without workers) first removes what no run has used lately."""
+    global _root
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return
+    _root = Path(cache.mkdir("kept"))
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        _prune(_root, time.time() - UNUSED_SECONDS)
+
+
+@functools.cache
+def _sources() -> bytes:
+    top = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for package in _MAKERS:
+        for module in sorted((top / package).rglob("*.py")):
+            digest.update(str(module.relative_to(top)).encode() + b"\0" + module.read_bytes())
+    return digest.digest()
+
+
+def _key(what: str, binary: str | None) -> str:
+    made_by = ""
+    if binary is not None:
+        found = os.stat(binary)
+        made_by = f"{os.path.realpath(binary)}:{found.st_size}:{found.st_mtime_ns}"
+    digest = hashlib.sha256(_sources() + f"\0{made_by}\0{what}".encode())
+    return digest.hexdigest()[:24]
+
+
+async def kept_storage(
+    what: str, binary: str, storage: Path, fill: Callable[[], Awaitable[bytes]]
+) -> bytes:
+    """Leave in `storage` what `fill` leaves there (its server stopped) and return what `fill`
+    returned; when a run of this suite filled the same `what` before with the same code and
+    `binary`, copy its storage instead of filling."""
+    if _root is None:
+        return await fill()
+    key = _key(what, binary)
+    entry, made = _root / key, _root / key / "made"
+    with (_root / f"{key}.lock").open("a") as lock:
+        await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+        if made.exists():
+            await asyncio.to_thread(shutil.copytree, entry / "data", storage, dirs_exist_ok=True)
+            os.utime(made)
+            return made.read_bytes()
+        remembered = await fill()
+        await asyncio.to_thread(shutil.rmtree, entry, True)
+        with contextlib.suppress(OSError):  # a full disk keeps nothing, and fails no test
+            await asyncio.to_thread(shutil.copytree, storage, entry / "data")
+            made.write_bytes(remembered)  # last: the copy is whole
+        return remembered
+
+
+def kept_folder(what: str) -> Path | None:
+    """A folder of `what`'s own that later runs find again (marked used now), for what writes
+    its files whole itself (a simulation's recording); None outside pytest."""
+    if _root is None:
+        return None
+    key = _key(what, None)
+    entry, made = _root / key, _root / key / "made"
+    with (_root / f"{key}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        (entry / "data").mkdir(parents=True, exist_ok=True)
+        made.write_bytes(what.encode())
+    return entry / "data"
+
+
+def _prune(root: Path, before: float) -> None:
+    for lock in root.glob("*.lock"):
+        entry = lock.with_suffix("")
+        made = entry / "made"
+        try:
+            unused = not made.exists() or made.stat().st_mtime < before
+        except OSError:
+            unused = True
+        if unused:
+            shutil.rmtree(entry, ignore_errors=True)
+            lock.unlink(missing_ok=True)
