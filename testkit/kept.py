@@ -33,7 +33,7 @@ import pytest
 #: Entries unused for this long are removed when a run starts.
 UNUSED_SECONDS = 2 * 86400.0
 #: The packages whose source decides what a fill writes.
-_MAKERS = ("fleetmodel", "queuebot_lab/simulator", "testkit")
+_MAKERS = ("fleetmodel", "lab/queuebot_lab/simulator", "testkit")
 
 _root: Path | None = None
 

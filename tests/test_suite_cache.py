@@ -106,3 +106,11 @@ async def test_what_no_run_used_lately_goes_as_a_run_starts(
     kept._prune(root, time.time() - kept.UNUSED_SECONDS)
     assert _truths(root) == [b"truth of recent"]
     assert len(os.listdir(root)) == 2  # the entry and its lock
+
+
+def test_the_digest_reads_the_simulators_and_the_test_kit() -> None:
+    top = Path(kept.__file__).resolve().parent.parent
+    for package in kept._MAKERS:
+        assert list((top / package).rglob("*.py")), package
+    assert {"fleetmodel", "testkit"} <= {Path(p).name for p in kept._MAKERS}
+    assert any(Path(p).name == "simulator" for p in kept._MAKERS)
