@@ -5,7 +5,7 @@ Prometheus taking a million samples through its remote-write receiver), and the 
 writes the same files from the same spec every time. So the storage a fill leaves is kept in
 pytest's cache directory (`.pytest_cache/d/kept`; removing it starts from nothing) under a
 digest of everything that made it: what the caller names (the spec, the shape), the source of
-the simulators and of testkit itself, and the Prometheus binary that wrote it. A changed
+the simulators and of the test kit's fills, and the Prometheus binary that wrote it. A changed
 simulator, a changed helper or another Prometheus fills anew; nothing is ever read that the
 code of this checkout would not write.
 
@@ -32,8 +32,17 @@ import pytest
 
 #: Entries unused for this long are removed when a run starts.
 UNUSED_SECONDS = 2 * 86400.0
-#: The packages whose source decides what a fill writes.
-_MAKERS = ("fleetmodel", "lab/queuebot_lab/simulator", "testkit")
+#: The source that decides what a fill writes: both simulators, and the test kit's modules that
+#: fill (a change elsewhere in the kit keeps what was filled).
+_MAKERS = (
+    "fleetmodel",
+    "lab/queuebot_lab/simulator",
+    "testkit/kept.py",
+    "testkit/prometheus.py",
+    "testkit/fixtures.py",
+    "testkit/fleet_reading.py",
+    "testkit/github_fleet.py",
+)
 
 _root: Path | None = None
 
@@ -50,12 +59,17 @@ def configure(config: pytest.Config) -> None:
         _prune(_root, time.time() - UNUSED_SECONDS)
 
 
+def _modules(maker: Path) -> list[Path]:
+    """The modules of a package, or the one module named."""
+    return sorted(maker.rglob("*.py")) if maker.is_dir() else [maker]
+
+
 @functools.cache
 def _sources() -> bytes:
     top = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for package in _MAKERS:
-        for module in sorted((top / package).rglob("*.py")):
+    for maker in _MAKERS:
+        for module in _modules(top / maker):
             digest.update(str(module.relative_to(top)).encode() + b"\0" + module.read_bytes())
     return digest.digest()
 
