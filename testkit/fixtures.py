@@ -120,7 +120,7 @@ async def _filled(
         return pickle.dumps(truth)
 
     try:
-        kept = await kept_storage(f"fleet {spec!r} {shape}", binary, instance.storage, fill)
+        kept = await kept_storage(f"fleet {spec!r} {shape}", instance.storage, fill, binary=binary)
         truth = pickle.loads(kept)  # noqa: S301 - written by this checkout's own fill
         await instance.start()
     except BaseException:

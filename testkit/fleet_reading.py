@@ -24,7 +24,6 @@ from bot.fleet.reading import FleetSources, read_fleet
 from bot.fleet.signals import FleetSignals
 from bot.fleet.sources.github_access import RunnerScope, ScopeKind
 from bot.fleet.sources.github_runners import GitHubRunnersClient
-from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.fleet.sources.prometheus import PrometheusClient
 from bot.store import open_store
@@ -33,7 +32,7 @@ from fleetmodel.arc import Shape, requests
 from fleetmodel.github import newest_deliveries, runners_list
 from queuebot_lab.sandbox.github import GitHubSandbox
 from testkit.github_fleet import named_with_their_cause
-from testkit.kept import kept_storage
+from testkit.kept import kept_history, kept_storage
 from testkit.prometheus import Prometheus
 
 TOKEN = "ghs_" + "second" * 7
@@ -128,7 +127,7 @@ async def arc_prometheus(
 
     what = f"arc {fleet.plan!r} {shape.value} {arc_version}"
     try:
-        await kept_storage(what, binary, server.storage, fill)
+        await kept_storage(what, server.storage, fill, binary=binary)
         await server.start()
         yield server
     finally:
@@ -156,9 +155,16 @@ async def diagnose_run(
     async with contextlib.AsyncExitStack() as stack:
         store = None
         if needs_jobs:
-            store = await open_store(str(workdir / "queuebot.db"))
+            database = workdir / "jobs" / "queuebot.db"
+            await kept_history(
+                database,
+                f"second model {fleet.plan!r}",
+                lambda: newest_deliveries(fleet),
+                JOBS,
+                remember_until=0.0,
+            )
+            store = await open_store(str(database))
             stack.push_async_callback(store.close)
-            await load_history(store, newest_deliveries(fleet), JOBS, remember_until=0.0)
         http = await stack.enter_async_context(aiohttp.ClientSession())
         github = None
         if any(c in ("jobs+runners", "all") for c in wanted):

@@ -16,7 +16,6 @@ from bot.domain.diagnosis import Report, Verdict
 from bot.fleet.reading import FleetSources, read_fleet
 from bot.fleet.sources.github_access import RunnerScope, ScopeKind
 from bot.fleet.sources.github_runners import GitHubRunnersClient
-from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.fleet.sources.prometheus import PrometheusClient
 from bot.store import open_store
@@ -24,7 +23,7 @@ from queuebot_lab.sandbox.github import GitHubSandbox, SandboxRunner
 from queuebot_lab.simulator import FleetJobs, SimulatedRunner, SimulationSpec, simulate_jobs
 from queuebot_lab.simulator.deliveries import history_bodies
 from queuebot_lab.simulator.recording import recorded_jobs
-from testkit.kept import kept_folder
+from testkit.kept import kept_folder, kept_history
 
 TOKEN = "ghs_" + "fleet" * 8
 WEEK = 7 * 86400.0
@@ -92,11 +91,16 @@ async def diagnose_from_github(
     not `with_runners`), and run the diagnostics the Slack button runs at the simulation's
     end; with `prometheus_url`, reading the fleet's metrics there too."""
     fleet = await asyncio.to_thread(simulated, spec)
-    store = await open_store(str(workdir / "queuebot.db"))
+    database = workdir / "jobs" / "queuebot.db"
+    await kept_history(
+        database,
+        f"github {spec!r}",
+        lambda: history_bodies(list(fleet.jobs), fleet.end),
+        JobsConfig(),
+        remember_until=0.0,
+    )
+    store = await open_store(str(database))
     try:
-        await load_history(
-            store, history_bodies(list(fleet.jobs), fleet.end), JobsConfig(), remember_until=0.0
-        )
         async with GitHubSandbox(TOKEN) as github, aiohttp.ClientSession() as http:
             github.runners = sandbox_runners(fleet.runners)
             client = (

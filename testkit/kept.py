@@ -25,10 +25,15 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from bot.fleet.sources.job_history import load_history
+from bot.fleet.sources.jobs_config import JobsConfig
+from bot.store import open_store
 
 #: Entries unused for this long are removed when a run starts.
 UNUSED_SECONDS = 2 * 86400.0
@@ -43,6 +48,9 @@ _MAKERS = (
     "testkit/fleet_reading.py",
     "testkit/github_fleet.py",
 )
+
+#: The product, where it wrote what is kept (a store its own code loaded).
+PRODUCT = "bot"
 
 _root: Path | None = None
 
@@ -65,33 +73,40 @@ def _modules(maker: Path) -> list[Path]:
 
 
 @functools.cache
-def _sources() -> bytes:
+def _sources(makers: tuple[str, ...]) -> bytes:
     top = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for maker in _MAKERS:
+    for maker in makers:
         for module in _modules(top / maker):
             digest.update(str(module.relative_to(top)).encode() + b"\0" + module.read_bytes())
     return digest.digest()
 
 
-def _key(what: str, binary: str | None) -> str:
+def _key(what: str, binary: str | None, *, product: bool = False) -> str:
     made_by = ""
     if binary is not None:
         found = os.stat(binary)
         made_by = f"{os.path.realpath(binary)}:{found.st_size}:{found.st_mtime_ns}"
-    digest = hashlib.sha256(_sources() + f"\0{made_by}\0{what}".encode())
+    makers = (*_MAKERS, PRODUCT) if product else _MAKERS
+    digest = hashlib.sha256(_sources(makers) + f"\0{made_by}\0{what}".encode())
     return digest.hexdigest()[:24]
 
 
 async def kept_storage(
-    what: str, binary: str, storage: Path, fill: Callable[[], Awaitable[bytes]]
+    what: str,
+    storage: Path,
+    fill: Callable[[], Awaitable[bytes]],
+    *,
+    binary: str | None = None,
+    product: bool = False,
 ) -> bytes:
-    """Leave in `storage` what `fill` leaves there (its server stopped) and return what `fill`
-    returned; when a run of this suite filled the same `what` before with the same code and
+    """Leave in `storage` what `fill` leaves there (its server stopped, its store closed) and
+    return what `fill` returned; when a run of this suite filled the same `what` before with
+    the same code (queuebot's own too, where `product` made it: a store it loaded) and
     `binary`, copy its storage instead of filling."""
     if _root is None:
         return await fill()
-    key = _key(what, binary)
+    key = _key(what, binary, product=product)
     entry, made = _root / key, _root / key / "made"
     with (_root / f"{key}.lock").open("a") as lock:
         await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
@@ -119,6 +134,32 @@ def kept_folder(what: str) -> Path | None:
         (entry / "data").mkdir(parents=True, exist_ok=True)
         made.write_bytes(what.encode())
     return entry / "data"
+
+
+async def kept_history(
+    database: Path,
+    what: str,
+    bodies: Callable[[], Iterable[Any]],
+    config: JobsConfig,
+    *,
+    remember_until: float,
+) -> None:
+    """Leave at `database` (alone in its folder) a store holding the `workflow_job` bodies
+    `bodies()` gives, loaded as `load_history` loads them, or a copy of the store an earlier
+    run loaded from the same `what` with the same code, queuebot's included."""
+
+    async def fill() -> bytes:
+        store = await open_store(str(database))
+        try:
+            await load_history(store, bodies(), config, remember_until=remember_until)
+        finally:
+            await store.close()
+        return b""
+
+    database.parent.mkdir(parents=True, exist_ok=True)
+    await kept_storage(
+        f"history {what} {config!r} {remember_until!r}", database.parent, fill, product=True
+    )
 
 
 def _prune(root: Path, before: float) -> None:

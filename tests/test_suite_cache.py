@@ -58,12 +58,12 @@ async def test_a_second_fill_of_the_same_is_a_copy(
 ) -> None:
     first = Fill(tmp_path / "one", "series A")
     assert (
-        await kept.kept_storage("fleet A", str(binary), first.storage, first)
+        await kept.kept_storage("fleet A", first.storage, first, binary=str(binary))
         == b"truth of series A"
     )
     again = Fill(tmp_path / "two", "never written")
     assert (
-        await kept.kept_storage("fleet A", str(binary), again.storage, again)
+        await kept.kept_storage("fleet A", again.storage, again, binary=str(binary))
         == b"truth of series A"
     )
     assert (first.calls, again.calls) == (1, 0)
@@ -73,12 +73,17 @@ async def test_a_second_fill_of_the_same_is_a_copy(
 async def test_another_fleet_or_another_binary_fills_anew(
     root: Path, binary: Path, tmp_path: Path
 ) -> None:
-    await kept.kept_storage("fleet A", str(binary), tmp_path / "a", Fill(tmp_path / "a", "A"))
+    await kept.kept_storage(
+        "fleet A", tmp_path / "a", Fill(tmp_path / "a", "A"), binary=str(binary)
+    )
     other = Fill(tmp_path / "b", "B")
-    assert await kept.kept_storage("fleet B", str(binary), other.storage, other) == b"truth of B"
+    assert (
+        await kept.kept_storage("fleet B", other.storage, other, binary=str(binary))
+        == b"truth of B"
+    )
     await asyncio.to_thread(binary.write_bytes, b"\x7fELF another build, another format")
     rebuilt = Fill(tmp_path / "c", "A by the new build")
-    await kept.kept_storage("fleet A", str(binary), rebuilt.storage, rebuilt)
+    await kept.kept_storage("fleet A", rebuilt.storage, rebuilt, binary=str(binary))
     assert (other.calls, rebuilt.calls) == (1, 1)
     assert (rebuilt.storage / "chunk").read_text() == "A by the new build"
 
@@ -90,9 +95,9 @@ async def test_a_fill_that_fails_keeps_nothing(root: Path, binary: Path, tmp_pat
         raise RuntimeError("promtool failed")
 
     with pytest.raises(RuntimeError):
-        await kept.kept_storage("fleet A", str(binary), tmp_path / "half", broken)
+        await kept.kept_storage("fleet A", tmp_path / "half", broken, binary=str(binary))
     whole = Fill(tmp_path / "whole", "all of it")
-    await kept.kept_storage("fleet A", str(binary), whole.storage, whole)
+    await kept.kept_storage("fleet A", whole.storage, whole, binary=str(binary))
     assert whole.calls == 1
 
 
@@ -101,7 +106,7 @@ async def test_what_no_run_used_lately_goes_as_a_run_starts(
 ) -> None:
     for name in ("old", "recent"):
         fill = Fill(tmp_path / name, name)
-        await kept.kept_storage(name, str(binary), fill.storage, fill)
+        await kept.kept_storage(name, fill.storage, fill, binary=str(binary))
     _age(root, b"truth of old", kept.UNUSED_SECONDS + 60)
     kept._prune(root, time.time() - kept.UNUSED_SECONDS)
     assert _truths(root) == [b"truth of recent"]
@@ -114,3 +119,20 @@ def test_the_digest_reads_the_simulators_and_the_test_kits_fills() -> None:
     assert all(module.is_file() for module in read)
     assert {module.parent.name for module in read} >= {"fleetmodel", "simulator", "testkit"}
     assert top / "testkit" / "fleet_reading.py" in read
+
+
+async def test_what_queuebot_loaded_is_loaded_again_when_queuebot_changed(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store's fill names the product's code too: another queuebot (a changed schema, a
+    changed merge) loads anew what the simulators' code alone would have kept."""
+    loaded = Fill(tmp_path / "one", "rows by this queuebot")
+    await kept.kept_storage("history A", loaded.storage, loaded, product=True)
+    simulated = Fill(tmp_path / "two", "series")
+    await kept.kept_storage("history A", simulated.storage, simulated)
+    assert simulated.calls == 1  # the simulators' key is another key
+    monkeypatch.setattr(kept, "PRODUCT", "lab/queuebot_lab/demo")  # as if queuebot changed
+    again = Fill(tmp_path / "three", "rows by another queuebot")
+    await kept.kept_storage("history A", again.storage, again, product=True)
+    assert again.calls == 1
+    assert (again.storage / "chunk").read_text() == "rows by another queuebot"

@@ -17,15 +17,14 @@ from typing import Any
 
 import pytest
 
-from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
-from bot.store import open_store
 from queuebot_lab.sandbox.github import GitHubSandbox
 from queuebot_lab.simulator import FleetJobs, Scenario, SimulationSpec
 from queuebot_lab.simulator.deliveries import delivery, events, history_bodies, workflow_job_body
 from testkit.github import HOOK_SECRET
 from testkit.github_fleet import alert_numbers, diagnose_from_github, sandbox_runners, simulated
 from testkit.harness import running_stack
+from testkit.kept import kept_history
 
 #: The last minutes of the fleet reach the bot through its webhook, the rest is loaded.
 REPLAYED = timedelta(minutes=10)
@@ -42,21 +41,22 @@ def _busy_hour() -> datetime:
 END = _busy_hour()
 
 
-async def _replay(fleet: FleetJobs, tmp_path: Path) -> int:
-    """Load the history before the last minutes, then send those minutes' deliveries through
-    the bot's webhook, signed, a few of them twice; how many deliveries were sent."""
+async def _replay(spec: SimulationSpec, fleet: FleetJobs, tmp_path: Path) -> int:
+    """Load the history before the last minutes (or copy the store an earlier run loaded it
+    into), then send those minutes' deliveries through the bot's webhook, signed, a few of
+    them twice; how many deliveries were sent."""
     since = fleet.end - REPLAYED.total_seconds()
     jobs = list(fleet.jobs)
-    store = await open_store(str(tmp_path / "queuebot.db"))
-    try:
-        await load_history(
-            store, history_bodies(jobs, since), JobsConfig(), remember_until=fleet.end + 86400
-        )
-    finally:
-        await store.close()
+    await kept_history(
+        tmp_path / "bot" / "queuebot.db",
+        f"github end to end {spec!r} {since!r}",
+        lambda: history_bodies(jobs, since),
+        JobsConfig(),
+        remember_until=fleet.end + 86400,
+    )
     rng = random.Random(7)
     sent = 0
-    async with running_stack(tmp_path, GITHUB_WEBHOOK_SECRET=HOOK_SECRET) as stack:
+    async with running_stack(tmp_path / "bot", GITHUB_WEBHOOK_SECRET=HOOK_SECRET) as stack:
         for _, action, job in events(jobs, since, fleet.end):
             headers, raw = delivery(workflow_job_body(job, action), HOOK_SECRET)
             for _ in range(2 if rng.random() < 0.03 else 1):
@@ -94,17 +94,15 @@ def _diagnose(database: Path, github: str) -> dict[str, Any]:
 async def test_each_cause_is_diagnosed_from_job_events_and_runners(
     tmp_path: Path, scenario: Scenario
 ) -> None:
-    fleet = await asyncio.to_thread(
-        simulated,
-        SimulationSpec(
-            scenario=scenario, hours=27, runner_types=6, seed=7, end=END, step_seconds=120
-        ),
+    spec = SimulationSpec(
+        scenario=scenario, hours=27, runner_types=6, seed=7, end=END, step_seconds=120
     )
+    fleet = await asyncio.to_thread(simulated, spec)
     truth = fleet.truth
-    assert await _replay(fleet, tmp_path) > 100
+    assert await _replay(spec, fleet, tmp_path) > 100
     async with GitHubSandbox(TOKEN) as github:
         github.runners = sandbox_runners(fleet.runners)
-        report = await asyncio.to_thread(_diagnose, tmp_path / "queuebot.db", github.url)
+        report = await asyncio.to_thread(_diagnose, tmp_path / "bot" / "queuebot.db", github.url)
         assert github.listings(), "the runners list was not read"
 
     assert set(report["sources"]) == {"GitHub job events", "GitHub runners"}
