@@ -1,13 +1,14 @@
-"""What the suite fills its servers with, kept from one run of the suite to the next.
+"""What the suite fills its servers and stores with, kept from one run of the suite to the next.
 
 A simulated fleet written into a Prometheus costs seconds of CPU (the simulation, and
-Prometheus taking a million samples through its remote-write receiver), and the same code
-writes the same files from the same spec every time. So the storage a fill leaves is kept in
-pytest's cache directory (`.pytest_cache/d/kept`; removing it starts from nothing) under a
-digest of everything that made it: what the caller names (the spec, the shape), the source of
-the simulators and of the test kit's fills, and the Prometheus binary that wrote it. A changed
-simulator, a changed helper or another Prometheus fills anew; nothing is ever read that the
-code of this checkout would not write.
+Prometheus taking a million samples through its remote-write receiver), and so does a week of
+its job events loaded into a store; the same code writes the same files from the same spec
+every time. So what a fill leaves is kept in pytest's cache directory (`.pytest_cache/d/kept`;
+removing it starts from nothing) under a digest of everything that made it: what the caller
+names (the spec, the shape), the source of the simulators and of the test kit's fills, the
+Prometheus binary that wrote it, and for a store queuebot's own source. A changed simulator,
+a changed queuebot, a changed fill or another Prometheus fills anew; nothing is ever read that
+the code of this checkout would not write.
 
 One process fills while the others wanting the same storage wait for it (a lock beside it);
 the copy is marked whole last, so a run stopped halfway leaves nothing that is read. Entries
