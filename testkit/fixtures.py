@@ -9,7 +9,7 @@ import os
 import pickle
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -28,7 +28,7 @@ from testkit.alertmanager import Alertmanager
 from testkit.fleets import Fleets, fleet_spec
 from testkit.integration import require_binary
 from testkit.kept import configure as configure_kept
-from testkit.kept import kept_storage
+from testkit.kept import kept_prometheus
 from testkit.memory import collect_less
 from testkit.prometheus import Prometheus
 from testkit.timing import in_the_suite
@@ -112,15 +112,12 @@ async def _filled(
     write-ahead log whole), or its storage copied from an earlier fill (`testkit.kept`)."""
     instance = Prometheus(binary, workdir)
 
-    async def fill() -> bytes:
-        truth, out = await asyncio.to_thread(simulate_series, spec, _series, shape)
-        await instance.start()
-        await instance.write(out.sink.bodies())
-        await instance.stop()
-        return pickle.dumps(truth)
+    def series() -> tuple[bytes, Iterable[bytes]]:
+        truth, out = simulate_series(spec, _series, shape)
+        return pickle.dumps(truth), out.sink.bodies()
 
     try:
-        kept = await kept_storage(f"fleet {spec!r} {shape}", instance.storage, fill, binary=binary)
+        kept = await kept_prometheus(instance, f"fleet {spec!r} {shape}", series)
         truth = pickle.loads(kept)  # noqa: S301 - written by this checkout's own fill
         await instance.start()
     except BaseException:

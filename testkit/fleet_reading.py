@@ -9,7 +9,6 @@ Prometheus each through its remote-write receiver.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from fleetmodel.arc import Shape, requests
 from fleetmodel.github import newest_deliveries, runners_list
 from queuebot_lab.sandbox.github import GitHubSandbox
 from testkit.github_fleet import named_with_their_cause
-from testkit.kept import kept_history, kept_storage
+from testkit.kept import kept_history, kept_prometheus
 from testkit.prometheus import Prometheus
 
 TOKEN = "ghs_" + "second" * 7
@@ -118,16 +117,12 @@ async def arc_prometheus(
     remote-write receiver, or copied from an earlier fill of the same plan: `testkit.kept`)."""
     server = Prometheus(binary, workdir / f"prometheus-{shape.value}")
 
-    async def fill() -> bytes:
-        sink, _ = await asyncio.to_thread(requests, fleet, shape, arc_version=arc_version)
-        await server.start()
-        await server.write(sink.bodies())
-        await server.stop()
-        return b""
+    def series() -> tuple[bytes, Iterable[bytes]]:
+        sink, _ = requests(fleet, shape, arc_version=arc_version)
+        return b"", sink.bodies()
 
-    what = f"arc {fleet.plan!r} {shape.value} {arc_version}"
     try:
-        await kept_storage(what, server.storage, fill, binary=binary)
+        await kept_prometheus(server, f"arc {fleet.plan!r} {shape.value} {arc_version}", series)
         await server.start()
         yield server
     finally:

@@ -26,7 +26,7 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ import pytest
 from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import open_store
+from testkit.prometheus import Prometheus
 
 #: Entries unused for this long are removed when a run starts.
 UNUSED_SECONDS = 2 * 86400.0
@@ -108,9 +109,9 @@ async def kept_storage(
     if _root is None:
         return await fill()
     key = _key(what, binary, product=product)
-    entry, made = _root / key, _root / key / "made"
-    with (_root / f"{key}.lock").open("a") as lock:
-        await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+    with contextlib.ExitStack() as stack:
+        # Another worker may be filling it: the loop goes on while this one waits.
+        entry, made = await asyncio.to_thread(stack.enter_context, _locked(_root, key))
         if made.exists():
             await asyncio.to_thread(shutil.copytree, entry / "data", storage, dirs_exist_ok=True)
             os.utime(made)
@@ -123,18 +124,41 @@ async def kept_storage(
         return remembered
 
 
+async def kept_prometheus(
+    server: Prometheus, what: str, series: Callable[[], tuple[bytes, Iterable[bytes]]]
+) -> bytes:
+    """Leave in `server`'s storage the remote-write bodies `series()` gives (made in a thread,
+    taken by the server started for them and stopped after, its write-ahead log whole), or a
+    copy of an earlier fill of `what` by the same code and binary; what `series()` named to
+    remember with them (a fleet's truth)."""
+
+    async def fill() -> bytes:
+        remembered, bodies = await asyncio.to_thread(series)
+        await server.start()
+        await server.write(bodies)
+        await server.stop()
+        return remembered
+
+    return await kept_storage(what, server.storage, fill, binary=server.binary)
+
+
 def kept_folder(what: str) -> Path | None:
     """A folder of `what`'s own that later runs find again (marked used now), for what writes
     its files whole itself (a simulation's recording); None outside pytest."""
     if _root is None:
         return None
-    key = _key(what, None)
-    entry, made = _root / key, _root / key / "made"
-    with (_root / f"{key}.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _locked(_root, _key(what, None)) as (entry, made):
         (entry / "data").mkdir(parents=True, exist_ok=True)
         made.write_bytes(what.encode())
     return entry / "data"
+
+
+@contextlib.contextmanager
+def _locked(root: Path, key: str) -> Iterator[tuple[Path, Path]]:
+    """The entry of `key` and its mark of a whole copy, held by this process alone."""
+    with (root / f"{key}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield root / key, root / key / "made"
 
 
 async def kept_history(
