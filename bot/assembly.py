@@ -31,6 +31,7 @@ from bot.delivery.report import ReportWriter
 from bot.delivery.worker import Deliverer
 from bot.diagnostics.service import Diagnoser
 from bot.domain.clock import Clock
+from bot.fleet.exported import FleetExport
 from bot.fleet.reading import FleetSources
 from bot.fleet.sources.github_runners import GitHubRunnersClient
 from bot.forecast.watcher import EarlyWarningWatcher
@@ -268,6 +269,7 @@ def build_services(
                 problem for problem in [deliverer.problem, *(r.problem for r in records)] if problem
             ],
             max_outbox_age=settings.health_max_outbox_age,
+            fleet=FleetExport(store, settings.file.jobs, out.github_runners, clock).families,
             clock=clock,
         ),
         slack_events=slack_events,

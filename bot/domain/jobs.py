@@ -35,6 +35,26 @@ MAX_NAME = 1000
 MAX_BRANCH = 1024
 MAX_URL = 2048
 MAX_WORD = 64
+#: The fleet's queue-time histogram's buckets, seconds: from a quick start to GitHub's own
+#: 24-hour limit on a queued job.
+QUEUE_TIME_BUCKETS = (
+    10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0,
+    7200.0, 14400.0, 28800.0, 43200.0, 86400.0,
+)  # fmt: skip
+#: The conclusions GitHub gives a completed job; any other is counted as `other`.
+CONCLUSIONS = frozenset(
+    {
+        "success",
+        "failure",
+        "cancelled",
+        "skipped",
+        "timed_out",
+        "action_required",
+        "neutral",
+        "stale",
+        "startup_failure",
+    }
+)
 #: No job is older than GitHub Actions (2018); GitHub itself began in 2008.
 EARLIEST = datetime(2008, 1, 1, tzinfo=UTC)
 
@@ -180,6 +200,9 @@ class JobEvent:
     completed_at: datetime | None
     conclusion: str | None
     runner_name: str | None
+    #: Whether the job's runner type and repository count (the YAML file's `jobs:`): only
+    #: those go into the fleet's totals that `/metrics` exports.
+    counted: bool = True
 
 
 def job_event(delivery: WorkflowJobDelivery, rule: RunnerTypeRule) -> JobEvent:

@@ -14,6 +14,7 @@ from bot.store.postgres import PostgresStore
 from bot.store.records import (
     Digest,
     Due,
+    FleetTotals,
     HeadsUpRecord,
     JobActivity,
     JobRow,
@@ -23,6 +24,7 @@ from bot.store.records import (
     OutboxKind,
     OutboxState,
     Pruned,
+    QueueCount,
     QueuedJob,
     ReportRecord,
     StoreError,
@@ -49,6 +51,7 @@ async def open_store(database: str, clock: Clock = SYSTEM) -> Store:
 __all__ = [
     "Digest",
     "Due",
+    "FleetTotals",
     "HeadsUpRecord",
     "JobActivity",
     "JobRow",
@@ -58,6 +61,7 @@ __all__ = [
     "OutboxKind",
     "OutboxState",
     "Pruned",
+    "QueueCount",
     "QueuedJob",
     "ReportRecord",
     "Store",

@@ -18,6 +18,7 @@ from bot.domain.jobs import JobEvent
 from bot.store.records import (
     Digest,
     Due,
+    FleetTotals,
     HeadsUpRecord,
     JobActivity,
     JobSpan,
@@ -26,6 +27,7 @@ from bot.store.records import (
     OutboxKind,
     OutboxState,
     Pruned,
+    QueueCount,
     QueuedJob,
     ReportRecord,
     UnfinishedDiagnosis,
@@ -245,6 +247,18 @@ class JobStore(Protocol):
     async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
         """Jobs waiting for a runner at `at` for more than `queued_after` seconds, created less
         than `max_age` seconds before."""
+        ...
+
+    async def queue_counts(
+        self, at: float, queued_after: float, max_age: float
+    ) -> list[QueueCount]:
+        """`queued_jobs`' jobs counted per runner type and repository, with the creation of
+        the longest-waiting: one small read however many jobs wait."""
+        ...
+
+    async def fleet_totals(self) -> FleetTotals:
+        """What the fleet's jobs have done since the store began, per runner type, counted
+        once per delivery (`bot.store.fleet_totals_sql`)."""
         ...
 
     async def job_activity(self, since: float, until: float) -> JobActivity: ...

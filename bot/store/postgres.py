@@ -32,7 +32,15 @@ from bot.store.outbox_sql import OutboxQueries
 from bot.store.postgres_db import PostgresDatabase
 from bot.store.postgres_pace import take_channel_pace
 from bot.store.postgres_tx import PostgresTransaction
-from bot.store.records import JobActivity, JobSpan, Pruned, QueuedJob, StoreError
+from bot.store.records import (
+    FleetTotals,
+    JobActivity,
+    JobSpan,
+    Pruned,
+    QueueCount,
+    QueuedJob,
+    StoreError,
+)
 from bot.store.reports_sql import JOB_SPANS, ReportQueries, job_span
 from bot.store.retention_sql import BATCH
 from bot.store.rows import FIRST_SEEN, ParsedGroups
@@ -53,6 +61,8 @@ class PostgresStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries,
         self._now = clock.time
         self._groups = ParsedGroups()
         self._connection = database.transaction
+        #: Runner types registered for the fleet's totals (a type once registered stays).
+        self._fleet_types: set[str] = set()
 
     @classmethod
     async def open(cls, url: str, clock: Clock = SYSTEM) -> PostgresStore:
@@ -86,11 +96,25 @@ class PostgresStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries,
         self, deliveries: Sequence[tuple[JobEvent, str]], remember_until: float
     ) -> int:
         async with self._connection("the store cannot be written", jobs=True) as conn:
-            return await jobs.record_deliveries(conn, deliveries, remember_until, self._now())
+            new, named = await jobs.record_deliveries(
+                conn, deliveries, remember_until, self._now(), self._fleet_types
+            )
+        self._fleet_types |= named
+        return new
 
     async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
         async with self._connection("the store cannot be read", jobs=True) as conn:
             return await jobs.waiting_at(conn, at, queued_after, max_age)
+
+    async def queue_counts(
+        self, at: float, queued_after: float, max_age: float
+    ) -> list[QueueCount]:
+        async with self._connection("the store cannot be read", jobs=True) as conn:
+            return await jobs.queue_counts(conn, at, queued_after, max_age)
+
+    async def fleet_totals(self) -> FleetTotals:
+        async with self._connection("the store cannot be read", jobs=True) as conn:
+            return await jobs.fleet_totals(conn)
 
     async def job_activity(self, since: float, until: float) -> JobActivity:
         # One transaction: the three lists read one state of the jobs.

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.domain.jobs import JobEvent
+from bot.store.fleet_totals_sql import TOTALS, TYPES, Tally, write_tally
 from bot.store.postgres_db import changed
 from bot.store.postgres_schema import Lock
-from bot.store.records import JobActivity, JobRow, Pruned, QueuedJob
+from bot.store.records import FleetTotals, JobActivity, JobRow, Pruned, QueueCount, QueuedJob
 from bot.store.retention_sql import BATCH, prune_pass
 from bot.store.shared_sql import (
     ARRIVALS,
@@ -27,6 +28,7 @@ from bot.store.shared_sql import (
     UPSERT_JOB,
     job_row,
     merged_job,
+    queue_count,
     queued_job,
     queued_queries,
 )
@@ -36,15 +38,18 @@ if TYPE_CHECKING:
     from bot.store.postgres_schema import Connection
 
 
-async def merge_delivery(conn: Connection, event: JobEvent, now: float) -> None:
-    """Merge one delivery into its job's row, in the caller's transaction."""
+async def merge_delivery(conn: Connection, event: JobEvent, now: float, tally: Tally) -> None:
+    """Merge one delivery into its job's row, and what it adds into `tally`, in the caller's
+    transaction."""
     # Two deliveries of one new job on two replicas would both find no row and the later
     # write would undo the earlier; the lock makes the second read what the first wrote.
     await conn.execute(
         "SELECT pg_advisory_xact_lock($1, hashint8($2))", int(Lock.JOB), event.job_id
     )
     known = await conn.fetchrow(numbered(KNOWN_JOB), event.job_id)
-    await conn.execute(numbered(UPSERT_JOB), *merged_job(event, known, now))
+    row = merged_job(event, known, now)
+    await conn.execute(numbered(UPSERT_JOB), *row)
+    tally.add(event, known, row)
 
 
 async def waiting_at(
@@ -55,6 +60,26 @@ async def waiting_at(
     for sql, params in queued_queries(at, queued_after, max_age):
         queued.extend(queued_job(row) for row in await conn.fetch(numbered(sql), *params))
     return queued
+
+
+async def queue_counts(
+    conn: Connection, at: float, queued_after: float, max_age: float
+) -> list[QueueCount]:
+    """`waiting_at`'s jobs counted per runner type and repository."""
+    found: list[QueueCount] = []
+    for sql, params in queued_queries(at, queued_after, max_age, counted=True):
+        found.extend(queue_count(row) for row in await conn.fetch(numbered(sql), *params))
+    return found
+
+
+async def fleet_totals(conn: Connection) -> FleetTotals:
+    """The fleet's totals (`bot.store.fleet_totals_sql`), read in one transaction."""
+    types = await conn.fetch(TYPES)
+    totals = await conn.fetch(TOTALS)
+    return FleetTotals(
+        types=tuple(row[0] for row in types),
+        totals=tuple((row[0], row[1], row[2], float(row[3])) for row in totals),
+    )
 
 
 async def window_activity(conn: Connection, since: float, until: float) -> JobActivity:
@@ -109,10 +134,17 @@ async def retention_pass(conn: Connection, before: float, now: float) -> Pruned:
 
 
 async def record_deliveries(
-    conn: Connection, deliveries: Sequence[tuple[JobEvent, str]], remember_until: float, now: float
-) -> int:
-    """Merge each delivery not seen before (by `X-GitHub-Delivery`); how many were new."""
+    conn: Connection,
+    deliveries: Sequence[tuple[JobEvent, str]],
+    remember_until: float,
+    now: float,
+    fleet_types: set[str],
+) -> tuple[int, set[str]]:
+    """Merge each delivery not seen before (by `X-GitHub-Delivery`) into its job and its type's
+    totals; how many were new, and the types counted under their own name (`fleet_types`:
+    those known to be)."""
     new = 0
+    tally = Tally()
     for event, delivery in deliveries:
         status = await conn.execute(
             "INSERT INTO seen_requests (key, expires_at) VALUES ($1, $2)"
@@ -122,5 +154,12 @@ async def record_deliveries(
         )
         if changed(status) == 1:
             new += 1
-            await merge_delivery(conn, event, now)
-    return new
+            await merge_delivery(conn, event, now, tally)
+
+    async def fetch(sql: str) -> list[Any]:
+        return await conn.fetch(numbered(sql))
+
+    async def write_many(sql: str, rows: list[tuple[object, ...]]) -> None:
+        await conn.executemany(numbered(sql), rows)
+
+    return new, await write_tally(fetch, write_many, tally, fleet_types)

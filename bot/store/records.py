@@ -149,6 +149,27 @@ class QueuedJob:
     html_url: str | None = None
 
 
+class QueueCount(NamedTuple):
+    """The jobs of one runner type and repository waiting for a runner at some moment."""
+
+    runner_type: str
+    repository: str
+    jobs: int
+    #: When the longest-waiting of them was created (Unix seconds).
+    oldest_created: float
+
+
+@dataclass(frozen=True)
+class FleetTotals:
+    """What the fleet's jobs have done since the store began, per runner type, as counted once
+    per delivery (`bot.store.fleet_totals_sql`)."""
+
+    #: The runner types counted under their own name, the first seen first.
+    types: tuple[str, ...]
+    #: (runner type, what, part, total): `OVERFLOW` for the types past the store's cap.
+    totals: tuple[tuple[str, str, str, float], ...]
+
+
 class JobRow(NamedTuple):
     """One job's part in a window's activity: its seconds are the wait of a start, the run of a
     completion, 0 for an arrival (a tuple: a window's reading makes a row of each of hundreds of

@@ -16,7 +16,7 @@ import json
 from typing import Any, Protocol
 
 from bot.domain.jobs import JobAction, JobEvent
-from bot.store.records import JobRow, QueuedJob
+from bot.store.records import JobRow, QueueCount, QueuedJob
 
 #: Jobs that waited at least this long are found through their own index.
 LONG_WAIT_SECONDS = 3600.0
@@ -86,20 +86,32 @@ def merged_job(event: JobEvent, known: Columns | None, now: float) -> tuple[Any,
 _QUEUED_COLUMNS = "runner_type, repository, workflow, job, created_at, html_url"
 
 
+_COUNTED_COLUMNS = "runner_type, repository, COUNT(*), MIN(created_at)"
+
+
 def queued_queries(
-    at: float, queued_after: float, max_age: float
+    at: float, queued_after: float, max_age: float, *, counted: bool = False
 ) -> list[tuple[str, tuple[float, ...]]]:
     """The three range reads whose rows together are the jobs waiting for a runner at `at`
     that had waited more than `queued_after` seconds, and were created less than `max_age`
     seconds before (older ones are taken for lost): the reference alert's "created more than
-    5 minutes and less than a week ago"."""
+    5 minutes and less than a week ago". `counted`: their rows count the jobs per runner type
+    and repository instead (`queue_count`; the three never hold the same job)."""
     newest, oldest = at - queued_after, at - max_age
     recent = max(at - LONG_WAIT_SECONDS, oldest)
     older = "created_at > ? AND created_at <= ? AND created_at < ?"
     # Held for an environment's approval is not queueing; a job still waiting now was
     # waiting at any earlier moment too.
+    columns, grouped = (
+        (_COUNTED_COLUMNS, " GROUP BY runner_type, repository")
+        if counted
+        else (_QUEUED_COLUMNS, "")
+    )
     return [
-        (f"SELECT {_QUEUED_COLUMNS} FROM jobs WHERE {where} AND status != 'waiting'", params)  # noqa: S608
+        (
+            f"SELECT {columns} FROM jobs WHERE {where} AND status != 'waiting'{grouped}",  # noqa: S608
+            params,
+        )
         for where, params in (
             (
                 "created_at > ? AND created_at < ?"
@@ -125,6 +137,11 @@ def queued_job(row: Columns) -> QueuedJob:
         created_at=float(row[4]),
         html_url=row[5],
     )
+
+
+def queue_count(row: Columns) -> QueueCount:
+    """A row of `queued_queries(..., counted=True)`."""
+    return QueueCount(row[0], row[1], int(row[2]), float(row[3]))
 
 
 #: Jobs created, taken by a runner and completed within [?, ?): rows for `job_row`.

@@ -18,14 +18,16 @@ from bot.store.claims_sql import ClaimQueries
 from bot.store.heads_ups_sql import HeadsUpQueries
 from bot.store.incidents_sql import IncidentQueries
 from bot.store.outbox_sql import OutboxQueries
-from bot.store.records import JobActivity, JobSpan, Pruned, QueuedJob
+from bot.store.records import FleetTotals, JobActivity, JobSpan, Pruned, QueueCount, QueuedJob
 from bot.store.reports_sql import JOB_SPANS, ReportQueries, job_span
 from bot.store.retention_sql import BATCH
 from bot.store.rows import FIRST_SEEN, ParsedGroups
 from bot.store.sqlite_db import SQLiteDatabase, translated
 from bot.store.sqlite_jobs import (
     activity,
+    fleet_totals,
     prune_jobs,
+    queue_counts,
     queued_at,
     record_lot,
     running_at,
@@ -44,6 +46,8 @@ class SQLiteStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries, H
         self._database = database
         self._now = clock.time
         self._groups = ParsedGroups()
+        #: Runner types registered for the fleet's totals (a type once registered stays).
+        self._fleet_types: set[str] = set()
 
     @classmethod
     async def open(cls, path: str, clock: Clock = SYSTEM) -> SQLiteStore:
@@ -88,12 +92,28 @@ class SQLiteStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries, H
         self, deliveries: Sequence[tuple[JobEvent, str]], remember_until: float
     ) -> int:
         async with self._database.transaction() as db:
-            return await record_lot(db, deliveries, remember_until, self._now())
+            new, named = await record_lot(
+                db, deliveries, remember_until, self._now(), self._fleet_types
+            )
+        self._fleet_types |= named
+        return new
 
     async def queued_jobs(self, at: float, queued_after: float, max_age: float) -> list[QueuedJob]:
         async with self._database.reading() as db:
             with translated("the store cannot be read"):
                 return await queued_at(db, at, queued_after, max_age)
+
+    async def queue_counts(
+        self, at: float, queued_after: float, max_age: float
+    ) -> list[QueueCount]:
+        async with self._database.reading() as db:
+            with translated("the store cannot be read"):
+                return await queue_counts(db, at, queued_after, max_age)
+
+    async def fleet_totals(self) -> FleetTotals:
+        async with self._database.reading() as db:
+            with translated("the store cannot be read"):
+                return await fleet_totals(db)
 
     async def job_activity(self, since: float, until: float) -> JobActivity:
         async with self._database.reading() as db:

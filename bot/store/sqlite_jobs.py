@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import aiosqlite
 
 from bot.domain.jobs import JobEvent
-from bot.store.records import JobActivity, JobRow, QueuedJob
+from bot.store.fleet_totals_sql import TOTALS, TYPES, Tally, write_tally
+from bot.store.records import FleetTotals, JobActivity, JobRow, QueueCount, QueuedJob
 from bot.store.shared_sql import (
     ARRIVALS,
     COMPLETIONS,
@@ -20,6 +21,7 @@ from bot.store.shared_sql import (
     UPSERT_JOB,
     job_row,
     merged_job,
+    queue_count,
     queued_job,
     queued_queries,
 )
@@ -53,10 +55,12 @@ async def record_lot(
     deliveries: Sequence[tuple[JobEvent, str]],
     remember_until: float,
     now: float,
-) -> int:
-    """Merge each delivery not seen before (by its id) into its job's row, in the caller's
-    transaction; how many were new. A handful of statements for the lot, not three for each
-    delivery: a history of days is hundreds of thousands of them."""
+    fleet_types: set[str],
+) -> tuple[int, set[str]]:
+    """Merge each delivery not seen before (by its id) into its job's row and its type's
+    totals, in the caller's transaction; how many were new, and the runner types counted under
+    their own name (`fleet_types`: those known to be). A handful of statements for the lot,
+    not three for each delivery: a history of days is hundreds of thousands of them."""
     keys = [f"github:{delivery}" for _, delivery in deliveries]
     seen = {row[0] for row in await _in_batches(db, SEEN_KEYS, keys)}
     new: list[JobEvent] = []
@@ -68,8 +72,11 @@ async def record_lot(
         row[0]: tuple(row[1:]) for row in await _in_batches(db, KNOWN_JOBS, [e.job_id for e in new])
     }
     merged: dict[int, tuple[object, ...]] = {}
+    tally = Tally()
     for event in new:
-        row = merged_job(event, known.get(event.job_id), now)
+        before = known.get(event.job_id)
+        row = merged_job(event, before, now)
+        tally.add(event, before, row)
         merged[event.job_id] = row
         # What the job's row knows now, for the job's next delivery in the lot.
         known[event.job_id] = (row[10], row[12], row[13], row[15], row[16])
@@ -78,7 +85,8 @@ async def record_lot(
         [(key, remember_until) for key in dict.fromkeys(keys)],
     )
     await db.executemany(UPSERT_JOB, list(merged.values()))
-    return len(new)
+    own = await write_tally(db.execute_fetchall, db.executemany, tally, fleet_types)
+    return len(new), own
 
 
 async def queued_at(
@@ -89,6 +97,26 @@ async def queued_at(
     for sql, params in queued_queries(at, queued_after, max_age):
         queued.extend(queued_job(row) for row in await db.execute_fetchall(sql, params))
     return queued
+
+
+async def queue_counts(
+    db: aiosqlite.Connection, at: float, queued_after: float, max_age: float
+) -> list[QueueCount]:
+    """`queued_at`'s jobs counted per runner type and repository."""
+    found: list[QueueCount] = []
+    for sql, params in queued_queries(at, queued_after, max_age, counted=True):
+        found.extend(queue_count(row) for row in await db.execute_fetchall(sql, params))
+    return found
+
+
+async def fleet_totals(db: aiosqlite.Connection) -> FleetTotals:
+    """The fleet's totals (`bot.store.fleet_totals_sql`)."""
+    types = await db.execute_fetchall(TYPES)
+    totals = await db.execute_fetchall(TOTALS)
+    return FleetTotals(
+        types=tuple(row[0] for row in types),
+        totals=tuple((row[0], row[1], row[2], float(row[3])) for row in totals),
+    )
 
 
 async def activity(db: aiosqlite.Connection, since: float, until: float) -> JobActivity:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -148,6 +149,7 @@ class GitHubWebhook:
         if ahead := _from_the_future(parsed, now):
             return _answer(400, error="not a workflow_job delivery", details=[ahead]), "malformed"
         event = job_event(parsed, self._jobs.runner_type)
+        event = replace(event, counted=self._jobs.counts(event.runner_type, event.repository))
         try:
             recorded = await self._store.record_job(event, delivery, now + REDELIVERY_SECONDS)
         except StoreError as exc:

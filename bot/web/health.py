@@ -8,16 +8,18 @@ bot all show here), and the oldest Slack delivery owed is younger than the limit
 on. A change of state is logged once, not at every probe.
 
 A scrape of /metrics also reads gauges from the store (incidents still owed a delivery, the
-outbox's depth and the age of its oldest entry), so a stuck outbox shows on a dashboard.
+outbox's depth and the age of its oldest entry), so a stuck outbox shows on a dashboard, and
+the fleet's own numbers (`bot.fleet.exported`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
 
 from bot.domain.clock import SYSTEM, Clock
 from bot.store import Store, StoreError
@@ -35,16 +37,19 @@ class Health:
         background: Callable[[], Mapping[str, bool]] = dict,
         troubles: Callable[[], list[str]] = list,
         max_outbox_age: float = 900.0,
+        fleet: Callable[[], Awaitable[list[Metric]]] | None = None,
         clock: Clock = SYSTEM,
     ) -> None:
         """`background` tells, by name, whether each background task still runs; `troubles`,
-        what those that run cannot do now."""
+        what those that run cannot do now; `fleet` reads the fleet's own families for
+        /metrics."""
         self._store = store
         self._troubles = troubles
         self._metrics = metrics
         self._background = background
         self._max_outbox_age = max_outbox_age
         self._clock = clock
+        self._fleet = fleet
         self._last: list[str] = []
         self._details: list[str] = []
 
@@ -108,6 +113,23 @@ class Health:
             self._metrics.set_gauge("queuebot_outbox_pending", pending)
             age = max(self._clock.time() - oldest, 0.0) if oldest else 0.0
             self._metrics.set_gauge("queuebot_outbox_oldest_age_seconds", age)
-        return web.Response(
-            body=generate_latest(self._metrics), headers={"Content-Type": CONTENT_TYPE_LATEST}
-        )
+        body = generate_latest(self._metrics)
+        if self._fleet is not None:
+            try:
+                families = await self._fleet()
+            except StoreError as exc:
+                # No fleet numbers rather than stale ones: a rule sees them absent.
+                log.warning("/metrics without the fleet's numbers: %s", exc)
+            else:
+                body += generate_latest(_Families(families))
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+class _Families:
+    """Families read already, as prometheus_client's text generator takes a registry."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> list[Metric]:
+        return self._families

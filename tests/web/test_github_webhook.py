@@ -14,7 +14,9 @@ from bot.web.routes import EDGES
 from testkit.github import HOOK_SECRET, deliver, fixture, hook_headers, job_delivery
 from testkit.harness import Stack, running_stack
 
-T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+#: A day ago on the hour: the stack keeps jobs for 14 days by the machine's clock, so the
+#: deliveries' times must follow it.
+T0 = (datetime.now(UTC) - timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
 MINUTE = timedelta(minutes=1)
 WEEK = 7 * 86400.0
 

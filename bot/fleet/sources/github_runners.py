@@ -242,6 +242,11 @@ class GitHubRunnersClient:
         # A caller that gives up does not cancel the listing the others wait for.
         return await asyncio.shield(self._inflight)
 
+    @property
+    def last(self) -> RunnerFleet | None:
+        """The latest answer had, however old; None before the first."""
+        return self._cached
+
     async def close(self) -> None:
         """Cancel a listing under way (the app is stopping)."""
         if self._inflight is not None:

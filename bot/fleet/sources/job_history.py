@@ -9,6 +9,7 @@ one delivery, named for its job and action, so loading the same history twice ch
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -32,7 +33,8 @@ def _event(index: int, body: Any, config: JobsConfig) -> JobEvent:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
         raise HistoryError(f"entry {index}: {where}: {first['msg']}") from None
-    return job_event(parsed, config.runner_type)
+    event = job_event(parsed, config.runner_type)
+    return replace(event, counted=config.counts(event.runner_type, event.repository))
 
 
 async def load_history(

@@ -35,6 +35,9 @@ class JobsConfig(BaseModel):
     max_queued_age_seconds: float = Field(7 * 86400.0, gt=0, le=30 * 86400)
     #: Jobs are kept this long.
     retention_days: float = Field(14.0, gt=0, le=365)
+    #: Runner types exported on /metrics under their own name at most, the first seen first;
+    #: the rest are summed as `runner_type="other"`.
+    metrics_runner_types: int = Field(100, ge=1, le=1000)
 
     def leaves_out(self, runner_type: str) -> bool:
         """Whether `runner_type` is excluded."""
