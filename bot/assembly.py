@@ -41,6 +41,7 @@ from bot.listeners.capacity import ReportAnswers
 from bot.listeners.silence import SilenceHandlers
 from bot.listeners.status import StatusHandlers
 from bot.render.renderer import Renderer
+from bot.render.values import ValueNaming
 from bot.silencing.ledger import SilenceLedger
 from bot.silencing.permissions import Permissions
 from bot.silencing.service import Silencer
@@ -113,7 +114,7 @@ def build_services(
 ) -> Services:
     """Every service on the store and the outbound clients; Slack's listeners registered and
     the web edges (`bot.web.routes.EDGES`) set."""
-    renderer = Renderer()
+    renderer = Renderer(naming=ValueNaming.of(settings.file.alert_values))
     slack = SlackGateway(client, metrics)
     timings = settings.timings
     prometheus = prometheus_client_for(settings, out.session)

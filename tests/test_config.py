@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import ConfigError, load_settings
+from bot.config import ConfigError, Settings, load_settings
 from bot.domain.notifications import parse_webhook
 from bot.incidents.routing import route_channel
+from bot.render.values import KnownValue, ValueNaming
 from testkit.payloads import encoded, reference
 
 SERVE_ENV = {
@@ -224,3 +225,66 @@ def test_the_readmes_yaml_example_is_valid(tmp_path: Path) -> None:
     assert settings.file.jobs.runner_type.runner_type(["self-hosted", "linux.2xlarge"], None) == (
         "linux.2xlarge"
     )
+
+
+class TestAlertValues:
+    """`alert_values:` in the YAML file: how alerts' values are named, and its mistakes."""
+
+    @staticmethod
+    def _load(tmp_path: Path, text: str) -> Settings:
+        path = tmp_path / "queuebot.yml"
+        path.write_text(text)
+        return load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)})
+
+    def test_the_mapping_names_values_hides_them_and_pairs_thresholds(self, tmp_path: Path) -> None:
+        settings = self._load(
+            tmp_path,
+            "alert_values:\n"
+            "  B: {name: Jobs queued}\n"
+            "  C: {hide: true}\n"
+            "  wait_s: {name: Longest wait, unit: s, threshold: wait_threshold_s}\n",
+        )
+        naming = ValueNaming.of(settings.file.alert_values)
+        assert naming.named("B") == KnownValue("Jobs queued")
+        assert naming.named("C").hidden
+        assert naming.named("wait_s") == KnownValue("Longest wait", "s", "wait_threshold_s")
+        assert naming.named("wait_threshold_s").unit == "s"
+        assert naming.named("max_queue_time_mins") == KnownValue(
+            "Max queue time", "min", "queue_time_threshold"
+        )
+
+    def test_without_it_values_have_queuebots_own_names(self, tmp_path: Path) -> None:
+        settings = self._load(tmp_path, "auto_diagnose: true\n")
+        assert settings.file.alert_values == {}
+        assert ValueNaming.of(settings.file.alert_values).known == ValueNaming().known
+
+    @pytest.mark.parametrize(
+        ("entry", "problem"),
+        [
+            ("B: {nmae: Jobs queued}", r"alert_values\.B\.nmae is not a setting queuebot knows"),
+            ("B: Jobs queued", r"alert_values\.B is malformed: must be a mapping"),
+            ("B: {}", r"alert_values\.B is malformed: must give a name, a unit, a threshold"),
+            ("C: {hide: true, name: C}", r"alert_values\.C is malformed: must not give a name"),
+            ("B: {name: [1]}", r"alert_values\.B\.name is malformed: must be text"),
+            ("B: {name: '  '}", r"alert_values\.B\.name is malformed: must have at least 1"),
+            ("B: {name: " + "x" * 81 + "}", r"alert_values\.B\.name .* at most 80 characters"),
+            ("B: {hide: maybe}", r"alert_values\.B\.hide is malformed: must be true or false"),
+            ("B: {threshold: B}", r"alert_values has B\.threshold naming 'B' itself"),
+            ("Summary: {name: S}", r"alert_values\.Summary\.\[key\] is an annotation queuebot"),
+            ("1: {name: One}", r"alert_values\.1\.\[key\] is malformed: must be text"),
+        ],
+    )
+    def test_a_bad_mapping_is_named_in_plain_words(
+        self, tmp_path: Path, entry: str, problem: str
+    ) -> None:
+        with pytest.raises(ConfigError, match=rf"^QUEUEBOT_CONFIG \(.*\): {problem}"):
+            self._load(tmp_path, f"alert_values:\n  {entry}\n")
+
+    def test_the_readmes_example_names_the_shipped_grafana_rule(self, tmp_path: Path) -> None:
+        """The README's `alert_values` example loads and says what it says it does."""
+        readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+        examples = [part.split("```", 1)[0] for part in readme.split("```yaml\n")[1:]]
+        (example,) = [text for text in examples if "alert_values:" in text]
+        naming = ValueNaming.of(self._load(tmp_path, example).file.alert_values)
+        assert naming.named("threshold_breached").hidden
+        assert naming.named("B").label == "Jobs queued"

@@ -1,12 +1,22 @@
 """The YAML file named by QUEUEBOT_CONFIG: what does not fit in environment variables
-(routing, who may silence, the query pack, the early warning, the capacity report)."""
+(routing, who may silence, the query pack, the early warning, the capacity report, the names
+of alerts' values)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from bot.capacity.settings import CapacitySettings
 from bot.config.words import ConfigError
@@ -16,6 +26,44 @@ from bot.fleet.sources.querypack import QueryPack
 from bot.forecast.settings import EarlyWarning
 from bot.incidents.routing import Route
 from bot.silencing.permissions import FleetWideViewers, SilencePolicy
+
+#: Annotations queuebot shows as text or links (`bot.domain.alerts`): never a value's key.
+TEXT_ANNOTATIONS = frozenset(
+    {"summary", "description", "runbook_url", "dashboard", "dashboard_url", "priority", "team"}
+)
+
+
+def _value_key(key: str) -> str:
+    if key.lower() in TEXT_ANNOTATIONS:
+        raise ValueError("is an annotation queuebot shows as text, not a value")
+    return key
+
+
+#: A value's refId (`B`) or key (`queued_jobs`), as the alert has it.
+ValueKey = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_value_key)]
+
+
+class AlertValue(BaseModel):
+    """How one of an alert's values is shown (`alert_values:`, keyed by its refId or key): its
+    name, its unit, the value shown beside it as its threshold; or `hide: true`, not at all."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    name: str | None = Field(None, min_length=1, max_length=80)
+    #: "" says the value has no unit (where its key's ending would give one).
+    unit: str | None = Field(None, max_length=20)
+    #: The key of the value shown beside this one as "(threshold …)", in this one's unit.
+    threshold: str | None = Field(None, min_length=1, max_length=200)
+    hide: bool = False
+
+    @model_validator(mode="after")
+    def _says_one_thing(self) -> Self:
+        said = self.name is not None or self.unit is not None or self.threshold is not None
+        if self.hide and said:
+            raise ValueError("must not give a name, a unit or a threshold with hide: true")
+        if not (self.hide or said):
+            raise ValueError("must give a name, a unit, a threshold, or hide: true")
+        return self
 
 
 class FileConfig(BaseModel):
@@ -37,6 +85,18 @@ class FileConfig(BaseModel):
     early_warning: list[EarlyWarning] = Field(default_factory=list)
     #: The capacity report: its target, window and weekly posts.
     capacity_report: CapacitySettings = Field(default_factory=CapacitySettings)
+    #: How alerts' values are named (refId or key → name, unit, threshold, hide).
+    alert_values: dict[ValueKey, AlertValue] = Field(default_factory=dict)
+
+    @field_validator("alert_values")
+    @classmethod
+    def _no_value_its_own_threshold(cls, values: dict[str, AlertValue]) -> dict[str, AlertValue]:
+        for key, value in values.items():
+            if value.threshold == key:
+                raise ValueError(
+                    f"has {key}.threshold naming {key!r} itself: it names another value"
+                )
+        return values
 
 
 def load_file_config(path: Path) -> FileConfig:

@@ -5,8 +5,9 @@ whichever system sent it. Built from webhook bodies by `bot.domain.notifications
 from __future__ import annotations
 
 import hashlib
+import math
 import re
-from collections.abc import Iterator
+from collections.abc import Container, Iterator, Mapping
 from datetime import datetime
 from enum import StrEnum
 from urllib.parse import parse_qsl, urlsplit
@@ -25,6 +26,26 @@ class Source(StrEnum):
 
 
 Labels = dict[str, str]
+
+#: The values queuebot has names for (`bot.render.values.KNOWN_VALUES`), thresholds included:
+#: an annotation with one of these keys whose text is a number is one of the alert's values.
+NAMED_VALUE_KEYS = frozenset(
+    {
+        "max_queue_time_mins",
+        "queue_time_threshold",
+        "max_queue_size",
+        "queue_size_threshold",
+        "queued_jobs",
+        "longest_wait_minutes",
+    }
+)
+#: The annotations that may name an alert's dashboard (after Grafana's own dashboardURL).
+DASHBOARD_KEYS = ("dashboard", "dashboard_url")
+#: A number as a rule's template writes one ("14", "113.5", "-2", "1.2e+03"), in ASCII digits
+#: and no longer than this: Python's own `float()` would also take "nan", "inf", "1_000" and
+#: other scripts' digits.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_MAX_NUMBER_CHARS = 64
 
 
 class Alert(BaseModel):
@@ -63,6 +84,15 @@ class Alert(BaseModel):
     def usable_silence_url(self) -> str:
         """The silenceURL, unless it names another rule than the alert's own."""
         return "" if self.foreign_silence_rule else self.silence_url
+
+    @property
+    def dashboard_links(self) -> tuple[str, ...]:
+        """Where the alert's dashboard may be, best first: Grafana's dashboardURL and panelURL,
+        then the `dashboard` or `dashboard_url` annotation (any case): an Alertmanager alert's
+        only way to name one."""
+        named = {key.lower(): value for key, value in self.annotations.items()}
+        found = (self.dashboard_url, self.panel_url, *(named.get(k, "") for k in DASHBOARD_KEYS))
+        return tuple(url for url in found if url.strip())
 
     @property
     def shown_labels(self) -> Labels:
@@ -206,6 +236,27 @@ def silence_url_rules(silence_url: str) -> list[str]:
         name, operator, named = value.partition("=")
         if key == "matcher" and operator and name.rstrip("!") == _RULE_IN_SILENCE_URL:
             found.append(named.lstrip("~"))
+    return found
+
+
+def annotated_number(text: str) -> float | None:
+    """The number an annotation's text is, when it is one finite number and nothing else."""
+    text = text.strip()
+    if len(text) > _MAX_NUMBER_CHARS or not _NUMBER.fullmatch(text):
+        return None
+    number = float(text)
+    return number if math.isfinite(number) else None
+
+
+def with_annotated_values(
+    values: Mapping[str, float | None], annotations: Labels, keys: Container[str]
+) -> dict[str, float | None]:
+    """`values` and, for each annotation named by `keys` whose text is a number, that number;
+    a key the values already have keeps its value."""
+    found = dict(values)
+    for key, text in annotations.items():
+        if key in keys and key not in found and (number := annotated_number(text)) is not None:
+            found[key] = number
     return found
 
 

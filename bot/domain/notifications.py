@@ -14,6 +14,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from bot.domain.alerts import (
+    NAMED_VALUE_KEYS,
     Alert,
     AlertGroup,
     AlertStatus,
@@ -21,6 +22,7 @@ from bot.domain.alerts import (
     Source,
     fingerprint_of,
     rule_uid_of,
+    with_annotated_values,
 )
 
 #: Alerts in one notification at most (Grafana and Alertmanager send a whole group at once).
@@ -153,7 +155,10 @@ def to_alert_group(body: GrafanaWebhook | AlertmanagerWebhook) -> AlertGroup:
                 panel_url=extra.panelURL if extra else "",
                 image_url=extra.imageURL if extra else "",
                 rule_uid=rule_uid_of(extra.ruleUID if extra else "", raw.generatorURL, raw.labels),
-                values=(extra.values or {}) if extra else {},
+                # Alertmanager has no values map: a rule gives them as annotations.
+                values=with_annotated_values(
+                    (extra.values or {}) if extra else {}, raw.annotations, NAMED_VALUE_KEYS
+                ),
             )
         )
     return AlertGroup(

@@ -34,36 +34,34 @@ from bot.fleet.sources.github_runners import GitHubError, GitHubRunnersClient
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.fleet.sources.runner_supply import RunnerFleet
 from bot.store import FleetTotals, QueueCount, Store
+from bot.telemetry.metrics import FLEET
 
 log = logging.getLogger(__name__)
 
 #: The label value of the runner types past the limit.
 OTHER = "other"
-TYPE = "runner_type"
-#: (name, help) of each family, as exported.
-QUEUED = ("queuebot_queued_jobs", "Jobs waiting for a runner longer than the alert's wait.")
-LONGEST = (
-    "queuebot_queue_longest_wait_seconds",
-    "How long the longest-waiting of those jobs has waited, seconds (0 when none waits).",
-)
-QUEUE_TIME = (
-    "queuebot_job_queue_seconds",
-    "Queue time (created to taken by a runner) of the jobs as they started, seconds.",
-)
-COUNTERS = {
-    "queued": (
-        "queuebot_jobs_queued",
-        "Jobs that waited for a runner (all since the store began).",
-    ),
-    "started": ("queuebot_jobs_started", "Jobs a runner took."),
-    "completed": ("queuebot_jobs_completed", "Jobs completed, by GitHub's conclusion."),
-    "run_seconds": ("queuebot_job_run_seconds", "Run time of the jobs completed, seconds."),
+#: What each total is exported as.
+COUNTED = {
+    "queued": "queuebot_jobs_queued",
+    "started": "queuebot_jobs_started",
+    "completed": "queuebot_jobs_completed",
+    "run_seconds": "queuebot_job_run_seconds",
 }
-RUNNERS = {
-    "online": ("queuebot_runners_online", "Self-hosted runners online, per runner type label."),
-    "offline": ("queuebot_runners_offline", "Self-hosted runners offline."),
-    "busy": ("queuebot_runners_busy", "Self-hosted runners running a job."),
+RUNNER_STATES = {
+    "online": "queuebot_runners_online",
+    "offline": "queuebot_runners_offline",
+    "busy": "queuebot_runners_busy",
 }
+
+
+def _gauge(name: str) -> GaugeMetricFamily:
+    _, text, labels = FLEET[name]
+    return GaugeMetricFamily(name, text, labels=list(labels))
+
+
+def _counter(name: str) -> CounterMetricFamily:
+    _, text, labels = FLEET[name]
+    return CounterMetricFamily(name, text, labels=list(labels))
 
 
 @dataclass(frozen=True)
@@ -95,8 +93,8 @@ def queue_families(
         name = names(count.runner_type)
         jobs[name] = jobs.get(name, 0) + count.jobs
         oldest[name] = min(oldest.get(name, now), count.oldest_created)
-    queued = GaugeMetricFamily(*QUEUED, labels=[TYPE])
-    longest = GaugeMetricFamily(*LONGEST, labels=[TYPE])
+    queued = _gauge("queuebot_queued_jobs")
+    longest = _gauge("queuebot_queue_longest_wait_seconds")
     for name, number in jobs.items():
         queued.add_metric([name], number)
         longest.add_metric([name], max(now - oldest.get(name, now), 0.0))
@@ -112,18 +110,18 @@ def total_families(totals: FleetTotals, names: Naming, config: JobsConfig) -> li
         summed[(names(runner_type), what, part)] += value
     exported = sorted(names.own) + ([OTHER] if any(n == OTHER for n, _, _ in summed) else [])
     families: list[Metric] = []
-    for what, (name, text) in COUNTERS.items():
+    for what, name in COUNTED.items():
+        family = _counter(name)
         if what == "completed":
-            family = CounterMetricFamily(name, text, labels=[TYPE, "conclusion"])
             for (kind, seen, part), value in sorted(summed.items()):
                 if seen == what:
                     family.add_metric([kind, part], value)
         else:
-            family = CounterMetricFamily(name, text, labels=[TYPE])
             for kind in exported:
                 family.add_metric([kind], summed.get((kind, what, ""), 0.0))
         families.append(family)
-    histogram = HistogramMetricFamily(*QUEUE_TIME, labels=[TYPE])
+    _, text, labels = FLEET["queuebot_job_queue_seconds"]
+    histogram = HistogramMetricFamily("queuebot_job_queue_seconds", text, labels=list(labels))
     for kind in exported:
         buckets, running = [], 0.0
         for bound in QUEUE_TIME_BUCKETS:
@@ -147,8 +145,8 @@ def runner_families(fleet: RunnerFleet, names: Naming, config: JobsConfig) -> li
         summed[(name, "offline")] += supply.offline
         summed[(name, "busy")] += supply.busy
     families: list[Metric] = []
-    for what, (metric, text) in RUNNERS.items():
-        family = GaugeMetricFamily(metric, text, labels=[TYPE])
+    for what, metric in RUNNER_STATES.items():
+        family = _gauge(metric)
         for (name, seen), value in sorted(summed.items()):
             if seen == what:
                 family.add_metric([name], value)
@@ -174,7 +172,7 @@ class FleetExport:
 
     async def families(self) -> list[Metric]:
         """The fleet's families now (StoreError when the store cannot be read)."""
-        now = self._clock.time()
+        now = self._clock.now().timestamp()  # the moment the fleet is shown at
         config = self._config
         totals = await self._store.fleet_totals()
         counts = await self._store.queue_counts(

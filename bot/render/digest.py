@@ -16,7 +16,13 @@ from bot.render.alert_lines import common_shown
 from bot.render.layout import chunks
 from bot.render.mrkdwn import clip, date_token, inert
 from bot.render.templates import Templates
-from bot.render.values import format_duration, headline, value_summary
+from bot.render.values import (
+    DEFAULT_NAMING,
+    ValueNaming,
+    format_duration,
+    headline,
+    value_summary,
+)
 from bot.slack.limits import json_len
 from bot.slack.message import Message
 
@@ -29,14 +35,17 @@ DIGEST_PAGE_CHARS = 7000
 
 
 def digest_pages(
-    templates: Templates, opened_at: datetime, members: list[Incident]
+    templates: Templates,
+    opened_at: datetime,
+    members: list[Incident],
+    naming: ValueNaming = DEFAULT_NAMING,
 ) -> list[Message]:
     """The storm digest: the message (a summary and the first incidents), then thread
     replies continuing the list. Incidents keep their place (joining order), so a change
     edits one page."""
     firing = sum(i.status is IncidentStatus.FIRING for i in members)
     resolved = len(members) - firing
-    lines = [_digest_line(i) for i in members]
+    lines = [_digest_line(i, naming) for i in members]
     first, *rest = _pages(lines, DIGEST_FIRST_PAGE) or [[]]
     head = {
         "title": f":rotating_light: Alert storm: {len(members)} incidents",
@@ -94,7 +103,7 @@ def _short_line(incident: Incident) -> str:
     return f"{icon} *{inert(headline(incident.group), 120)}*"
 
 
-def _digest_line(incident: Incident) -> str:
+def _digest_line(incident: Incident, naming: ValueNaming) -> str:
     group = incident.group
     labels = group.lead.shown_labels if len(group.alerts) == 1 else common_shown(group)
     parts = [f"*{inert(headline(group), 120)}*"]
@@ -107,7 +116,7 @@ def _digest_line(incident: Incident) -> str:
         parts.append(f"Resolved after {span}")
         return ":large_green_circle: " + " · ".join(parts)
     parts.append(f"firing since {date_token(group.started_at)}")
-    values = value_summary(group.lead) if len(group.alerts) == 1 else ""
+    values = value_summary(group.lead, naming) if len(group.alerts) == 1 else ""
     if values:
         parts.append(clip(values, 160))
     return ":red_circle: " + " · ".join(parts)

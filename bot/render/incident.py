@@ -13,12 +13,19 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-from bot.domain.alerts import AlertGroup, AlertStatus
+from bot.domain.alerts import Alert, AlertGroup, AlertStatus
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.render.alert_lines import alert_lines, common_shown, status_icon
 from bot.render.mrkdwn import clip, date_token, escape_mrkdwn, inert, link, oneline, safe_url, who
 from bot.render.templates import Templates
-from bot.render.values import format_duration, headline, key_values, value_summary
+from bot.render.values import (
+    DEFAULT_NAMING,
+    ValueNaming,
+    format_duration,
+    headline,
+    key_values,
+    value_summary,
+)
 from bot.slack import limits
 from bot.slack.contract import ActionId, ButtonValue
 from bot.slack.limits import slack_len
@@ -37,7 +44,7 @@ MAX_COMPACT_URL = 500
 CUTS = (
     "rule",  # the rule's UID and folder: for whoever edits the rule, not the on-call
     "description",  # the long prose (the summary says it in a line)
-    "other_values",  # values besides the rule's key figures (queue time and size, thresholds)
+    "other_values",  # values besides the named key figures (queue time and size, thresholds)
     "dashboard",  # a Dashboard button with a long link
     "alert_link",  # a View alert button with a long link
     "alerts",  # the list of alerts (the state line still counts them)
@@ -49,24 +56,33 @@ CUTS = (
 SHORTENED = "Shortened to fit in a Slack message: the alert in Grafana has everything."
 
 
-def incident_message(templates: Templates, incident: Incident) -> Message:
+def incident_message(
+    templates: Templates, incident: Incident, naming: ValueNaming = DEFAULT_NAMING
+) -> Message:
     """The incident's parent message in its current state: the fullest form Slack takes."""
-    return templates.fitted("incident.json.j2", parent_forms(incident))
+    return templates.fitted("incident.json.j2", parent_forms(incident, naming))
 
 
-def parent_forms(incident: Incident) -> Iterator[dict[str, Any]]:
+def parent_forms(
+    incident: Incident, naming: ValueNaming = DEFAULT_NAMING
+) -> Iterator[dict[str, Any]]:
     """The parent's template contexts, fullest first, each with one more of `CUTS` made."""
     for count in range(len(CUTS) + 1):
-        yield _context(incident, frozenset(CUTS[:count]))
+        yield _context(incident, frozenset(CUTS[:count]), naming)
 
 
-def _context(incident: Incident, cut: frozenset[str]) -> dict[str, Any]:
+def _context(incident: Incident, cut: frozenset[str], naming: ValueNaming) -> dict[str, Any]:
     group = incident.group
     single = len(group.alerts) == 1
     resolved = incident.status is IncidentStatus.RESOLVED
     minimal = "minimal" in cut
     values = (
-        key_values(group.lead, known_only="other_values" in cut, most=limits.MAX_SECTION_FIELDS)
+        key_values(
+            group.lead,
+            known_only="other_values" in cut,
+            most=limits.MAX_SECTION_FIELDS,
+            naming=naming,
+        )
         if single
         else []
     )
@@ -75,20 +91,24 @@ def _context(incident: Incident, cut: frozenset[str]) -> dict[str, Any]:
         context_parts.append(SHORTENED)
     return {
         "headline": status_icon(incident) + " " + headline(group),
-        "fallback": _fallback(incident),
+        "fallback": _fallback(incident, naming),
         "status_line": _status_line(incident),
         "key_values": [] if minimal else values,
         "about": "" if minimal else _about(group, cut),
-        "alert_lines": [] if single or "alerts" in cut else alert_lines(group, resolved=resolved),
+        "alert_lines": (
+            []
+            if single or "alerts" in cut
+            else alert_lines(group, resolved=resolved, naming=naming)
+        ),
         "context_parts": context_parts,
         "buttons": _buttons(incident, cut),
     }
 
 
-def _fallback(incident: Incident) -> str:
+def _fallback(incident: Incident, naming: ValueNaming) -> str:
     group = incident.group
     state = "firing" if incident.status is IncidentStatus.FIRING else "resolved"
-    values = value_summary(group.lead) if len(group.alerts) == 1 else ""
+    values = value_summary(group.lead, naming) if len(group.alerts) == 1 else ""
     text = f"{escape_mrkdwn(oneline(headline(group)))}: {state}"
     if values:
         text += f". {values}"
@@ -181,7 +201,7 @@ def _buttons(incident: Incident, cut: frozenset[str]) -> list[dict[str, str | No
     for label, action, url, name in (
         ("Open runbook", ActionId.OPEN_RUNBOOK, group.runbook_url, "runbook"),
         ("View alert", ActionId.VIEW_ALERT, lead.generator_url, "alert_link"),
-        ("Dashboard", ActionId.OPEN_DASHBOARD, lead.dashboard_url or lead.panel_url, "dashboard"),
+        ("Dashboard", ActionId.OPEN_DASHBOARD, _dashboard(lead), "dashboard"),
     ):
         # A link over Slack's 3,000 characters is never a button (safe_url says None).
         target = safe_url(url)
@@ -189,6 +209,11 @@ def _buttons(incident: Incident, cut: frozenset[str]) -> list[dict[str, str | No
         if target is not None and not (long and (name in cut or "minimal" in cut)):
             buttons.append(_button(label, action, url=target))
     return buttons
+
+
+def _dashboard(alert: Alert) -> str:
+    """The first of the alert's dashboard links that is safe to link ("" when none is)."""
+    return next((url for url in alert.dashboard_links if safe_url(url) is not None), "")
 
 
 def _button(

@@ -29,24 +29,33 @@ from bot.render.queue_status import queue_status_message
 from bot.render.silence_modal import silence_modal_view
 from bot.render.templates import RenderError, Templates
 from bot.render.thread import thread_event_message
+from bot.render.values import DEFAULT_NAMING, ValueNaming
 from bot.slack.message import ChartFile, Message
 
 __all__ = ["RenderError", "Renderer"]
 
 
 class Renderer:
-    """Turns domain objects into `Message`s (and the Silence… modal) using templates/."""
+    """Turns domain objects into `Message`s (and the Silence… modal) using templates/; an
+    alert's values are named by `naming` (queuebot's own names unless the YAML file's
+    `alert_values` say otherwise)."""
 
-    def __init__(self, templates: jinja2.BaseLoader | None = None) -> None:
+    def __init__(
+        self,
+        templates: jinja2.BaseLoader | None = None,
+        *,
+        naming: ValueNaming = DEFAULT_NAMING,
+    ) -> None:
         self._templates = Templates(templates)
+        self._naming = naming
 
     def incident(self, incident: Incident) -> Message:
         """The incident's parent message in its current state."""
-        return incident_message(self._templates, incident)
+        return incident_message(self._templates, incident, self._naming)
 
     def thread_event(self, event: ThreadEvent) -> Message:
         """A reply for the incident's thread; it says what changed and mentions nobody."""
-        return thread_event_message(self._templates, event)
+        return thread_event_message(self._templates, event, self._naming)
 
     def silence_modal(
         self, incident: Incident, sets: tuple[MatcherSet, ...], private_metadata: str
@@ -60,7 +69,7 @@ class Renderer:
 
     def digest(self, opened_at: datetime, members: list[Incident]) -> list[Message]:
         """The storm digest's pages: the message, then the thread replies continuing it."""
-        return digest_pages(self._templates, opened_at, members)
+        return digest_pages(self._templates, opened_at, members, self._naming)
 
     def queue_status(
         self,

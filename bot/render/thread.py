@@ -15,9 +15,11 @@ from bot.render.layout import fit_lines
 from bot.render.mrkdwn import clip, date_token, inert, oneline, who
 from bot.render.templates import Templates
 from bot.render.values import (
-    KNOWN_VALUES,
+    DEFAULT_NAMING,
+    ValueNaming,
     format_duration,
     format_number,
+    unit_text,
     value_name,
     value_summary,
     with_unit,
@@ -26,9 +28,11 @@ from bot.slack import limits
 from bot.slack.message import Message
 
 
-def thread_event_message(templates: Templates, event: ThreadEvent) -> Message:
+def thread_event_message(
+    templates: Templates, event: ThreadEvent, naming: ValueNaming = DEFAULT_NAMING
+) -> Message:
     """A reply for the incident's thread; it says what changed and mentions nobody."""
-    lines = fit_lines(_event_lines(event), limits.MAX_SECTION_TEXT)
+    lines = fit_lines(_event_lines(event, naming), limits.MAX_SECTION_TEXT)
     fallback = clip(oneline(lines[0].replace("*", "")), 500)
     forms = (
         {"fallback": fallback, "lines": kept, "context_parts": []} for kept in (lines, lines[:1])
@@ -36,7 +40,7 @@ def thread_event_message(templates: Templates, event: ThreadEvent) -> Message:
     return templates.fitted("thread_reply.json.j2", forms)
 
 
-def _event_lines(event: ThreadEvent) -> list[str]:
+def _event_lines(event: ThreadEvent, naming: ValueNaming) -> list[str]:
     group = event.group
     single = len(group.alerts) == 1
     if event.kind in (
@@ -50,34 +54,37 @@ def _event_lines(event: ThreadEvent) -> list[str]:
         lines = [f":large_green_circle: *Resolved* after {span}."]
         if event.note:
             lines.append(inert(event.note, MAX_LINE_CHARS))
-        values = value_summary(group.lead)
+        values = value_summary(group.lead, naming)
         if values and single:
             lines.append(f"Last firing values: {values}")
         return lines
     if event.kind is ThreadEventKind.FIRED_AGAIN:
         quiet = format_duration(event.quiet_for or timedelta(0))
         lines = [f":red_circle: *Fired again* {date_token(event.at)}, {quiet} after it resolved."]
-        values = value_summary(group.lead)
+        values = value_summary(group.lead, naming)
         if values and single:
             lines.append(values)
         return lines
     lines = [":arrows_counterclockwise: *Changed*"]
-    for change in event.changes[:MAX_LISTED_ALERTS]:
-        known = KNOWN_VALUES.get(change.key)
-        label = known.label if known else value_name(change.key)
-        unit = known.unit if known else ""
+    changes = [c for c in event.changes if not naming.named(c.key).hidden]
+    for change in changes[:MAX_LISTED_ALERTS]:
+        named = naming.named(change.key)
+        new = with_unit(change.new, unit_text(named.unit))
         who = "" if single else f"{inert(change.alert, 120)}: "
-        lines.append(f"• {who}{label}: {format_number(change.old)} → {with_unit(change.new, unit)}")
+        lines.append(f"• {who}{value_name(named.label)}: {format_number(change.old)} → {new}")
     common = common_shown(group)
     for alert in event.joined[:MAX_LISTED_ALERTS]:
-        lines.append(f"• Started firing: {alert_line(alert, common)}")
+        lines.append(f"• Started firing: {alert_line(alert, common, naming=naming)}")
     for alert in event.left[:MAX_LISTED_ALERTS]:
-        lines.append(f"• No longer firing: {alert_line(alert, common, ':large_green_circle:')}")
+        line = alert_line(alert, common, ":large_green_circle:", naming=naming)
+        lines.append(f"• No longer firing: {line}")
     if event.summary:
         lines.append(f"• Summary: {inert(event.summary, MAX_LINE_CHARS)}")
-    hidden = max(len(event.changes), len(event.joined), len(event.left)) - MAX_LISTED_ALERTS
+    hidden = max(len(changes), len(event.joined), len(event.left)) - MAX_LISTED_ALERTS
     if hidden > 0:
         lines.append(f"…and more ({hidden} not shown)")
+    if len(lines) == 1 and event.changes:
+        lines.append("• Only values these messages leave out changed.")
     return lines
 
 

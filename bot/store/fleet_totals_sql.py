@@ -9,7 +9,7 @@ waits for a runner (not held for an approval), `started` and the queue time's hi
 twice or out of order add nothing twice: what is added is the difference between what the
 job's row knew and what it knows now.
 
-The store counts at most `MAX_TYPES` runner types under their own name (a fleet has tens; a
+The store counts at most `MAX_COUNTED_TYPES` runner types under their own name (a fleet has tens; a
 bad rule for `jobs.runner_type` could make one a job), the first seen first; the rest are
 counted together under `OVERFLOW`. Two replicas registering the last free places at once may
 each take one: the cap is a bound on the table's size, not an exact count.
@@ -22,12 +22,12 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from bot.domain.jobs import CONCLUSIONS, QUEUE_TIME_BUCKETS, JobAction, JobEvent
+from bot.domain.jobs import CONCLUSIONS, MAX_LABEL, QUEUE_TIME_BUCKETS, JobAction, JobEvent
 
 #: Runner types counted under their own name, at most.
-MAX_TYPES = 1000
-#: The name the types past `MAX_TYPES` are counted under (with a job whose label for its type
-#: was empty).
+MAX_COUNTED_TYPES = 1000
+#: The name the types past `MAX_COUNTED_TYPES` are counted under, with those whose name is
+#: empty or longer than a label may be (a job kept from before labels were bounded).
 OVERFLOW = ""
 #: A histogram bucket's part for waits longer than the last bound.
 INF = "+Inf"
@@ -35,7 +35,7 @@ INF = "+Inf"
 Key = tuple[str, str, str]  # (runner type, what, part)
 
 #: The known types, first seen first.
-TYPES = "SELECT runner_type FROM fleet_types ORDER BY first_at, runner_type"
+REGISTERED_TYPES = "SELECT runner_type FROM fleet_types ORDER BY first_at, runner_type"
 TYPE_COUNT = "SELECT COUNT(*) FROM fleet_types"
 ADD_TYPE = (
     "INSERT INTO fleet_types (runner_type, first_at) VALUES (?, ?)"
@@ -87,7 +87,7 @@ class Tally:
     def add(self, event: JobEvent, known: Any, row: tuple[Any, ...]) -> None:
         if not event.counted:
             return
-        name = event.runner_type
+        name = event.runner_type if len(event.runner_type) <= MAX_LABEL else OVERFLOW
         created = event.created_at.timestamp()
         self.types[name] = min(self.types.get(name, created), created)
         for what, part, amount in added(known, row):
@@ -117,10 +117,10 @@ async def write_tally(
     own = {name for name in tally.types if name in known}
     new = [name for name in tally.types if name not in known and name != OVERFLOW]
     if new:
-        registered = {row[0] for row in await fetch(TYPES)}
+        registered = {row[0] for row in await fetch(REGISTERED_TYPES)}
         own |= registered.intersection(new)
         missing = sorted((tally.types[n], n) for n in new if n not in registered)
-        room = max(MAX_TYPES - len(registered), 0)
+        room = max(MAX_COUNTED_TYPES - len(registered), 0)
         taken = missing[:room]
         if taken:
             await write_many(ADD_TYPE, [(name, first) for first, name in taken])

@@ -110,11 +110,11 @@ class PostgresStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries,
         self, at: float, queued_after: float, max_age: float
     ) -> list[QueueCount]:
         async with self._connection("the store cannot be read", jobs=True) as conn:
-            return await jobs.queue_counts(conn, at, queued_after, max_age)
+            return await jobs.queued_counts_at(conn, at, queued_after, max_age)
 
     async def fleet_totals(self) -> FleetTotals:
         async with self._connection("the store cannot be read", jobs=True) as conn:
-            return await jobs.fleet_totals(conn)
+            return await jobs.totals_of_fleet(conn)
 
     async def job_activity(self, since: float, until: float) -> JobActivity:
         # One transaction: the three lists read one state of the jobs.

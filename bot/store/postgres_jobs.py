@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.domain.jobs import JobEvent
-from bot.store.fleet_totals_sql import TOTALS, TYPES, Tally, write_tally
+from bot.store.fleet_totals_sql import REGISTERED_TYPES, TOTALS, Tally, write_tally
 from bot.store.postgres_db import changed
 from bot.store.postgres_schema import Lock
 from bot.store.records import FleetTotals, JobActivity, JobRow, Pruned, QueueCount, QueuedJob
@@ -62,7 +62,7 @@ async def waiting_at(
     return queued
 
 
-async def queue_counts(
+async def queued_counts_at(
     conn: Connection, at: float, queued_after: float, max_age: float
 ) -> list[QueueCount]:
     """`waiting_at`'s jobs counted per runner type and repository."""
@@ -72,9 +72,9 @@ async def queue_counts(
     return found
 
 
-async def fleet_totals(conn: Connection) -> FleetTotals:
+async def totals_of_fleet(conn: Connection) -> FleetTotals:
     """The fleet's totals (`bot.store.fleet_totals_sql`), read in one transaction."""
-    types = await conn.fetch(TYPES)
+    types = await conn.fetch(REGISTERED_TYPES)
     totals = await conn.fetch(TOTALS)
     return FleetTotals(
         types=tuple(row[0] for row in types),

@@ -291,7 +291,8 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (runner_type, metric, part)
     ){without_rowid};
     INSERT INTO fleet_types (runner_type, first_at)
-        SELECT runner_type, MIN(created_at) FROM jobs WHERE runner_type != ''
+        SELECT runner_type, MIN(created_at) FROM jobs
+        WHERE runner_type != '' AND LENGTH(runner_type) <= 256
         GROUP BY runner_type ORDER BY MIN(created_at), runner_type LIMIT 1000
     """,
 )

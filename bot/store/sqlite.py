@@ -25,10 +25,10 @@ from bot.store.rows import FIRST_SEEN, ParsedGroups
 from bot.store.sqlite_db import SQLiteDatabase, translated
 from bot.store.sqlite_jobs import (
     activity,
-    fleet_totals,
+    count_queued_at,
     prune_jobs,
-    queue_counts,
     queued_at,
+    read_fleet_totals,
     record_lot,
     running_at,
 )
@@ -108,12 +108,12 @@ class SQLiteStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries, H
     ) -> list[QueueCount]:
         async with self._database.reading() as db:
             with translated("the store cannot be read"):
-                return await queue_counts(db, at, queued_after, max_age)
+                return await count_queued_at(db, at, queued_after, max_age)
 
     async def fleet_totals(self) -> FleetTotals:
         async with self._database.reading() as db:
             with translated("the store cannot be read"):
-                return await fleet_totals(db)
+                return await read_fleet_totals(db)
 
     async def job_activity(self, since: float, until: float) -> JobActivity:
         async with self._database.reading() as db:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import aiosqlite
 
 from bot.domain.jobs import JobEvent
-from bot.store.fleet_totals_sql import TOTALS, TYPES, Tally, write_tally
+from bot.store.fleet_totals_sql import REGISTERED_TYPES, TOTALS, Tally, write_tally
 from bot.store.records import FleetTotals, JobActivity, JobRow, QueueCount, QueuedJob
 from bot.store.shared_sql import (
     ARRIVALS,
@@ -99,7 +99,7 @@ async def queued_at(
     return queued
 
 
-async def queue_counts(
+async def count_queued_at(
     db: aiosqlite.Connection, at: float, queued_after: float, max_age: float
 ) -> list[QueueCount]:
     """`queued_at`'s jobs counted per runner type and repository."""
@@ -109,9 +109,9 @@ async def queue_counts(
     return found
 
 
-async def fleet_totals(db: aiosqlite.Connection) -> FleetTotals:
+async def read_fleet_totals(db: aiosqlite.Connection) -> FleetTotals:
     """The fleet's totals (`bot.store.fleet_totals_sql`)."""
-    types = await db.execute_fetchall(TYPES)
+    types = await db.execute_fetchall(REGISTERED_TYPES)
     totals = await db.execute_fetchall(TOTALS)
     return FleetTotals(
         types=tuple(row[0] for row in types),

@@ -88,6 +88,57 @@ _GAUGES: dict[str, str] = {
     "queuebot_outbox_pending": "Slack deliveries owed (outbox entries pending).",
     "queuebot_outbox_oldest_age_seconds": "Age of the oldest pending outbox entry, 0 when none.",
 }
+#: The fleet's own numbers, per runner type, read from the store at each scrape and written by
+#: `bot.fleet.exported` (not held in the registry): name → (type, help, label names). A
+#: counter's name here is its family's, without the `_total` its samples carry.
+FLEET: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "queuebot_queued_jobs": (
+        "gauge",
+        "Jobs waiting for a runner for longer than the alert's wait (jobs.queued_after_seconds).",
+        ("runner_type",),
+    ),
+    "queuebot_queue_longest_wait_seconds": (
+        "gauge",
+        "How long the longest-waiting of those jobs has waited, seconds; 0 when none waits.",
+        ("runner_type",),
+    ),
+    "queuebot_job_queue_seconds": (
+        "histogram",
+        "Queue time (created to taken by a runner) of the jobs as they started, seconds.",
+        ("runner_type",),
+    ),
+    "queuebot_jobs_queued": (
+        "counter",
+        "Jobs that waited for a runner, since the store began.",
+        ("runner_type",),
+    ),
+    "queuebot_jobs_started": ("counter", "Jobs a runner took.", ("runner_type",)),
+    "queuebot_jobs_completed": (
+        "counter",
+        "Jobs completed, by GitHub's conclusion.",
+        ("runner_type", "conclusion"),
+    ),
+    "queuebot_job_run_seconds": (
+        "counter",
+        "Run time of the jobs completed (taken to completed), seconds.",
+        ("runner_type",),
+    ),
+    "queuebot_runners_online": (
+        "gauge",
+        "Self-hosted runners online in GitHub's list, per runner type label.",
+        ("runner_type",),
+    ),
+    "queuebot_runners_offline": (
+        "gauge",
+        "Self-hosted runners offline in GitHub's list.",
+        ("runner_type",),
+    ),
+    "queuebot_runners_busy": (
+        "gauge",
+        "Self-hosted runners running a job.",
+        ("runner_type",),
+    ),
+}
 #: Histogram buckets, seconds: from a fast delivery to a long outage.
 _BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 

@@ -93,7 +93,7 @@ async def test_queue_counts_are_the_queued_jobs_counted(store: Store) -> None:
 async def test_types_past_the_cap_are_counted_together(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(totals_sql, "MAX_TYPES", 2)
+    monkeypatch.setattr(totals_sql, "MAX_COUNTED_TYPES", 2)
     keep = NOW + DAY
     for index, name in enumerate(["t1", "t2", "t3", "t4"]):
         await store.record_job(other(100 + index, name, JobAction.QUEUED, index), f"x{index}", keep)

@@ -21,6 +21,16 @@ from testkit.harness import Stack, running_stack
 from testkit.payloads import reference
 
 BOT = Path(__file__).resolve().parents[2] / "bot"
+#: The fleet's own families in `CONTRACT`: written from the store by each scrape.
+FLEET_FAMILIES = {
+    "queuebot_queued_jobs",
+    "queuebot_queue_longest_wait_seconds",
+    "queuebot_job_queue_seconds",
+    "queuebot_jobs_queued_total",
+    "queuebot_jobs_started_total",
+    "queuebot_jobs_completed_total",
+    "queuebot_job_run_seconds_total",
+}
 
 #: What a dashboard reads: name → (type, help, label names).
 CONTRACT: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -125,6 +135,38 @@ CONTRACT: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "histogram",
         "How long diagnostics runs took.",
         (),
+    ),
+    # The fleet's own numbers (the runners' three gauges only with GitHub's runners list).
+    "queuebot_queued_jobs": (
+        "gauge",
+        "Jobs waiting for a runner for longer than the alert's wait (jobs.queued_after_seconds).",
+        ("runner_type",),
+    ),
+    "queuebot_queue_longest_wait_seconds": (
+        "gauge",
+        "How long the longest-waiting of those jobs has waited, seconds; 0 when none waits.",
+        ("runner_type",),
+    ),
+    "queuebot_job_queue_seconds": (
+        "histogram",
+        "Queue time (created to taken by a runner) of the jobs as they started, seconds.",
+        ("runner_type",),
+    ),
+    "queuebot_jobs_queued_total": (
+        "counter",
+        "Jobs that waited for a runner, since the store began.",
+        ("runner_type",),
+    ),
+    "queuebot_jobs_started_total": ("counter", "Jobs a runner took.", ("runner_type",)),
+    "queuebot_jobs_completed_total": (
+        "counter",
+        "Jobs completed, by GitHub's conclusion.",
+        ("runner_type", "conclusion"),
+    ),
+    "queuebot_job_run_seconds_total": (
+        "counter",
+        "Run time of the jobs completed (taken to completed), seconds.",
+        ("runner_type",),
     ),
 }
 #: Every histogram's bucket bounds, seconds.
@@ -423,4 +465,5 @@ def test_every_metric_the_code_names_is_declared_with_its_labels() -> None:
         assert call.values == _RECORDING[call.method], call.where
         record = getattr(Metrics(), call.method)
         record(call.name, *[1.0] * call.values, **dict.fromkeys(call.labels, "x"))
-    assert {call.name for call in calls} == set(CONTRACT)
+    # The fleet's numbers are read from the store at each scrape, not recorded.
+    assert {call.name for call in calls} == set(CONTRACT) - FLEET_FAMILIES
