@@ -8,6 +8,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bot.domain.alerts import AlertGroup
+from bot.domain.incidents import Incident, IncidentStatus
+from bot.domain.notifications import parse_webhook
+
 FIXTURES = Path(__file__).parents[1] / "tests" / "fixtures"
 
 WEBHOOK_FIXTURES = sorted(p.name for p in FIXTURES.glob("*.json"))
@@ -43,3 +47,18 @@ def refired(body: dict[str, Any], starts_at: datetime) -> dict[str, Any]:
 
 def encoded(body: dict[str, Any]) -> bytes:
     return json.dumps(body).encode()
+
+
+def incident_of(body: dict[str, Any] | AlertGroup, **extra: Any) -> Incident:
+    """An incident firing in channel C1 with `body`'s alerts (a webhook body, or its group),
+    as the renderer takes it; `extra` sets any other of its fields."""
+    group = body if isinstance(body, AlertGroup) else parse_webhook(encoded(body))
+    fields: dict[str, Any] = {
+        "id": 7,
+        "group_key": group.group_key,
+        "channel": "C1",
+        "status": IncidentStatus.FIRING,
+        "group": group,
+        "started_at": group.started_at,
+    }
+    return Incident.model_validate(fields | extra)

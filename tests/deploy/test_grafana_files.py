@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.telemetry.metrics import FLEET
 from bot.web.grafana_webhook import SIGNATURE_HEADER
 from bot.web.paths import GRAFANA_WEBHOOK_PATH
 from testkit.integration import require_binary
@@ -550,3 +551,18 @@ def test_every_environment_variable_is_documented_in_the_readme() -> None:
     }
     assert {"QUEUEBOT_PROMETHEUS_UID", "QUEUEBOT_WEBHOOK_TOKEN"} <= used
     assert {name for name in used if f"`{name}`" not in readme} == set()
+
+
+def test_the_metrics_named_here_are_the_ones_queuebot_declares() -> None:
+    """The dashboard and rule may name only what the bot writes: its declared fleet families,
+    with a histogram's and a counter's sample suffixes."""
+    declared = set()
+    for name, (kind, _, labels) in FLEET.items():
+        if kind == "histogram":
+            declared |= {f"{name}_bucket", f"{name}_sum", f"{name}_count"}
+        elif kind == "counter":
+            declared.add(f"{name}_total")
+        else:
+            declared.add(name)
+        assert set(labels) <= EXPORTED_LABELS, name
+    assert declared == EXPORTED_METRICS

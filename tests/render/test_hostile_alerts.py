@@ -21,7 +21,6 @@ from bot.domain.diagnosis import (
     Verdict,
 )
 from bot.domain.incidents import Incident, IncidentStatus, ThreadEvent, ThreadEventKind, ValueChange
-from bot.domain.notifications import parse_webhook
 from bot.domain.queue_status import Compared, FleetView, OpenIncident, QueueStatus, TypeDetail
 from bot.domain.silences import Matcher, Person, Silence
 from bot.render.renderer import Renderer
@@ -29,7 +28,7 @@ from bot.slack import blockkit
 from bot.slack.message import Message
 from queuebot_lab.sandbox.slack import blockkit as sandbox
 from testkit.blocks import mrkdwn_texts
-from testkit.payloads import encoded
+from testkit.payloads import incident_of
 from tests.render.hostile import alert_bodies, hostile_body, markup_left, texts
 
 AT = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
@@ -53,19 +52,6 @@ def assert_slack_takes(message: Message, links: set[str], labels: set[str] | Non
     assert message.text and len(message.text.encode("utf-16-le")) // 2 <= MAX_UPDATE_TEXT
     for text in [message.text, *mrkdwn_texts(message.blocks)]:
         assert markup_left(text, links, labels) == [], text[:300]
-
-
-def _incident(body: dict[str, Any], **extra: Any) -> Incident:
-    group = parse_webhook(encoded(body))
-    fields: dict[str, Any] = {
-        "id": 7,
-        "group_key": group.group_key,
-        "channel": "C1",
-        "status": IncidentStatus.FIRING,
-        "group": group,
-        "started_at": group.started_at,
-    }
-    return Incident.model_validate(fields | extra)
 
 
 def _silence(text: str) -> Silence:
@@ -110,7 +96,7 @@ def test_every_message_of_a_hostile_alert_is_one_slack_takes(
     """The parent (firing, resolved, silenced, following another), every thread reply and the
     storm digest's pages: accepted by both checkers, and nothing in them mentions or links
     but queuebot's own links to the alert and to the previous incident."""
-    incident = _incident(body)
+    incident = incident_of(body)
     links = {a.generator_url for a in incident.group.alerts} | {PREVIOUS}
     labels = {"view", "an earlier incident"}
     forms = [
@@ -170,7 +156,7 @@ def test_queue_status_with_hostile_names_and_many_silences_is_one_slack_takes(
 ) -> None:
     """The summary and the detail of /queue-status, with many runner types waiting, many
     silences, long names, a long query and a long note."""
-    incident = _incident(body)
+    incident = incident_of(body)
     link = PREVIOUS + "?thread_ts=1"
     state = RunnerTypeState(name=text or "linux", queued=3, max_wait_seconds=600, busy=4,
                             registered=4, idle=0, desired=4, max=4, affected=True)  # fmt: skip

@@ -8,28 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.domain.incidents import Incident, IncidentStatus
-from bot.domain.notifications import parse_webhook
+from bot.domain.incidents import IncidentStatus
 from bot.render.mrkdwn import clip, escape_mrkdwn, safe_url
 from bot.render.renderer import Renderer
 from bot.render.values import format_duration
 from bot.slack import blockkit
-from testkit.payloads import WEBHOOK_FIXTURES, encoded, load, reference
+from testkit.payloads import WEBHOOK_FIXTURES, incident_of, load, reference
 
 MENTION_OR_LINK = re.compile(r"<[!@#]|<https?:|<mailto:")
-
-
-def _incident(body: dict[str, object], **extra: object) -> Incident:
-    group = parse_webhook(encoded(body))  # type: ignore[arg-type]
-    fields: dict[str, object] = {
-        "id": 7,
-        "group_key": group.group_key,
-        "channel": "C1",
-        "status": IncidentStatus.FIRING,
-        "group": group,
-        "started_at": group.started_at,
-    }
-    return Incident.model_validate(fields | extra)
 
 
 def _texts(blocks: object) -> list[str]:
@@ -95,7 +81,7 @@ class TestHelpers:
 class TestIncidentMessage:
     def test_reference_alert_values(self) -> None:
         """The reference alert shows P2, the team and its key values with thresholds."""
-        message = Renderer().incident(_incident(reference()))
+        message = Renderer().incident(incident_of(reference()))
         text = "\n".join(_texts(message.blocks))
         assert "[P2] Jobs are queueing in autoscaled machines" in text
         assert "*Max queue time:* 114 min (threshold 1 min)" in text
@@ -105,7 +91,7 @@ class TestIncidentMessage:
 
     def test_reference_alert_buttons(self) -> None:
         """Buttons: Run diagnostics, Silence…, Open runbook and View alert with their URLs."""
-        message = Renderer().incident(_incident(reference()))
+        message = Renderer().incident(incident_of(reference()))
         actions = next(b for b in message.blocks if b["type"] == "actions")
         buttons = {e["text"]["text"]: e for e in actions["elements"]}
         assert list(buttons) == ["Run diagnostics", "Silence…", "Open runbook", "View alert"]
@@ -118,7 +104,7 @@ class TestIncidentMessage:
     def test_resolved_keeps_values_and_says_how_long(self) -> None:
         """A resolved incident shows its duration and the values it fired with."""
         started = datetime(2024, 12, 1, 2, 23, tzinfo=UTC)
-        incident = _incident(
+        incident = incident_of(
             reference(),
             status=IncidentStatus.RESOLVED,
             resolved_at=started + timedelta(hours=1, minutes=42),
@@ -130,7 +116,7 @@ class TestIncidentMessage:
     def test_dashboard_button_when_linked(self) -> None:
         """An alert linked to a dashboard gets a Dashboard button."""
         message = Renderer().incident(
-            _incident(load("grafana_cloud_webhook_pytorch_datasource_nodata_firing.json"))
+            incident_of(load("grafana_cloud_webhook_pytorch_datasource_nodata_firing.json"))
         )
         actions = next(b for b in message.blocks if b["type"] == "actions")
         labels = [e["text"]["text"] for e in actions["elements"]]
@@ -138,14 +124,14 @@ class TestIncidentMessage:
 
     def test_several_alerts_are_listed_compactly(self) -> None:
         """A group of two alerts lists each on one line with its distinguishing labels."""
-        message = Renderer().incident(_incident(load("grafana_docs_webhook_example.json")))
+        message = Renderer().incident(incident_of(load("grafana_docs_webhook_example.json")))
         text = "\n".join(_texts(message.blocks))
         assert "zone=us-1" in text and "zone=eu-1" in text
         assert "2 of 2 alerts firing" in text
 
     def test_hostile_text_is_inert_and_fits(self) -> None:
         """Mentions, links, quotes, newlines and 20,000 characters cannot break the message."""
-        message = Renderer().incident(_incident(_hostile()))
+        message = Renderer().incident(incident_of(_hostile()))
         for text in [message.text, *_texts(message.blocks)]:
             assert not MENTION_OR_LINK.search(text.replace("<!date^", "")), text
         assert blockkit.validate_message(message.text, message.blocks) == []
@@ -155,7 +141,7 @@ class TestIncidentMessage:
     @pytest.mark.parametrize("name", WEBHOOK_FIXTURES)
     def test_every_fixture_renders_valid_block_kit(self, name: str) -> None:
         """Every real payload becomes a message Slack accepts."""
-        message = Renderer().incident(_incident(load(name)))
+        message = Renderer().incident(incident_of(load(name)))
         assert blockkit.validate_message(message.text, message.blocks) == []
         assert message.text
 
@@ -170,7 +156,7 @@ class TestIncidentMessage:
         body["commonAnnotations"]["runbook_url"] = long
         body["alerts"][0]["generatorURL"] = long
         body["alerts"][0]["dashboardURL"] = long
-        message = Renderer().incident(_incident(body))
+        message = Renderer().incident(incident_of(body))
         assert blockkit.validate_message(message.text, message.blocks) == []
         actions = next(b for b in message.blocks if b["type"] == "actions")
         assert [e["text"]["text"] for e in actions["elements"]] == [
@@ -189,7 +175,7 @@ class TestIncidentMessage:
             alert["labels"]["machine_type"] = f"linux.{index}xlarge"
             alert["generatorURL"] = "https://prometheus.example/graph?g0.expr=" + "x" * 450
             body["alerts"].append(alert)
-        message = Renderer().incident(_incident(body))
+        message = Renderer().incident(incident_of(body))
         assert blockkit.validate_message(message.text, message.blocks) == []
         lines_block = next(
             b for b in message.blocks if b["type"] == "section" and "linux.0xlarge" in str(b)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from bot.config.file import AlertValue
 from bot.domain.alerts import NAMED_VALUE_KEYS, AlertGroup, annotated_number
-from bot.domain.incidents import Incident, IncidentStatus, ThreadEvent, ThreadEventKind, ValueChange
+from bot.domain.incidents import ThreadEvent, ThreadEventKind, ValueChange
 from bot.domain.notifications import parse_webhook
 from bot.incidents.lifecycle import decide
 from bot.render.renderer import Renderer
@@ -28,7 +28,7 @@ from bot.render.values import (
     value_summary,
 )
 from bot.slack import blockkit
-from testkit.payloads import encoded, load, reference
+from testkit.payloads import encoded, incident_of, load, reference
 from tests.render.hostile import alert_bodies, texts, urls
 from tests.render.test_hostile_alerts import SETTINGS, assert_slack_takes
 
@@ -85,19 +85,6 @@ def grafana(values: dict[str, float], **annotations: str) -> dict[str, Any]:
     return body
 
 
-def incident(body: dict[str, Any] | AlertGroup, **extra: Any) -> Incident:
-    group = body if isinstance(body, AlertGroup) else parse_webhook(encoded(body))
-    fields: dict[str, Any] = {
-        "id": 7,
-        "group_key": group.group_key,
-        "channel": "C1",
-        "status": IncidentStatus.FIRING,
-        "group": group,
-        "started_at": group.started_at,
-    }
-    return Incident.model_validate(fields | extra)
-
-
 def fields(message: Any) -> list[str]:
     """The key values' fields of a parent message."""
     found = [b for b in message.blocks if b["type"] == "section" and "fields" in b]
@@ -117,7 +104,7 @@ class TestAlertmanagerRule:
     def test_its_value_annotations_are_its_values(self) -> None:
         """queuebot's own Prometheus rule: the numbers its annotations give are shown as the
         reference's are, with the runner type, the priority and the team."""
-        message = Renderer().incident(incident(jobs_queueing()))
+        message = Renderer().incident(incident_of(jobs_queueing()))
         assert fields(message) == ["*Jobs queued:* 14", "*Longest wait:* 114 min"]
         assert message.text == "[P2] JobsQueueing: firing. Jobs queued: 14, Longest wait: 114 min"
         text = everything(message)
@@ -134,13 +121,13 @@ class TestAlertmanagerRule:
         older = group.model_dump(mode="json")
         older["alerts"][0]["values"] = {}
         old_row = AlertGroup.model_validate_json(json.dumps(older))
-        assert fields(Renderer().incident(incident(old_row))) == fields(
-            Renderer().incident(incident(group))
+        assert fields(Renderer().incident(incident_of(old_row))) == fields(
+            Renderer().incident(incident_of(group))
         )
 
     def test_a_change_of_an_annotated_value_is_a_reply(self) -> None:
         """14 jobs queued, then 20: the thread hears of it in the value's name."""
-        opened = incident(jobs_queueing())
+        opened = incident_of(jobs_queueing())
         later = parse_webhook(encoded(jobs_queueing(queued="20", wait="121")))
         event = decide(opened, later, AT).event
         assert event is not None and event.kind is ThreadEventKind.CHANGED
@@ -154,7 +141,7 @@ class TestAlertmanagerRule:
     )  # fmt: skip
     def test_an_annotation_that_is_not_a_number_is_no_value(self, text: str) -> None:
         """Never a value, never shown as one, never a crash."""
-        message = Renderer().incident(incident(jobs_queueing(queued=text)))
+        message = Renderer().incident(incident_of(jobs_queueing(queued=text)))
         assert fields(message) == ["*Longest wait:* 114 min"]
         assert "Jobs queued" not in everything(message)
 
@@ -169,7 +156,7 @@ class TestAlertmanagerRule:
     def test_the_values_map_wins_over_an_annotation(self) -> None:
         """A Grafana rule that has the value in its values map and an annotation of it."""
         body = grafana({"queued_jobs": 20.0}, queued_jobs="14", longest_wait_minutes="50")
-        assert fields(Renderer().incident(incident(body))) == [
+        assert fields(Renderer().incident(incident_of(body))) == [
             "*Jobs queued:* 20",
             "*Longest wait:* 50 min",
         ]
@@ -177,12 +164,12 @@ class TestAlertmanagerRule:
     def test_an_annotation_of_no_known_name_is_not_a_value(self) -> None:
         """Only names queuebot or the YAML file knows: other numeric annotations stay text."""
         body = jobs_queueing(queue_depth="7")
-        assert "Queue depth" not in everything(Renderer().incident(incident(body)))
+        assert "Queue depth" not in everything(Renderer().incident(incident_of(body)))
         named = Renderer(naming=ValueNaming.of({"queue_depth": AlertValue(name="Queue depth")}))
-        assert "*Queue depth:* 7" in fields(named.incident(incident(body)))
+        assert "*Queue depth:* 7" in fields(named.incident(incident_of(body)))
 
     def test_the_dashboard_annotation_is_the_dashboard_button(self) -> None:
-        assert buttons(Renderer().incident(incident(jobs_queueing()))) == {
+        assert buttons(Renderer().incident(incident_of(jobs_queueing()))) == {
             "Run diagnostics": None,
             "Silence…": None,
             "Open runbook": "https://example.invalid/runbooks/queue",
@@ -195,12 +182,12 @@ class TestAlertmanagerRule:
         for alert in [body["alerts"][0]]:
             del alert["annotations"]["dashboard"]
             alert["annotations"]["Dashboard_URL"] = "https://grafana.example/d/other"
-        assert buttons(Renderer().incident(incident(body)))["Dashboard"] == (
+        assert buttons(Renderer().incident(incident_of(body)))["Dashboard"] == (
             "https://grafana.example/d/other"
         )
         linked = grafana({}, dashboard=DASHBOARD)
         linked["alerts"][0]["dashboardURL"] = "https://grafana.example/d/own"
-        assert buttons(Renderer().incident(incident(linked)))["Dashboard"] == (
+        assert buttons(Renderer().incident(incident_of(linked)))["Dashboard"] == (
             "https://grafana.example/d/own"
         )
 
@@ -210,7 +197,7 @@ class TestAlertmanagerRule:
          "<!channel>", "https://evil.example/ <!here>"],
     )  # fmt: skip
     def test_an_unsafe_dashboard_annotation_is_no_button_and_no_link(self, url: str) -> None:
-        message = Renderer().incident(incident(jobs_queueing(dashboard=url)))
+        message = Renderer().incident(incident_of(jobs_queueing(dashboard=url)))
         assert "Dashboard" not in buttons(message)
         assert not MENTION_OR_LINK.search(everything(message).replace("<!date^", ""))
 
@@ -218,7 +205,7 @@ class TestAlertmanagerRule:
 class TestReference:
     def test_the_reference_alert_reads_as_before(self) -> None:
         """Its names and thresholds as ever; its condition's refId in words."""
-        message = Renderer().incident(incident(reference()))
+        message = Renderer().incident(incident_of(reference()))
         assert fields(message) == [
             "*Max queue time:* 114 min (threshold 1 min)",
             "*Max queue size:* 14 (threshold 0)",
@@ -266,7 +253,7 @@ class TestDerivedNames:
     def test_derived_names_and_units_in_the_message(self) -> None:
         """Words and units from the keys; a letter refId as written, its number unitless."""
         body = grafana({"longest_wait_minutes": 61.0, "job_time_seconds": 42.5, "B": 1.0})
-        assert fields(Renderer().incident(incident(body))) == [
+        assert fields(Renderer().incident(incident_of(body))) == [
             "*Longest wait:* 61 min",
             "*B:* 1",
             "*Job time:* 42.5 s",
@@ -282,10 +269,10 @@ class TestMapping:
 
     def test_mapped_names_are_shown_and_hidden_values_are_not(self) -> None:
         body = grafana({"B": 44.24, "C": 1.0})
-        message = Renderer(naming=self.NAMING).incident(incident(body))
+        message = Renderer(naming=self.NAMING).incident(incident_of(body))
         assert fields(message) == ["*Jobs queued:* 44.24"]
         assert "C: 1" not in message.text and "*C:*" not in everything(message)
-        assert fields(Renderer().incident(incident(body))) == ["*B:* 44.24", "*C:* 1"]
+        assert fields(Renderer().incident(incident_of(body))) == ["*B:* 44.24", "*C:* 1"]
 
     def test_a_mapped_threshold_is_shown_beside_its_value_in_its_unit(self) -> None:
         alert = parse_webhook(encoded(grafana({"wait_s": 3600.0, "wait_threshold_s": 1800.0}))).lead
@@ -332,7 +319,7 @@ class TestMapping:
         assert "Last firing values: Jobs queued: 3" in everything(renderer.thread_event(resolved))
 
     def test_the_storm_digest_uses_the_mapping(self) -> None:
-        shown = incident(grafana({"B": 3.0, "C": 1.0}))
+        shown = incident_of(grafana({"B": 3.0, "C": 1.0}))
         (page,) = Renderer(naming=self.NAMING).digest(AT, [shown])
         assert "Jobs queued: 3" in everything(page) and "C: 1" not in everything(page)
 
@@ -346,7 +333,7 @@ class TestMapping:
             }
         )
         body = grafana({"B": 3.0, "<!channel>": 1.0}, **{"<!channel>": "2"})
-        shown = incident(body)
+        shown = incident_of(body)
         renderer = Renderer(naming=naming)
         change = ValueChange(alert="<!here>", key="B", old=1.0, new=3.0)
         messages = [
@@ -366,7 +353,7 @@ class TestMapping:
 
     def test_a_hostile_value_key_from_the_alert_cannot_ping_or_link(self) -> None:
         body = grafana({"<!channel>_minutes": 3.0, "<http://x|y>": 1.0})
-        message = Renderer().incident(incident(body))
+        message = Renderer().incident(incident_of(body))
         assert "*&lt;!channel&gt;:* 3 min" in fields(message)
         assert not MENTION_OR_LINK.search(everything(message).replace("<!date^", ""))
 
@@ -400,7 +387,7 @@ def test_every_message_of_a_hostile_naming_is_one_slack_takes(
     lead["annotations"]["dashboard"] = dashboard
     naming = data.draw(_namings(list(lead["values"])[:20]))
     renderer = Renderer(naming=naming)
-    shown = incident(body)
+    shown = incident_of(body)
     links = {a.generator_url for a in shown.group.alerts}
     changes = tuple(
         ValueChange(alert=text or "a", key=key, old=1.0, new=value)
