@@ -24,14 +24,13 @@ from hypothesis import strategies as st
 
 from bot.domain.diagnosis import Cause, Evidence, Finding, Report, RunnerTypeState, Scope, Verdict
 from bot.domain.incidents import Incident, IncidentStatus, ThreadEvent, ThreadEventKind, ValueChange
-from bot.domain.notifications import parse_webhook
 from bot.domain.queue_status import Compared, FleetView, OpenIncident, QueueStatus, TypeDetail
 from bot.domain.silences import Matcher, Person, Silence
 from bot.render.renderer import Renderer
 from bot.slack import blockkit as bot
 from bot.slack.limits import MAX_TOTAL_BLOCK_CHARS
 from queuebot_lab.sandbox.slack import blockkit as sandbox
-from testkit.payloads import WEBHOOK_FIXTURES, encoded, load, reference
+from testkit.payloads import WEBHOOK_FIXTURES, incident_of, load, reference
 
 Blocks = list[dict[str, Any]]
 AT = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
@@ -87,19 +86,13 @@ def assert_agree(blocks: Any) -> None:
 
 
 def _incident(body: dict[str, Any], **extra: Any) -> Incident:
-    group = parse_webhook(encoded(body))
-    fields: dict[str, Any] = {
-        "id": 7,
-        "group_key": group.group_key,
-        "channel": "C1",
-        "status": IncidentStatus.FIRING,
-        "group": group,
-        "started_at": group.started_at,
+    """An incident whose parent is posted (its ts and permalink known)."""
+    posted = {
         "channel_id": "C1",
         "parent_ts": "1.1",
         "permalink": "https://example.slack.com/archives/C1/p11",
     }
-    return Incident.model_validate(fields | extra)
+    return incident_of(body, **(posted | extra))
 
 
 def _hostile(size: int) -> dict[str, Any]:
