@@ -168,6 +168,30 @@ async def test_job_events_become_the_alert_in_slack_and_a_healthy_fleet_posts_no
             await asyncio.sleep(2)
             assert len(stack.sandbox.messages()) == 1
             assert json.dumps(parent.blocks).count("Jobs are queueing") >= 1
+
+            # Runners take the jobs: the queue empties, the alert resolves, the message says so.
+            taken = datetime.now(UTC)
+            await send_all(
+                stack,
+                [
+                    job_delivery(
+                        "in_progress",
+                        400 + i,
+                        at - timedelta(minutes=114 - 7 * i),
+                        started=taken,
+                        labels=("self-hosted", "linux.2xlarge"),
+                    )
+                    for i in range(14)
+                ],
+            )
+
+            def resolved_parent() -> Any:
+                message = stack.sandbox.messages()[0]
+                return message if "Resolved" in stack.text(message) else None
+
+            resolved = await stack.sandbox.wait_for(resolved_parent, timeout=40)
+            assert len(stack.sandbox.messages()) == 1
+            assert "linux.2xlarge" in stack.text(resolved)
         finally:
             await prometheus.stop()
             await alertmanager.stop()
