@@ -201,7 +201,7 @@ def test_the_readmes_yaml_example_is_valid(tmp_path: Path) -> None:
     (warned,) = [
         s
         for s, text in zip(loaded, examples, strict=True)
-        if "runner_types" in text and "early_warning" in text
+        if " runner_types:" in text and "early_warning" in text
     ]
     (reported,) = [s for s, text in zip(loaded, examples, strict=True) if "Europe/London" in text]
     (post,) = reported.file.capacity_report.posts
