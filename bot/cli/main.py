@@ -7,6 +7,7 @@ import asyncio
 import gc
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,10 +16,11 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from bot import __version__
-from bot.config import ConfigError, Settings, load_settings
+from bot.config import ConfigError, Settings, load_file_config, load_settings
 from bot.domain.incidents import Incident, IncidentStatus
 from bot.domain.notifications import parse_webhook
 from bot.render.renderer import Renderer
+from bot.render.values import DEFAULT_NAMING, ValueNaming
 from bot.store import StoreError
 from bot.telemetry.logs import setup_logging
 from bot.telemetry.redaction import Redactor, known_secrets
@@ -79,7 +81,15 @@ def cmd_render(args: argparse.Namespace) -> int:
         started_at=group.started_at,
         resolved_at=group.ended_at if status is IncidentStatus.RESOLVED else None,
     )
-    message = Renderer().incident(incident)
+    naming = DEFAULT_NAMING
+    if config := os.environ.get("QUEUEBOT_CONFIG"):
+        # The YAML file's `alert_values:` names the values as the bot would.
+        try:
+            naming = ValueNaming.of(load_file_config(Path(config)).alert_values)
+        except ConfigError as exc:
+            print(f"queuebot: {exc}", file=sys.stderr)
+            return 1
+    message = Renderer(naming=naming).incident(incident)
     print(
         json.dumps({"text": message.text, "blocks": message.blocks}, indent=2, ensure_ascii=False)
     )

@@ -147,13 +147,17 @@ def test_demo_on_every_interface_warns_who_can_act_in_it() -> None:
     assert code == 0
 
 
-def _render(name: str) -> subprocess.CompletedProcess[str]:
+def _render(name: str, config: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "QUEUEBOT_CONFIG"}
+    if config is not None:
+        env["QUEUEBOT_CONFIG"] = str(config)
     return subprocess.run(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "bot", "render", str(FIXTURES / name)],
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
+        env=env,
     )
 
 
@@ -164,6 +168,25 @@ def test_render_prints_block_kit() -> None:
     message = json.loads(result.stdout)
     assert message["blocks"][0]["type"] == "header"
     assert "114 min" in json.dumps(message, ensure_ascii=False)
+
+
+def test_render_names_the_values_as_the_yaml_file_does(tmp_path: Path) -> None:
+    """With QUEUEBOT_CONFIG, `alert_values:` names and hides values as the bot would; a bad
+    file is one clear line."""
+    config = tmp_path / "queuebot.yml"
+    config.write_text(
+        "alert_values:\n  max_queue_size: {name: Jobs waiting}\n"
+        "  threshold_breached: {hide: true}\n"
+    )
+    result = _render("seed_queueing_alert_firing.json", config)
+    assert result.returncode == 0, result.stderr
+    shown = json.dumps(json.loads(result.stdout), ensure_ascii=False)
+    assert "Jobs waiting:* 14" in shown and "Max queue size" not in shown
+    assert "Threshold breached" not in shown
+    config.write_text("alert_values:\n  B: {nmae: x}\n")
+    result = _render("seed_queueing_alert_firing.json", config)
+    assert result.returncode == 1
+    assert "QUEUEBOT_CONFIG" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_render_refuses_a_non_webhook() -> None:
