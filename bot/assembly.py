@@ -114,7 +114,8 @@ def build_services(
 ) -> Services:
     """Every service on the store and the outbound clients; Slack's listeners registered and
     the web edges (`bot.web.routes.EDGES`) set."""
-    renderer = Renderer(naming=ValueNaming.of(settings.file.alert_values))
+    naming = ValueNaming.of(settings.file.alert_values)
+    renderer = Renderer(naming=naming)
     slack = SlackGateway(client, metrics)
     timings = settings.timings
     prometheus = prometheus_client_for(settings, out.session)
@@ -254,7 +255,7 @@ def build_services(
     )
     app[EDGES] = Edges(
         store=store,
-        webhook=WebhookHandler(service, auth, metrics, clock),
+        webhook=WebhookHandler(service, auth, metrics, clock, value_keys=naming.annotated),
         github=GitHubWebhook(
             store,
             settings.github_webhook_secret,

@@ -8,6 +8,7 @@ https://prometheus.io/docs/alerting/latest/configuration/#webhook_config). Both 
 
 from __future__ import annotations
 
+from collections.abc import Container
 from datetime import UTC, datetime
 from typing import Annotated, Literal, TypeVar
 
@@ -131,8 +132,11 @@ def _in_range(value: datetime | None) -> bool:
     return True
 
 
-def to_alert_group(body: GrafanaWebhook | AlertmanagerWebhook) -> AlertGroup:
-    """The domain view of a parsed webhook body."""
+def to_alert_group(
+    body: GrafanaWebhook | AlertmanagerWebhook, value_keys: Container[str] = NAMED_VALUE_KEYS
+) -> AlertGroup:
+    """The domain view of a parsed webhook body; an annotation under one of `value_keys` whose
+    text is a number is one of its alert's values."""
     alerts = []
     for index, raw in enumerate(body.alerts):
         extra = raw if isinstance(raw, GrafanaWebhookAlert) else None
@@ -157,7 +161,7 @@ def to_alert_group(body: GrafanaWebhook | AlertmanagerWebhook) -> AlertGroup:
                 rule_uid=rule_uid_of(extra.ruleUID if extra else "", raw.generatorURL, raw.labels),
                 # Alertmanager has no values map: a rule gives them as annotations.
                 values=with_annotated_values(
-                    (extra.values or {}) if extra else {}, raw.annotations, NAMED_VALUE_KEYS
+                    (extra.values or {}) if extra else {}, raw.annotations, value_keys
                 ),
             )
         )
@@ -175,8 +179,9 @@ def to_alert_group(body: GrafanaWebhook | AlertmanagerWebhook) -> AlertGroup:
     )
 
 
-def parse_webhook(raw: bytes) -> AlertGroup:
-    """Parse a webhook body; raises pydantic.ValidationError, or TimeOutOfRange, when
+def parse_webhook(raw: bytes, value_keys: Container[str] = NAMED_VALUE_KEYS) -> AlertGroup:
+    """Parse a webhook body (`value_keys`: the values' names its annotations may give, the
+    YAML file's among them); raises pydantic.ValidationError, or TimeOutOfRange, when
     malformed. A group of thousands of alerts takes a while: callers on the event loop run it
     in a thread."""
-    return to_alert_group(WEBHOOK_ADAPTER.validate_json(raw))
+    return to_alert_group(WEBHOOK_ADAPTER.validate_json(raw), value_keys)

@@ -132,6 +132,11 @@ class ValueNaming:
         return cls(known)
 
     @property
+    def annotated(self) -> frozenset[str]:
+        """The names under which an annotation's number is one of the alert's values."""
+        return self._annotated
+
+    @property
     def known(self) -> Mapping[str, KnownValue]:
         """The values named by queuebot or the YAML file, in the order they are shown."""
         return self._known

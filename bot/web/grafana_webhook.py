@@ -21,6 +21,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import SecretStr, ValidationError
 
+from bot.domain.alerts import NAMED_VALUE_KEYS
 from bot.domain.clock import SYSTEM, Clock
 from bot.domain.notifications import TimeOutOfRange, parse_webhook
 from bot.incidents.service import IncidentService
@@ -137,11 +138,15 @@ class WebhookHandler:
         auth: WebhookAuth,
         metrics: Metrics,
         clock: Clock = SYSTEM,
+        value_keys: frozenset[str] = NAMED_VALUE_KEYS,
     ) -> None:
+        """`value_keys`: the names under which an annotation's number is a value (queuebot's
+        own and the YAML file's `alert_values:`), so that a change of one is seen."""
         self._service = service
         self._auth = auth
         self._metrics = metrics
         self._clock = clock
+        self._value_keys = value_keys
 
     async def __call__(self, request: web.Request) -> web.Response:
         response = await self._answer(request)
@@ -173,7 +178,7 @@ class WebhookHandler:
             )
         try:
             # A group of thousands of alerts takes a while to parse: not on the event loop.
-            group = await asyncio.to_thread(parse_webhook, body)
+            group = await asyncio.to_thread(parse_webhook, body, self._value_keys)
         except ValidationError as exc:
             details = [
                 {"field": ".".join(str(p) for p in err["loc"]), "problem": err["msg"]}

@@ -88,6 +88,25 @@ class TestThread:
             assert len(stack.sandbox.calls("chat.postMessage")) == 1
             assert stack.sandbox.calls("chat.update") == []
 
+    async def test_a_value_named_in_the_yaml_file_changes_in_a_reply(self, tmp_path: Path) -> None:
+        """An Alertmanager rule's value annotation named only in `alert_values:` is a value
+        from the first notification on: shown, and its move said in a reply."""
+        config = tmp_path / "queuebot.yml"
+        config.write_text("alert_values:\n  depth: {name: Jobs waiting}\n")
+
+        def body(depth: str) -> dict[str, object]:
+            sent = load("alertmanager_0.25_webhook_v4_firing.json")
+            sent["alerts"][0]["annotations"]["depth"] = depth
+            return sent
+
+        async with running_stack(tmp_path / "bot", QUEUEBOT_CONFIG=str(config)) as stack:
+            await stack.webhook(body("3"))
+            (parent,) = await stack.parents(1)
+            assert "*Jobs waiting:* 3" in stack.text(parent)
+            await stack.webhook(body("9"))
+            (reply,) = await stack.replies(parent, 1)
+            assert "Jobs waiting: 3 → 9" in reply.text + str(reply.blocks)
+
     async def test_changed_values_reply_and_edit(self, tmp_path: Path) -> None:
         """Moved values: one reply saying what changed, and the parent shows the new values."""
         async with running_stack(tmp_path) as stack:
