@@ -21,16 +21,12 @@ from pydantic import (
 from bot.capacity.settings import CapacitySettings
 from bot.config.words import ConfigError
 from bot.config.words import problems as _problems
+from bot.domain.alerts import TEXT_ANNOTATIONS
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.fleet.sources.querypack import QueryPack
 from bot.forecast.settings import EarlyWarning
 from bot.incidents.routing import Route
 from bot.silencing.permissions import FleetWideViewers, SilencePolicy
-
-#: Annotations queuebot shows as text or links (`bot.domain.alerts`): never a value's key.
-TEXT_ANNOTATIONS = frozenset(
-    {"summary", "description", "runbook_url", "dashboard", "dashboard_url", "priority", "team"}
-)
 
 
 def _value_key(key: str) -> str:

@@ -41,6 +41,11 @@ NAMED_VALUE_KEYS = frozenset(
 )
 #: The annotations that may name an alert's dashboard (after Grafana's own dashboardURL).
 DASHBOARD_KEYS = ("dashboard", "dashboard_url")
+#: The fields queuebot shows as text or links (`AlertGroup.field`'s names, the runbook and the
+#: dashboard), any case: never one of an alert's values.
+TEXT_ANNOTATIONS = frozenset(
+    {"summary", "description", "runbook_url", "priority", "team", *DASHBOARD_KEYS}
+)
 #: A number as a rule's template writes one ("14", "113.5", "-2", "1.2e+03"), in ASCII digits
 #: and no longer than this: Python's own `float()` would also take "nan", "inf", "1_000" and
 #: other scripts' digits.

@@ -15,8 +15,7 @@ values than that and a type never moves from one series to another.
 
 from __future__ import annotations
 
-import asyncio
-import logging
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,13 +29,11 @@ from prometheus_client.metrics_core import Metric
 
 from bot.domain.clock import SYSTEM, Clock
 from bot.domain.jobs import QUEUE_TIME_BUCKETS
-from bot.fleet.sources.github_runners import GitHubError, GitHubRunnersClient
+from bot.fleet.sources.github_runners import GitHubRunnersClient
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.fleet.sources.runner_supply import RunnerFleet
-from bot.store import FleetTotals, QueueCount, Store
+from bot.store import FleetTotals, QueueCount, Store, bucket_part
 from bot.telemetry.metrics import FLEET
-
-log = logging.getLogger(__name__)
 
 #: The label value of the runner types past the limit.
 OTHER = "other"
@@ -125,9 +122,9 @@ def total_families(totals: FleetTotals, names: Naming, config: JobsConfig) -> li
     for kind in exported:
         buckets, running = [], 0.0
         for bound in QUEUE_TIME_BUCKETS:
-            running += summed.get((kind, "queue_seconds", f"{bound:g}"), 0.0)
+            running += summed.get((kind, "queue_seconds", bucket_part(bound)), 0.0)
             buckets.append((repr(bound), running))  # 10.0, as prometheus_client writes it
-        running += summed.get((kind, "queue_seconds", "+Inf"), 0.0)
+        running += summed.get((kind, "queue_seconds", bucket_part(math.inf)), 0.0)
         buckets.append(("+Inf", running))
         histogram.add_metric([kind], buckets, summed.get((kind, "queue_seconds", "sum"), 0.0))
     families.append(histogram)
@@ -168,7 +165,6 @@ class FleetExport:
         self._config = config
         self._runners = runners
         self._clock = clock
-        self._listing: asyncio.Task[RunnerFleet] | None = None
 
     async def families(self) -> list[Metric]:
         """The fleet's families now (StoreError when the store cannot be read)."""
@@ -181,27 +177,8 @@ class FleetExport:
         names = naming(totals, config)
         families = queue_families(counts, names, config, now)
         families += total_families(totals, names, config)
-        fleet = self._runner_fleet()
+        # GitHub's latest answer, never waited for (an old one starts the next listing).
+        fleet = self._runners.latest() if self._runners is not None else None
         if fleet is not None:
             families += runner_families(fleet, names, config)
         return families
-
-    def _runner_fleet(self) -> RunnerFleet | None:
-        """GitHub's latest answer, never waited for: a scrape that finds it old starts a new
-        listing for the next one (the client shares one listing and keeps to GitHub's limits)."""
-        if self._runners is None:
-            return None
-        if self._listing is None or self._listing.done():
-            self._listing = asyncio.create_task(self._runners.fleet(), name="runners-for-metrics")
-            self._listing.add_done_callback(_settled)
-        return self._runners.last
-
-
-def _settled(task: asyncio.Task[RunnerFleet]) -> None:
-    if task.cancelled():
-        return
-    error = task.exception()
-    if isinstance(error, GitHubError):
-        log.debug("/metrics without fresh runners: %s", error)
-    elif error is not None:
-        log.warning("/metrics could not list GitHub's runners: %r", error)

@@ -29,6 +29,7 @@ from bot.store.records import (
     ReportRecord,
     StoreError,
     UnfinishedDiagnosis,
+    bucket_part,
 )
 from bot.store.sqlite import SQLiteStore
 
@@ -68,6 +69,7 @@ __all__ = [
     "StoreError",
     "Transaction",
     "UnfinishedDiagnosis",
+    "bucket_part",
     "is_server",
     "open_store",
 ]

@@ -9,38 +9,36 @@ waits for a runner (not held for an approval), `started` and the queue time's hi
 twice or out of order add nothing twice: what is added is the difference between what the
 job's row knew and what it knows now.
 
-The store counts at most `MAX_COUNTED_TYPES` runner types under their own name (a fleet has tens; a
-bad rule for `jobs.runner_type` could make one a job), the first seen first; the rest are
-counted together under `OVERFLOW`. Two replicas registering the last free places at once may
-each take one: the cap is a bound on the table's size, not an exact count.
+The store counts at most `MAX_COUNTED_TYPES` runner types under their own name (a fleet has
+tens; a bad rule for `jobs.runner_type` could make one a job), in the order they were
+registered (`seq`); the rest are counted together under `OVERFLOW`. Registrations are one at a
+time (SQLite has one writer; PostgreSQL's take a lock, `register`), so a type seen later always
+comes later, and `/metrics`, naming the first few, never moves a type from one series to
+another. Reads take the totals before the types: every total then has its type at hand.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from bot.domain.jobs import CONCLUSIONS, MAX_LABEL, QUEUE_TIME_BUCKETS, JobAction, JobEvent
+from bot.store.records import FleetTotals, bucket_part
 
 #: Runner types counted under their own name, at most.
 MAX_COUNTED_TYPES = 1000
 #: The name the types past `MAX_COUNTED_TYPES` are counted under, with those whose name is
 #: empty or longer than a label may be (a job kept from before labels were bounded).
 OVERFLOW = ""
-#: A histogram bucket's part for waits longer than the last bound.
-INF = "+Inf"
 
 Key = tuple[str, str, str]  # (runner type, what, part)
 
-#: The known types, first seen first.
-REGISTERED_TYPES = "SELECT runner_type FROM fleet_types ORDER BY first_at, runner_type"
-TYPE_COUNT = "SELECT COUNT(*) FROM fleet_types"
-ADD_TYPE = (
-    "INSERT INTO fleet_types (runner_type, first_at) VALUES (?, ?)"
-    " ON CONFLICT (runner_type) DO NOTHING"
-)
+#: The known types, in the order they were registered.
+REGISTERED_TYPES = "SELECT runner_type FROM fleet_types ORDER BY seq"
+ADD_TYPE = "INSERT INTO fleet_types (runner_type) VALUES (?) ON CONFLICT (runner_type) DO NOTHING"
 TOTALS = "SELECT runner_type, metric, part, value FROM fleet_totals"
 ADD_TOTAL = (
     "INSERT INTO fleet_totals (runner_type, metric, part, value) VALUES (?, ?, ?, ?)"
@@ -52,7 +50,7 @@ ADD_TOTAL = (
 def bucket(wait: float) -> str:
     """The histogram bucket a wait of `wait` seconds falls in: its upper bound, as written."""
     index = bisect.bisect_left(QUEUE_TIME_BUCKETS, wait)
-    return INF if index == len(QUEUE_TIME_BUCKETS) else f"{QUEUE_TIME_BUCKETS[index]:g}"
+    return bucket_part(QUEUE_TIME_BUCKETS[index] if index < len(QUEUE_TIME_BUCKETS) else math.inf)
 
 
 def added(known: Any, row: tuple[Any, ...]) -> list[tuple[str, str, float]]:
@@ -107,25 +105,43 @@ Fetch = Callable[[str], Awaitable[Iterable[Any]]]
 WriteMany = Callable[[str, list[tuple[Any, ...]]], Awaitable[object]]
 
 
+async def _no_lock() -> None:
+    return None
+
+
 async def write_tally(
-    fetch: Fetch, write_many: WriteMany, tally: Tally, known: set[str]
+    fetch: Fetch,
+    write_many: WriteMany,
+    tally: Tally,
+    known: set[str],
+    register: Callable[[], Awaitable[None]] = _no_lock,
 ) -> set[str]:
     """Add the lot's totals in the caller's transaction (`fetch` and `write_many` run one
-    statement of `?` placeholders), registering the types it brings while there is room;
-    the types counted under their own name. `known` are types registered before (a type, once
+    statement of `?` placeholders), registering the types it brings while there is room (after
+    `register`, which holds other registrations off until the transaction ends); the types
+    counted under their own name. `known` are types registered before (a type, once
     registered, stays)."""
     own = {name for name in tally.types if name in known}
     new = [name for name in tally.types if name not in known and name != OVERFLOW]
     if new:
+        await register()
         registered = {row[0] for row in await fetch(REGISTERED_TYPES)}
         own |= registered.intersection(new)
         missing = sorted((tally.types[n], n) for n in new if n not in registered)
         room = max(MAX_COUNTED_TYPES - len(registered), 0)
         taken = missing[:room]
         if taken:
-            await write_many(ADD_TYPE, [(name, first) for first, name in taken])
+            await write_many(ADD_TYPE, [(name,) for _, name in taken])
             own |= {name for _, name in taken}
     rows = tally.rows(own)
     if rows:
         await write_many(ADD_TOTAL, list(rows))
     return own
+
+
+def totals_record(totals: Iterable[Any], types: Iterable[Any]) -> FleetTotals:
+    """The record of the rows of `TOTALS` and, read after them, of `REGISTERED_TYPES`."""
+    return FleetTotals(
+        types=tuple(row[0] for row in types),
+        totals=tuple((row[0], row[1], row[2], float(row[3])) for row in totals),
+    )

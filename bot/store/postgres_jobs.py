@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.domain.jobs import JobEvent
-from bot.store.fleet_totals_sql import REGISTERED_TYPES, TOTALS, Tally, write_tally
+from bot.store.fleet_totals_sql import REGISTERED_TYPES, TOTALS, Tally, totals_record, write_tally
 from bot.store.postgres_db import changed
 from bot.store.postgres_schema import Lock
 from bot.store.records import FleetTotals, JobActivity, JobRow, Pruned, QueueCount, QueuedJob
@@ -73,13 +73,9 @@ async def queued_counts_at(
 
 
 async def totals_of_fleet(conn: Connection) -> FleetTotals:
-    """The fleet's totals (`bot.store.fleet_totals_sql`), read in one transaction."""
-    types = await conn.fetch(REGISTERED_TYPES)
+    """The fleet's totals (`bot.store.fleet_totals_sql`)."""
     totals = await conn.fetch(TOTALS)
-    return FleetTotals(
-        types=tuple(row[0] for row in types),
-        totals=tuple((row[0], row[1], row[2], float(row[3])) for row in totals),
-    )
+    return totals_record(totals, await conn.fetch(REGISTERED_TYPES))
 
 
 async def window_activity(conn: Connection, since: float, until: float) -> JobActivity:
@@ -162,4 +158,8 @@ async def record_deliveries(
     async def write_many(sql: str, rows: list[tuple[object, ...]]) -> None:
         await conn.executemany(numbered(sql), rows)
 
-    return new, await write_tally(fetch, write_many, tally, fleet_types)
+    async def register() -> None:
+        # Registrations commit in the order they take their places (`fleet_totals_sql`).
+        await conn.execute("SELECT pg_advisory_xact_lock($1, 0)", int(Lock.FLEET_TYPES))
+
+    return new, await write_tally(fetch, write_many, tally, fleet_types, register)

@@ -37,6 +37,8 @@ class Lock(IntEnum):
     DIGEST_CHANNEL = 0x51420003
     #: Held while a delivery is merged into a job's row.
     JOB = 0x51420004
+    #: Held while a transaction registers runner types for the fleet's totals.
+    FLEET_TYPES = 0x51420005
 
 
 async def migrate(conn: Connection) -> None:

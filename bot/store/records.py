@@ -5,6 +5,7 @@ heads-ups before the alert and scheduled capacity reports. And the store's one e
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -166,8 +167,15 @@ class FleetTotals:
 
     #: The runner types counted under their own name, the first seen first.
     types: tuple[str, ...]
-    #: (runner type, what, part, total): `OVERFLOW` for the types past the store's cap.
+    #: (runner type, what, part, total): `OVERFLOW` for the types past the store's cap; a
+    #: histogram's buckets have `bucket_part`s, and its sum the part `sum`.
     totals: tuple[tuple[str, str, str, float], ...]
+
+
+def bucket_part(bound: float) -> str:
+    """A histogram bucket's part in `FleetTotals.totals`: its upper bound as written (`60`),
+    `+Inf` for the last."""
+    return "+Inf" if math.isinf(bound) else f"{bound:g}"
 
 
 class JobRow(NamedTuple):

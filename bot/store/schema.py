@@ -276,13 +276,14 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX notifications_content ON notifications (group_key, content_key, received_at)
     """,
     # The fleet's totals since the store began (`bot.store.fleet_totals_sql`), which /metrics
-    # exports; a total is a count or seconds. The runner types of the jobs already kept are
-    # registered first seen first, and their totals start from nothing.
+    # exports; a total is a count or seconds. A runner type's `seq` is its place in the order
+    # types were registered; those of the jobs already kept are registered first, the first
+    # seen first, and their totals start from nothing.
     """
     CREATE TABLE fleet_types (
-        runner_type TEXT PRIMARY KEY,
-        first_at {seconds} NOT NULL
-    ){without_rowid};
+        seq {key},
+        runner_type TEXT NOT NULL UNIQUE
+    );
     CREATE TABLE fleet_totals (
         runner_type TEXT NOT NULL,
         metric TEXT NOT NULL,
@@ -290,8 +291,8 @@ MIGRATIONS: tuple[str, ...] = (
         value {seconds} NOT NULL,
         PRIMARY KEY (runner_type, metric, part)
     ){without_rowid};
-    INSERT INTO fleet_types (runner_type, first_at)
-        SELECT runner_type, MIN(created_at) FROM jobs
+    INSERT INTO fleet_types (runner_type)
+        SELECT runner_type FROM jobs
         WHERE runner_type != '' AND LENGTH(runner_type) <= 256
         GROUP BY runner_type ORDER BY MIN(created_at), runner_type LIMIT 1000
     """,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import aiosqlite
 
 from bot.domain.jobs import JobEvent
-from bot.store.fleet_totals_sql import REGISTERED_TYPES, TOTALS, Tally, write_tally
+from bot.store.fleet_totals_sql import REGISTERED_TYPES, TOTALS, Tally, totals_record, write_tally
 from bot.store.records import FleetTotals, JobActivity, JobRow, QueueCount, QueuedJob
 from bot.store.shared_sql import (
     ARRIVALS,
@@ -111,12 +111,8 @@ async def count_queued_at(
 
 async def read_fleet_totals(db: aiosqlite.Connection) -> FleetTotals:
     """The fleet's totals (`bot.store.fleet_totals_sql`)."""
-    types = await db.execute_fetchall(REGISTERED_TYPES)
     totals = await db.execute_fetchall(TOTALS)
-    return FleetTotals(
-        types=tuple(row[0] for row in types),
-        totals=tuple((row[0], row[1], row[2], float(row[3])) for row in totals),
-    )
+    return totals_record(totals, await db.execute_fetchall(REGISTERED_TYPES))
 
 
 async def activity(db: aiosqlite.Connection, since: float, until: float) -> JobActivity:

@@ -107,7 +107,7 @@ async def evaluated(prometheus: LoopPrometheus, expr: str, count: int) -> None:
     await asyncio.sleep(count * 1.0 + 0.5)
 
 
-def values_of(stack: Stack, text: str) -> dict[str, str]:
+def values_of(text: str) -> dict[str, str]:
     """The message's "*Name:* value" pairs."""
     return dict(re.findall(r"\*([A-Z][a-z ]+):\* ([0-9]+(?: min)?)", text))
 
@@ -160,7 +160,7 @@ async def test_job_events_become_the_alert_in_slack_and_a_healthy_fleet_posts_no
             text = stack.text(parent)
             assert "linux.2xlarge" in text
             assert "linux.4xlarge" not in text and "linux.12xlarge" not in text
-            assert values_of(stack, text) == {"Jobs queued": "14", "Longest wait": "114 min"}
+            assert values_of(text) == {"Jobs queued": "14", "Longest wait": "114 min"}
             assert "P2" in text
             firing = await prometheus.query("ALERTS")
             assert [a["metric"]["runner_type"] for a in firing] == ["linux.2xlarge"]

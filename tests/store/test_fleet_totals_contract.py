@@ -106,6 +106,26 @@ async def test_types_past_the_cap_are_counted_together(
     }
 
 
+async def test_a_type_seen_later_comes_later_whenever_its_jobs_were_created(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A type is placed by when it was registered, not by its jobs' times: a late delivery of
+    an old job never puts its type before those already counted (on /metrics it would take
+    their series)."""
+    monkeypatch.setattr(totals_sql, "MAX_COUNTED_TYPES", 3)
+    keep = NOW + DAY
+    await store.record_job(other(1, "first", JobAction.QUEUED, minutes=0), "a", keep)
+    await store.record_job(other(2, "second", JobAction.QUEUED, minutes=-600), "b", keep)
+    lot = [
+        (other(3, "zeta", JobAction.QUEUED, minutes=-30), "c"),
+        (other(4, "alpha", JobAction.QUEUED, minutes=-20), "d"),
+        (other(5, "beyond", JobAction.QUEUED, minutes=-900), "e"),
+    ]
+    await store.record_jobs(lot, keep)
+    # One lot's new types in the order of their first jobs, as far as there is room.
+    assert (await store.fleet_totals()).types == ("first", "second", "beyond")
+
+
 async def test_a_store_with_jobs_registers_their_types_when_it_migrates(
     tmp_path: Path, clock: Clock
 ) -> None:

@@ -6,6 +6,7 @@ runners per type."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,7 @@ async def test_runners_per_type_from_githubs_list(tmp_path: Path) -> None:
             for _ in range(100):  # the first scrape starts the listing; a later one has it
                 if per_type(samples, "queuebot_runners_online"):
                     break
+                await asyncio.sleep(0.05)
                 samples = await scrape(stack.url)
     finally:
         await github.stop()

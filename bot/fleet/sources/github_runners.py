@@ -41,12 +41,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -55,6 +53,7 @@ import aiohttp
 from bot import __version__
 from bot.domain.clock import SYSTEM, Clock
 from bot.fleet.sources.github_access import RunnerScope, denied_message, not_found_message
+from bot.fleet.sources.github_budget import RateBudget
 from bot.fleet.sources.runner_supply import RunnerFleet, SelfHostedRunner, parse_runners
 from bot.telemetry.redaction import host_of
 
@@ -66,10 +65,6 @@ RUNNERS_TTL_SECONDS = 60.0
 #: 100 pages of 100: ten thousand runners, more than PyTorch's whole fleet at its peak.
 MAX_RUNNER_PAGES = 100
 FAILURE_HOLD_SECONDS = 15.0
-#: GitHub: after a secondary limit without Retry-After, "wait for at least one minute", then
-#: "an exponentially increasing amount of time" while it persists.
-SECONDARY_WAIT = timedelta(minutes=1)
-MAX_SECONDARY_WAIT = timedelta(minutes=16)
 _PER_PAGE = 100
 _LINK = re.compile(r'<([^>]*)>\s*;\s*rel="([^"]*)"')
 
@@ -115,73 +110,8 @@ class GitHubRejected(GitHubError):
     pass
 
 
-def _number(headers: Mapping[str, str], name: str) -> int | None:
-    try:
-        return int(headers.get(name, ""))
-    except ValueError:
-        return None
-
-
-def _retry_after(headers: Mapping[str, str], now: datetime) -> datetime | None:
-    raw = headers.get("Retry-After", "").strip()
-    if raw.isdigit():
-        return now + timedelta(seconds=int(raw))
-    try:
-        return parsedate_to_datetime(raw).astimezone(UTC) if raw else None
-    except (TypeError, ValueError):
-        return None
-
-
 def _clock_time(moment: datetime) -> str:
     return f"{moment.astimezone(UTC):%H:%M:%S} UTC"
-
-
-@dataclass
-class _Budget:
-    """What GitHub's answers said of the token's rate limit, and any pause it asked for."""
-
-    limit: int | None = None
-    remaining: int | None = None
-    reset: datetime | None = None
-    paused_until: datetime | None = None
-    pause_reason: str = ""
-    strikes: int = 0
-
-    def note(self, headers: Mapping[str, str]) -> None:
-        remaining, reset = _number(headers, "X-RateLimit-Remaining"), None
-        if (epoch := _number(headers, "X-RateLimit-Reset")) is not None:
-            reset = datetime.fromtimestamp(epoch, UTC)
-        if remaining is not None and reset is not None:
-            self.limit = _number(headers, "X-RateLimit-Limit")
-            self.remaining, self.reset = remaining, reset
-
-    def pause(self, headers: Mapping[str, str], message: str, now: datetime) -> datetime:
-        """A rate-limited answer: when GitHub may be asked again, as its docs say to wait."""
-        if (until := _retry_after(headers, now)) is not None:
-            why = f"GitHub asked for a pause ({message})"
-        elif self.remaining == 0 and self.reset is not None and self.reset > now:
-            until, why = self.reset, f"GITHUB_TOKEN's hourly budget is spent ({message})"
-        else:
-            wait = min(SECONDARY_WAIT * 2**self.strikes, MAX_SECONDARY_WAIT)
-            until, why = now + wait, f"GitHub's secondary rate limit ({message})"
-        self.strikes += 1
-        self.paused_until, self.pause_reason = until, why
-        return until
-
-    def wait(self, now: datetime, needed: int) -> tuple[datetime, str] | None:
-        """Until when, and why, no listing of `needed` pages may start now; None if it may."""
-        if self.paused_until is not None and now < self.paused_until:
-            return self.paused_until, self.pause_reason
-        if self.remaining is None or self.reset is None or now >= self.reset:
-            return None
-        kept = math.ceil((self.limit or 0) / 20)
-        if self.remaining >= needed + kept:
-            return None
-        of = f" of {self.limit}" if self.limit else ""
-        return self.reset, (
-            f"GITHUB_TOKEN has {self.remaining}{of} requests left this hour; a listing takes"
-            f" {needed} and {kept} are left to the token's other users"
-        )
 
 
 class GitHubRunnersClient:
@@ -219,7 +149,7 @@ class GitHubRunnersClient:
         self._max_pages = max_pages
         self._failure_hold = timedelta(seconds=failure_hold)
         self._clock = clock
-        self._budget = _Budget()
+        self._budget = RateBudget()
         self._cached: RunnerFleet | None = None
         self._failure: tuple[GitHubError, datetime] | None = None
         self._pages_needed = 1
@@ -229,23 +159,44 @@ class GitHubRunnersClient:
         """The scope's runners: the cached answer while it is fresh, else one new listing
         shared by every caller meanwhile. Raises a GitHubError (see the module docstring)."""
         now = self._clock.now()
-        cached = self._cached
-        if cached is not None and timedelta(0) <= now - cached.fetched_at < self._ttl:
-            return cached
+        if self._cached is not None and self._fresh(now):
+            return self._cached
         if self._inflight is None:
-            if self._failure is not None and now - self._failure[1] < self._failure_hold:
+            if self._failure is not None and self._held(now):
                 raise self._failure[0].with_traceback(None)
             if (wait := self._budget.wait(now, self._pages_needed)) is not None:
                 return self._stale_or_raise(*wait)
-            self._inflight = asyncio.create_task(self._refresh(), name="github-runners")
-            self._inflight.add_done_callback(self._settled)
+            self._begin()
+        assert self._inflight is not None
         # A caller that gives up does not cancel the listing the others wait for.
         return await asyncio.shield(self._inflight)
 
-    @property
-    def last(self) -> RunnerFleet | None:
-        """The latest answer had, however old; None before the first."""
+    def latest(self) -> RunnerFleet | None:
+        """The latest answer had, however old (None before the first), never waited for: when
+        it is no longer fresh, a new listing starts for the next caller, as `fleet` would start
+        one (not while a failure is held, nor past the rate budget)."""
+        now = self._clock.now()
+        if (
+            not self._fresh(now)
+            and self._inflight is None
+            and not self._held(now)
+            and self._budget.wait(now, self._pages_needed) is None
+        ):
+            self._begin()
         return self._cached
+
+    def _fresh(self, now: datetime) -> bool:
+        """Whether the cached answer is young enough to give without asking GitHub."""
+        cached = self._cached
+        return cached is not None and timedelta(0) <= now - cached.fetched_at < self._ttl
+
+    def _held(self, now: datetime) -> bool:
+        """Whether GitHub's last failure is still given instead of asking again."""
+        return self._failure is not None and now - self._failure[1] < self._failure_hold
+
+    def _begin(self) -> None:
+        self._inflight = asyncio.create_task(self._refresh(), name="github-runners")
+        self._inflight.add_done_callback(self._settled)
 
     async def close(self) -> None:
         """Cancel a listing under way (the app is stopping)."""
