@@ -44,6 +44,8 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from queuebot_lab.sandbox.github_actions import ActionsHistory, add_history_routes
+from queuebot_lab.sandbox.github_actions import github_error as _error
 from queuebot_lab.sandbox.serving import serve
 
 _DOCS = "https://docs.github.com/rest/actions/self-hosted-runners#list-self-hosted-runners-for-"
@@ -127,6 +129,8 @@ class GitHubSandbox:
         #: The token's budget in the current hour (None until the first request opens one).
         self.remaining: int | None = None
         self.reset_at: datetime | None = None
+        #: The organization's repositories, their workflow runs and jobs.
+        self.history = ActionsHistory()
         self._faults: list[_Fault] = []
         self._label_ids: dict[str, int] = {}
         self._unauthenticated = 0
@@ -242,7 +246,9 @@ class GitHubSandbox:
             return "enterprise", f"/enterprises/{self.enterprise}{rest}"
         return None
 
-    def _answer(self, request: web.Request) -> web.Response:
+    def gate(self, request: web.Request) -> dict[str, str] | web.Response:
+        """The checks every request meets first: the token, the budget, a fault set up; the
+        answer's headers when it passes, else the refusal."""
         now = self.clock()
         scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() not in ("bearer", "token") or credential != self.token:
@@ -264,6 +270,12 @@ class GitHubSandbox:
             if fault.retry_after is not None:
                 headers["Retry-After"] = str(fault.retry_after)
             return _error(fault.status, fault.message, _RATE_DOCS, headers)
+        return headers
+
+    def _answer(self, request: web.Request) -> web.Response:
+        headers = self.gate(request)
+        if isinstance(headers, web.Response):
+            return headers
         if (scope := self._scope(request)) is None:
             return _error(404, "Not Found", "https://docs.github.com/rest", headers)
         kind, linked = scope
@@ -279,15 +291,31 @@ class GitHubSandbox:
         return self._page(request, linked, headers)
 
     def _page(self, request: web.Request, linked: str, headers: dict[str, str]) -> web.Response:
+        listed: list[SandboxRunner | dict[str, Any]] = list(self.runners)
+        if name := request.query.get("name"):
+            listed = [r for r in listed if self._runner_json(r).get("name") == name]
+        shown, total = self.page(request, listed, linked, headers)
+        body = {"total_count": total, "runners": [self._runner_json(r) for r in shown]}
+        return web.json_response(body, headers=headers, content_type="application/json")
+
+    def page(
+        self,
+        request: web.Request,
+        listed: Sequence[Any],
+        linked: str,
+        headers: dict[str, str],
+        reachable: int | None = None,
+    ) -> tuple[list[Any], int]:
+        """The request's page of `listed` and the list's length, its `Link` header added to
+        `headers`; only the first `reachable` items are served (GitHub's cap on a search)."""
+
         def number(name: str, default: int) -> int:
             raw = request.query.get(name, "")
             return int(raw) if raw.isdigit() and int(raw) > 0 else default
 
         per_page, page = min(number("per_page", 30), 100), number("page", 1)
-        listed: list[SandboxRunner | dict[str, Any]] = list(self.runners)
-        if name := request.query.get("name"):
-            listed = [r for r in listed if self._runner_json(r).get("name") == name]
-        last = max(1, math.ceil(len(listed) / per_page))
+        served = listed if reachable is None else listed[:reachable]
+        last = max(1, math.ceil(len(served) / per_page))
         kept = [(k, v) for k, v in request.query.items() if k != "page"]
         base = f"{request.url.origin()}{self.api_prefix}{linked}"
 
@@ -301,9 +329,7 @@ class GitHubSandbox:
             links.append(link(1, "first"))
         if links:
             headers["Link"] = ", ".join(links)
-        shown = [self._runner_json(r) for r in listed[(page - 1) * per_page :][:per_page]]
-        body = {"total_count": len(listed), "runners": shown}
-        return web.json_response(body, headers=headers, content_type="application/json")
+        return list(served[(page - 1) * per_page :][:per_page]), len(listed)
 
     @web.middleware
     async def _record(
@@ -334,6 +360,7 @@ class GitHubSandbox:
             "/enterprises/{enterprise}",
         ):
             app.router.add_get(f"{prefix}{path}/actions/runners", runners)
+        add_history_routes(app, self)
         app.router.add_route("*", "/{tail:.*}", unknown)
         return app
 
@@ -362,10 +389,3 @@ class GitHubSandbox:
         if self._url is None:
             raise RuntimeError("the GitHub sandbox is not serving: call start() first")
         return f"{self._url}{self.api_prefix}"
-
-
-def _error(
-    status: int, message: str, documentation_url: str, headers: dict[str, str]
-) -> web.Response:
-    body = {"message": message, "documentation_url": documentation_url, "status": str(status)}
-    return web.json_response(body, status=status, headers=headers)
