@@ -103,6 +103,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     return asyncio.run(run_check(load_settings(for_serve=True)))
 
 
+def cmd_backfill(args: argparse.Namespace) -> int:
+    """Read the jobs GitHub still has into the store."""
+    from bot.cli.backfill import run_backfill
+
+    settings = load_settings()
+    _setup_logging(args.verbose, settings)
+    return asyncio.run(run_backfill(settings, days=args.days, max_requests=args.max_requests))
+
+
 #: What `queuebot demo` and `queuebot simulate` say where the lab is not installed beside the
 #: product (a production install has no local Slack workspace nor simulated fleet).
 NO_LAB = (
@@ -270,6 +279,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="validate the configuration and reach each service")
     check.set_defaults(func=cmd_check)
+    backfill = sub.add_parser(
+        "backfill", help="read the jobs GitHub still has into the store (GITHUB_TOKEN, GITHUB_ORG)"
+    )
+    backfill.add_argument(
+        "--days", type=int, default=7, help="how many days back to read (default 7)"
+    )
+    backfill.add_argument(
+        "--max-requests", type=int, default=None, help="stop after this many REST requests"
+    )
+    backfill.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
+    backfill.set_defaults(func=cmd_backfill)
     return parser
 
 

@@ -341,6 +341,10 @@ class Store(IncidentStore, OutboxStore, ClaimStore, JobStore, HeadsUpStore, Repo
         request, on any replica sharing the store)."""
         ...
 
+    async def remembered(self, key: str) -> bool:
+        """Whether `key` is remembered now (`first_seen` took it, and it has not expired)."""
+        ...
+
     async def prune(self, before: float) -> Pruned:
         """Remove what retention lets go of (Unix seconds): resolved incidents and their
         rows, delivered outbox entries, notifications and bodies, all older than `before`;

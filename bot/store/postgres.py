@@ -43,7 +43,7 @@ from bot.store.records import (
 )
 from bot.store.reports_sql import JOB_SPANS, ReportQueries, job_span
 from bot.store.retention_sql import BATCH
-from bot.store.rows import FIRST_SEEN, ParsedGroups
+from bot.store.rows import FIRST_SEEN, REMEMBERED, ParsedGroups
 from bot.store.statements import numbered
 
 #: Rows of job history fetched at a time.
@@ -88,6 +88,9 @@ class PostgresStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries,
     async def first_seen(self, key: str, expires_at: float) -> bool:
         # See the SQLite store: expired keys are new again, and retention deletes them.
         return await self._database.write(FIRST_SEEN, key, expires_at, self._now()) == 1
+
+    async def remembered(self, key: str) -> bool:
+        return bool(await self._database.fetch(REMEMBERED, key, self._now()))
 
     async def record_job(self, event: JobEvent, delivery: str, remember_until: float) -> bool:
         return await self.record_jobs([(event, delivery)], remember_until) == 1

@@ -54,6 +54,8 @@ FIRING_INCIDENTS = (
 
 #: A request or delivery seen for the first time: inserted, or an expired memory of it renewed
 #: (one row changed); one still remembered changes none. Key, expiry, now.
+#: Whether a key is remembered now (not past its expiry).
+REMEMBERED = "SELECT 1 FROM seen_requests WHERE key = ? AND expires_at >= ?"
 FIRST_SEEN = (
     "INSERT INTO seen_requests (key, expires_at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
     " SET expires_at = excluded.expires_at WHERE seen_requests.expires_at < ?"

@@ -21,7 +21,7 @@ from bot.store.outbox_sql import OutboxQueries
 from bot.store.records import FleetTotals, JobActivity, JobSpan, Pruned, QueueCount, QueuedJob
 from bot.store.reports_sql import JOB_SPANS, ReportQueries, job_span
 from bot.store.retention_sql import BATCH
-from bot.store.rows import FIRST_SEEN, ParsedGroups
+from bot.store.rows import FIRST_SEEN, REMEMBERED, ParsedGroups
 from bot.store.sqlite_db import SQLiteDatabase, translated
 from bot.store.sqlite_jobs import (
     activity,
@@ -84,6 +84,9 @@ class SQLiteStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries, H
         async with self._database.transaction() as db:
             cursor = await db.execute(FIRST_SEEN, (key, expires_at, self._now()))
             return cursor.rowcount == 1
+
+    async def remembered(self, key: str) -> bool:
+        return bool(await self._database.fetch(REMEMBERED, key, self._now()))
 
     async def record_job(self, event: JobEvent, delivery: str, remember_until: float) -> bool:
         return await self.record_jobs([(event, delivery)], remember_until) == 1

@@ -266,15 +266,7 @@ class GitHubRunnersClient:
         )
 
     def _next_page(self, link: str) -> str | None:
-        for target, rel in _LINK.findall(link):
-            if "next" in rel.split():
-                if not target.startswith(f"{self.base_url}/"):
-                    raise GitHubRejected(
-                        f"{self.where} linked its next page outside GITHUB_API_URL;"
-                        " not followed, so that the token goes nowhere else"
-                    )
-                return str(target)
-        return None
+        return next_page(link, self.base_url, self.where)
 
     async def _get(self, url: str) -> tuple[Any, Mapping[str, str]]:
         where = self.where
@@ -306,8 +298,8 @@ class GitHubRunnersClient:
                     " https://HOST/api/v3 for GitHub Enterprise Server?)",
                     status,
                 ) from None
-        message = _message(text)
-        if status == 429 or (status == 403 and _rate_limited(headers, message)):
+        message = github_message(text)
+        if status == 429 or (status == 403 and rate_limited(headers, message)):
             until = self._budget.pause(headers, message, self._clock.now())
             raise GitHubRateLimited(self._budget.pause_reason, until, status)
         if status == 401:
@@ -326,7 +318,21 @@ class GitHubRunnersClient:
         raise GitHubRejected(f"{where} answered HTTP {status}: {message}", status)
 
 
-def _rate_limited(headers: Mapping[str, str], message: str) -> bool:
+def next_page(link: str, base_url: str, where: str) -> str | None:
+    """The `Link` header's `rel="next"`, exactly as GitHub gives it, and only under `base_url`
+    (GITHUB_API_URL): the token goes nowhere else."""
+    for target, rel in _LINK.findall(link):
+        if "next" in rel.split():
+            if not target.startswith(f"{base_url}/"):
+                raise GitHubRejected(
+                    f"{where} linked its next page outside GITHUB_API_URL;"
+                    " not followed, so that the token goes nowhere else"
+                )
+            return str(target)
+    return None
+
+
+def rate_limited(headers: Mapping[str, str], message: str) -> bool:
     """A 403 that is a rate limit, not a permission (GitHub answers both with 403)."""
     return (
         "Retry-After" in headers
@@ -335,7 +341,7 @@ def _rate_limited(headers: Mapping[str, str], message: str) -> bool:
     )
 
 
-def _message(body: str) -> str:
+def github_message(body: str) -> str:
     """GitHub's `{"message": …}`, or the start of whatever else answered."""
     try:
         data = json.loads(body)

@@ -110,6 +110,7 @@ class GitHubSandbox:
         api_prefix: str = "",
         token_kind: GitHubTokenKind = GitHubTokenKind.APP,
         rate_limit: int = 5000,
+        rate_window: timedelta = timedelta(hours=1),
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.token = token
@@ -121,6 +122,9 @@ class GitHubSandbox:
         #: The token lacks the permission (or scope) the lists take.
         self.missing_permission = False
         self.rate_limit = rate_limit
+        #: How long a budget lasts before it is renewed (GitHub's hour; shorter in a test that
+        #: waits for the reset).
+        self.rate_window = rate_window
         self.clock = clock or (lambda: datetime.now(UTC))
         #: What the lists hold: SandboxRunner, or a dict served exactly as given.
         self.runners: list[SandboxRunner | dict[str, Any]] = []
@@ -191,7 +195,7 @@ class GitHubSandbox:
     def _window(self, now: datetime) -> None:
         if self.reset_at is None or now >= self.reset_at:
             self.remaining = self.rate_limit
-            self.reset_at = now.replace(microsecond=0) + timedelta(hours=1)
+            self.reset_at = now.replace(microsecond=0) + self.rate_window
 
     def _budget_headers(self, limit: int, remaining: int, reset: datetime) -> dict[str, str]:
         return {

@@ -1,0 +1,179 @@
+"""Reading GitHub's REST API page by page for a long walk (the backfill): every request counted,
+GitHub's rate limits kept by waiting, not by giving up.
+
+- Before each request the token's budget (`RateBudget`) is asked: while a `Retry-After`, a
+  secondary limit's pause or a spent hour runs, the reader sleeps until it ends (at most
+  `max_wait`; longer, it raises GitHubRateLimited saying when to go on). A twentieth of the
+  hour's limit is left to the token's other users, as the runners client leaves it.
+- A rate-limited answer (429, or a 403 that is one) pauses as GitHub's docs say, then the same
+  request is made again; 5xx, a timeout or a lost answer are tried again twice, a second and
+  then four seconds later.
+- `max_requests`: a budget of requests for the whole walk; the one past it raises
+  RequestBudgetSpent before it goes out.
+- Pages follow `Link: rel="next"` exactly as GitHub gives them, only under GITHUB_API_URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from bot import __version__
+from bot.domain.clock import SYSTEM, Clock
+from bot.fleet.sources.github_budget import RateBudget
+from bot.fleet.sources.github_runners import (
+    GITHUB_API_VERSION,
+    GITHUB_TIMEOUT_SECONDS,
+    GitHubBadCredentials,
+    GitHubDenied,
+    GitHubError,
+    GitHubNotFound,
+    GitHubRateLimited,
+    GitHubRejected,
+    GitHubUnavailable,
+    github_message,
+    next_page,
+    rate_limited,
+)
+from bot.telemetry.redaction import host_of
+
+#: The longest a walk sleeps for GitHub's rate limit before it says when to go on instead.
+MAX_WAIT_SECONDS = 3600.0
+_RETRIES = (1.0, 4.0)
+
+
+class RequestBudgetSpent(GitHubError):
+    """The walk's own budget of requests (`--max-requests`) is spent."""
+
+
+class GitHubReader:
+    """GET requests to GITHUB_API_URL with one token, on a session the caller owns."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        token: str,
+        *,
+        max_requests: int | None = None,
+        max_wait: float = MAX_WAIT_SECONDS,
+        timeout: float = GITHUB_TIMEOUT_SECONDS,
+        clock: Clock = SYSTEM,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        self._session = session
+        netloc = host_of(base_url)
+        self.base_url = urlsplit(base_url.rstrip("/"))._replace(netloc=netloc).geturl()
+        self.where = f"GitHub at {netloc}"
+        self._headers = {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": GITHUB_API_VERSION,
+            "User-Agent": f"queuebot/{__version__}",
+        }
+        self.max_requests = max_requests
+        self._max_wait = timedelta(seconds=max_wait)
+        self._timeout = timeout
+        self._clock = clock
+        self._sleep = sleep
+        self.budget = RateBudget()
+        #: Requests sent, and seconds slept for GitHub's limits.
+        self.calls = 0
+        self.waited = 0.0
+
+    def url(self, path: str) -> str:
+        return f"{self.base_url}{path}"
+
+    async def pages(self, url: str) -> AsyncGenerator[Any, None]:
+        """Each page's body, following `Link` to the last."""
+        next_url: str | None = url
+        while next_url is not None:
+            body, headers = await self.get(next_url)
+            yield body
+            next_url = next_page(headers.get("Link", ""), self.base_url, self.where)
+
+    async def get(self, url: str) -> tuple[Any, Mapping[str, str]]:
+        """The JSON of a 200 answer and its headers. Raises GitHubNotFound (404), GitHubDenied
+        (403 that is no rate limit), GitHubBadCredentials, GitHubRejected, GitHubUnavailable
+        once the retries are used, GitHubRateLimited past `max_wait`, RequestBudgetSpent."""
+        retries = list(_RETRIES)
+        while True:
+            await self._wait_for_budget()
+            if self.max_requests is not None and self.calls >= self.max_requests:
+                raise RequestBudgetSpent(f"the {self.max_requests} requests allowed are spent")
+            self.calls += 1
+            try:
+                status, headers, text = await self._send(url)
+            except GitHubUnavailable:
+                if not retries:
+                    raise
+                await self._nap(retries.pop(0))
+                continue
+            if status != 401:
+                self.budget.note(headers)
+            if status == 200:
+                self.budget.strikes = 0
+                try:
+                    return json.loads(text), headers
+                except ValueError:
+                    raise GitHubRejected(f"{self.where} answered {url} with no JSON", 200) from None
+            message = github_message(text)
+            if status == 429 or (status == 403 and rate_limited(headers, message)):
+                self.budget.pause(headers, message, self._clock.now())
+                continue
+            if status >= 500 and retries:
+                await self._nap(retries.pop(0))
+                continue
+            raise self._refusal(status, message)
+
+    def _refusal(self, status: int, message: str) -> GitHubError:
+        said = f"{self.where} answered HTTP {status}: {message}"
+        if status == 401:
+            return GitHubBadCredentials(f"{said}: the token is wrong, expired or revoked", status)
+        if status == 403:
+            return GitHubDenied(said, status)
+        if status == 404:
+            return GitHubNotFound(said, status)
+        if status >= 500:
+            return GitHubUnavailable(said, status)
+        return GitHubRejected(said, status)
+
+    async def _wait_for_budget(self) -> None:
+        now = self._clock.now()
+        wait = self.budget.wait(now, 1)
+        if wait is None:
+            return
+        until, why = wait
+        if until - now > self._max_wait:
+            raise GitHubRateLimited(f"{why}; go on after {until:%H:%M:%S} UTC", until)
+        await self._nap((until - now).total_seconds() + 1.0)
+
+    async def _nap(self, seconds: float) -> None:
+        self.waited += seconds
+        await self._sleep(seconds)
+
+    async def _send(self, url: str) -> tuple[int, Mapping[str, str], str]:
+        try:
+            async with self._session.get(
+                url, headers=self._headers, timeout=aiohttp.ClientTimeout(total=self._timeout)
+            ) as response:
+                return response.status, response.headers, await response.text(errors="replace")
+        except TimeoutError as exc:
+            raise GitHubUnavailable(
+                f"no answer from {self.where} within {self._timeout:g}s"
+            ) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise GitHubUnavailable(
+                f"lost the answer from {self.where} ({type(exc).__name__})"
+            ) from exc
+
+
+def moment(stamp: datetime) -> str:
+    """A time as GitHub's `created` qualifier takes it."""
+    return f"{stamp:%Y-%m-%dT%H:%M:%SZ}"
