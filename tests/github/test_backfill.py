@@ -32,7 +32,8 @@ def _fleet(end: datetime, days: int) -> tuple[str, list[dict[str, Any]]]:
     return fleet.plan.org, newest_deliveries(fleet, until=end.timestamp())
 
 
-async def _backfill(github: GitHubSandbox, database: Path, org: str, *args: str) -> tuple[int, str]:
+def _env(github: GitHubSandbox, database: Path, org: str) -> dict[str, str]:
+    """The settings `queuebot backfill` runs with: the stand-in, the org, the store."""
     env = {
         **os.environ,
         "GITHUB_TOKEN": TOKEN,
@@ -42,6 +43,11 @@ async def _backfill(github: GitHubSandbox, database: Path, org: str, *args: str)
     }
     for name in ("QUEUEBOT_CONFIG", "GITHUB_WEBHOOK_SECRET", "GITHUB_REPOSITORY"):
         env.pop(name, None)
+    return env
+
+
+async def _backfill(github: GitHubSandbox, database: Path, org: str, *args: str) -> tuple[int, str]:
+    env = _env(github, database, org)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "backfill", *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -52,13 +58,7 @@ async def _backfill(github: GitHubSandbox, database: Path, org: str, *args: str)
 
 async def _killed_halfway(github: GitHubSandbox, database: Path, org: str, after: int) -> None:
     """A walk killed (SIGKILL: no chance to tidy up) once it has sent `after` requests."""
-    env = {
-        **os.environ,
-        "GITHUB_TOKEN": TOKEN,
-        "GITHUB_ORG": org,
-        "GITHUB_API_URL": github.url,
-        "QUEUEBOT_DATABASE": str(database),
-    }
+    env = _env(github, database, org)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "backfill", env=env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,

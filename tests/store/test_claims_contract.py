@@ -71,6 +71,18 @@ async def test_first_seen_remembers_a_key_until_it_expires(store: Store, clock: 
     assert not await store.first_seen("slack:1", NOW + 600)
 
 
+async def test_remembered_says_whether_a_key_is_held_now_without_taking_it(
+    store: Store, clock: Clock
+) -> None:
+    assert not await store.remembered("backfill:a")
+    assert not await store.remembered("backfill:a")  # asking does not take it
+    assert await store.first_seen("backfill:a", NOW + 300)
+    assert await store.remembered("backfill:a")
+    assert not await store.remembered("backfill:b")
+    clock.now = NOW + 301
+    assert not await store.remembered("backfill:a")
+
+
 async def test_remembered_keys_are_deleted_by_retention_in_batches_not_when_asked(
     store: Store, clock: Clock
 ) -> None:

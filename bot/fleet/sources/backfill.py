@@ -17,7 +17,7 @@ stopped. A repository the token cannot read is reported and skipped.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -25,7 +25,7 @@ from urllib.parse import quote
 from pydantic import ValidationError
 
 from bot.domain.clock import SYSTEM, Clock
-from bot.domain.jobs import JobEvent, WorkflowJobDelivery, job_event
+from bot.domain.jobs import JobEvent
 from bot.fleet.sources.github_rest import GitHubReader, RequestBudgetSpent, moment
 from bot.fleet.sources.github_runners import (
     GitHubBadCredentials,
@@ -34,6 +34,7 @@ from bot.fleet.sources.github_runners import (
     GitHubRejected,
     GitHubUnavailable,
 )
+from bot.fleet.sources.job_history import delivered_event
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import Store
 
@@ -41,8 +42,6 @@ from bot.store import Store
 MAX_DAYS = 400
 #: What a search filtered by `created` reaches at most.
 SEARCH_CAP = 1000
-#: A stretch is not halved below this (runs created within one second are too many to split).
-SHORTEST = timedelta(seconds=1)
 #: Jobs merged per store transaction.
 LOT = 500
 #: A REST job's status as the delivery action it stands for (`requested` and `pending` jobs
@@ -80,9 +79,10 @@ class Progress:
         if self.remaining is not None:
             of = f" of {self.limit:,}" if self.limit else ""
             budget = f", {self.remaining:,}{of} left this hour"
+        unreadable = f", {self.unreadable:,} unreadable" if self.unreadable else ""
         return (
             f"{self.repositories_done}/{self.repositories} repositories, {self.runs:,} runs,"
-            f" {self.jobs:,} jobs ({self.new:,} new), {self.calls:,} requests{budget}"
+            f" {self.jobs:,} jobs ({self.new:,} new{unreadable}), {self.calls:,} requests{budget}"
         )
 
 
@@ -97,16 +97,15 @@ def day_windows(now: datetime, days: int) -> list[tuple[datetime, datetime]]:
 
 
 def _event(job: Any, repository: str, config: JobsConfig) -> JobEvent | None:
+    """A REST job as the delivery of its status; None for one that is not a job GitHub sends."""
     action = _ACTIONS.get(str(job.get("status"))) if isinstance(job, dict) else None
     if action is None:
         return None
     body = {"action": action, "workflow_job": job, "repository": {"full_name": repository}}
     try:
-        parsed = WorkflowJobDelivery.model_validate(body)
+        return delivered_event(body, config)
     except ValidationError:
         return None
-    event = job_event(parsed, config.runner_type)
-    return replace(event, counted=config.counts(event.runner_type, event.repository))
 
 
 class Backfill:
@@ -141,8 +140,10 @@ class Backfill:
                 self.progress.repositories_done += 1
                 self._tell()
         except (RequestBudgetSpent, GitHubRateLimited) as exc:
-            await self._flush()
             self.progress.stopped = f"{exc}; run it again to go on where it stopped"
+        finally:
+            # What was read is kept, however the walk ends.
+            await self._flush()
         self._tell()
         return self.progress
 
@@ -178,7 +179,6 @@ class Backfill:
         except GitHubBadCredentials:
             raise
         except (GitHubDenied, GitHubUnavailable, GitHubRejected) as exc:
-            await self._flush()
             self.progress.skipped.append(f"{repository}: {exc}")
 
     async def _stretch(self, repository: str, start: datetime, end: datetime) -> None:
@@ -192,15 +192,17 @@ class Backfill:
         async for page in pages:
             if not isinstance(page, dict):
                 raise GitHubRejected(f"{self._reader.where} listed no runs of {repository}")
-            if first and page.get("total_count", 0) > SEARCH_CAP and end - start > SHORTEST:
+            # Halved on whole seconds (GitHub's times are), while there is a second to halve.
+            middle = (start + (end - start) / 2).replace(microsecond=0)
+            if first and page.get("total_count", 0) > SEARCH_CAP and start < middle < end:
                 await pages.aclose()
-                middle = start + (end - start) / 2
-                middle = middle.replace(microsecond=0)
                 await self._stretch(repository, start, middle)
                 await self._stretch(repository, middle, end)
                 return
             first = False
             for run in page.get("workflow_runs", []):
+                if not isinstance(run, dict) or not isinstance(run.get("id"), int):
+                    raise GitHubRejected(f"{self._reader.where} listed a run without an id")
                 self.progress.runs += 1
                 await self._run(repository, run["id"])
             self._tell()
@@ -208,8 +210,9 @@ class Backfill:
     async def _run(self, repository: str, run_id: int) -> None:
         path = f"/repos/{repository}/actions/runs/{run_id}/jobs?filter=all&per_page=100"
         async for page in self._reader.pages(self._reader.url(path)):
-            jobs = page.get("jobs", []) if isinstance(page, dict) else []
-            for job in jobs:
+            if not isinstance(page, dict):
+                raise GitHubRejected(f"{self._reader.where} listed no jobs of run {run_id}")
+            for job in page.get("jobs", []):
                 event = _event(job, repository, self._config)
                 if event is None:
                     self.progress.unreadable += 1

@@ -16,19 +16,15 @@ GitHub's rate limits kept by waiting, not by giving up.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 
-from bot import __version__
 from bot.domain.clock import SYSTEM, Clock
 from bot.fleet.sources.github_budget import RateBudget
 from bot.fleet.sources.github_runners import (
-    GITHUB_API_VERSION,
     GITHUB_TIMEOUT_SECONDS,
     GitHubBadCredentials,
     GitHubDenied,
@@ -37,11 +33,14 @@ from bot.fleet.sources.github_runners import (
     GitHubRateLimited,
     GitHubRejected,
     GitHubUnavailable,
+    api_base,
     github_message,
+    json_answer,
     next_page,
     rate_limited,
+    request_headers,
+    send,
 )
-from bot.telemetry.redaction import host_of
 
 #: The longest a walk sleeps for GitHub's rate limit before it says when to go on instead.
 MAX_WAIT_SECONDS = 3600.0
@@ -68,15 +67,8 @@ class GitHubReader:
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         self._session = session
-        netloc = host_of(base_url)
-        self.base_url = urlsplit(base_url.rstrip("/"))._replace(netloc=netloc).geturl()
-        self.where = f"GitHub at {netloc}"
-        self._headers = {
-            "Authorization": f"Bearer {token}",
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": GITHUB_API_VERSION,
-            "User-Agent": f"queuebot/{__version__}",
-        }
+        self.base_url, self.where = api_base(base_url)
+        self._headers = request_headers(token)
         self.max_requests = max_requests
         self._max_wait = timedelta(seconds=max_wait)
         self._timeout = timeout
@@ -115,14 +107,9 @@ class GitHubReader:
                     raise
                 await self._nap(retries.pop(0))
                 continue
-            if status != 401:
-                self.budget.note(headers)
+            body = json_answer(self.budget, status, headers, text, self.where)
             if status == 200:
-                self.budget.strikes = 0
-                try:
-                    return json.loads(text), headers
-                except ValueError:
-                    raise GitHubRejected(f"{self.where} answered {url} with no JSON", 200) from None
+                return body, headers
             message = github_message(text)
             if status == 429 or (status == 403 and rate_limited(headers, message)):
                 self.budget.pause(headers, message, self._clock.now())
@@ -159,19 +146,7 @@ class GitHubReader:
         await self._sleep(seconds)
 
     async def _send(self, url: str) -> tuple[int, Mapping[str, str], str]:
-        try:
-            async with self._session.get(
-                url, headers=self._headers, timeout=aiohttp.ClientTimeout(total=self._timeout)
-            ) as response:
-                return response.status, response.headers, await response.text(errors="replace")
-        except TimeoutError as exc:
-            raise GitHubUnavailable(
-                f"no answer from {self.where} within {self._timeout:g}s"
-            ) from exc
-        except (aiohttp.ClientError, OSError) as exc:
-            raise GitHubUnavailable(
-                f"lost the answer from {self.where} ({type(exc).__name__})"
-            ) from exc
+        return await send(self._session, url, self._headers, self._timeout, self.where)
 
 
 def moment(stamp: datetime) -> str:

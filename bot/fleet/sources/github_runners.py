@@ -131,19 +131,10 @@ class GitHubRunnersClient:
         clock: Clock = SYSTEM,
     ) -> None:
         self._session = session
-        netloc = host_of(base_url)
-        # Settings refuse credentials in GITHUB_API_URL (bot.config); any that reach here are
-        # dropped all the same, so that a URL shown or logged never carries a password.
-        self.base_url = urlsplit(base_url.rstrip("/"))._replace(netloc=netloc).geturl()
+        #: GITHUB_API_URL, and where GitHub is, for messages people read.
+        self.base_url, self.where = api_base(base_url)
         self.scope = scope
-        #: Where GitHub is, for messages people read.
-        self.where = f"GitHub at {netloc}"
-        self._headers = {
-            "Authorization": f"Bearer {token}",
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": GITHUB_API_VERSION,
-            "User-Agent": f"queuebot/{__version__}",
-        }
+        self._headers = request_headers(token)
         self._ttl = timedelta(seconds=ttl)
         self._timeout = timeout
         self._max_pages = max_pages
@@ -270,34 +261,10 @@ class GitHubRunnersClient:
 
     async def _get(self, url: str) -> tuple[Any, Mapping[str, str]]:
         where = self.where
-        try:
-            async with self._session.get(
-                url,
-                headers=self._headers,
-                timeout=aiohttp.ClientTimeout(total=self._timeout),
-            ) as response:
-                status, headers = response.status, response.headers
-                text = await response.text(errors="replace")
-        except TimeoutError as exc:
-            raise GitHubUnavailable(f"no answer from {where} within {self._timeout:g}s") from exc
-        except (aiohttp.ClientConnectorError, aiohttp.InvalidURL) as exc:
-            raise GitHubUnavailable(f"cannot reach {where} ({type(exc).__name__})") from exc
-        except (aiohttp.ClientError, OSError) as exc:
-            raise GitHubUnavailable(f"lost the answer from {where} ({type(exc).__name__})") from exc
-        if status != 401:
-            # A 401 carries the unauthenticated budget of the caller's address, not the token's.
-            self._budget.note(headers)
+        status, headers, text = await send(self._session, url, self._headers, self._timeout, where)
+        body = json_answer(self._budget, status, headers, text, where)
         if status == 200:
-            self._budget.strikes = 0
-            try:
-                return json.loads(text), headers
-            except ValueError:
-                raise GitHubRejected(
-                    f"{where} answered HTTP 200 with something that is not JSON (is"
-                    " GITHUB_API_URL GitHub's API: https://api.github.com, or"
-                    " https://HOST/api/v3 for GitHub Enterprise Server?)",
-                    status,
-                ) from None
+            return body, headers
         message = github_message(text)
         if status == 429 or (status == 403 and rate_limited(headers, message)):
             until = self._budget.pause(headers, message, self._clock.now())
@@ -316,6 +283,68 @@ class GitHubRunnersClient:
         if status >= 500:
             raise GitHubUnavailable(f"{where} answered HTTP {status}: {message}", status)
         raise GitHubRejected(f"{where} answered HTTP {status}: {message}", status)
+
+
+def api_base(base_url: str) -> tuple[str, str]:
+    """GITHUB_API_URL as requests go to it, and where GitHub is in words. Settings refuse
+    credentials in it (bot.config); any that reach here are dropped all the same, so that a URL
+    shown or logged never carries a password."""
+    netloc = host_of(base_url)
+    return urlsplit(base_url.rstrip("/"))._replace(netloc=netloc).geturl(), f"GitHub at {netloc}"
+
+
+def request_headers(token: str) -> dict[str, str]:
+    """What every request to GitHub's REST API carries; the token in Authorization only."""
+    return {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": GITHUB_API_VERSION,
+        "User-Agent": f"queuebot/{__version__}",
+    }
+
+
+async def send(
+    session: aiohttp.ClientSession,
+    url: str,
+    headers: Mapping[str, str],
+    limit: float,
+    where: str,
+) -> tuple[int, Mapping[str, str], str]:
+    """One GET, answered within `limit` seconds: its status, headers and text. Raises
+    GitHubUnavailable when no answer came."""
+    try:
+        async with session.get(
+            url, headers=headers, timeout=aiohttp.ClientTimeout(total=limit)
+        ) as response:
+            return response.status, response.headers, await response.text(errors="replace")
+    except TimeoutError as exc:
+        raise GitHubUnavailable(f"no answer from {where} within {limit:g}s") from exc
+    except (aiohttp.ClientConnectorError, aiohttp.InvalidURL) as exc:
+        raise GitHubUnavailable(f"cannot reach {where} ({type(exc).__name__})") from exc
+    except (aiohttp.ClientError, OSError) as exc:
+        raise GitHubUnavailable(f"lost the answer from {where} ({type(exc).__name__})") from exc
+
+
+def json_answer(
+    budget: RateBudget, status: int, headers: Mapping[str, str], text: str, where: str
+) -> Any | None:
+    """An answer's rate limit noted in `budget`, and a 200's JSON (None for another status).
+    Raises GitHubRejected on a 200 that is not JSON."""
+    if status != 401:
+        # A 401 carries the unauthenticated budget of the caller's address, not the token's.
+        budget.note(headers)
+    if status != 200:
+        return None
+    budget.strikes = 0
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise GitHubRejected(
+            f"{where} answered HTTP 200 with something that is not JSON (is"
+            " GITHUB_API_URL GitHub's API: https://api.github.com, or"
+            " https://HOST/api/v3 for GitHub Enterprise Server?)",
+            status,
+        ) from None
 
 
 def next_page(link: str, base_url: str, where: str) -> str | None:

@@ -26,15 +26,20 @@ class HistoryError(ValueError):
     """A body of the history is not a `workflow_job` delivery: which one, and why."""
 
 
+def delivered_event(body: Any, config: JobsConfig) -> JobEvent:
+    """What a `workflow_job` body says of its job, its runner type named and whether it counts
+    by `config`, as the webhook reads it. Raises ValidationError."""
+    event = job_event(WorkflowJobDelivery.model_validate(body), config.runner_type)
+    return replace(event, counted=config.counts(event.runner_type, event.repository))
+
+
 def _event(index: int, body: Any, config: JobsConfig) -> JobEvent:
     try:
-        parsed = WorkflowJobDelivery.model_validate(body)
+        return delivered_event(body, config)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
         raise HistoryError(f"entry {index}: {where}: {first['msg']}") from None
-    event = job_event(parsed, config.runner_type)
-    return replace(event, counted=config.counts(event.runner_type, event.repository))
 
 
 async def load_history(

@@ -256,7 +256,7 @@ def add_history_routes(app: web.Application, sandbox: GitHubSandbox) -> None:
     """The history's endpoints on the sandbox's app, behind its token and rate limit."""
     history = sandbox.history
 
-    def answer(request: web.Request, body: object, headers: dict[str, str]) -> web.Response:
+    def answer(body: object, headers: dict[str, str]) -> web.Response:
         return web.json_response(body, headers=headers, content_type="application/json")
 
     def repository(request: web.Request) -> SandboxRepository | None:
@@ -277,7 +277,7 @@ def add_history_routes(app: web.Application, sandbox: GitHubSandbox) -> None:
             return github_error(404, "Not Found", _REST_DOCS, headers)
         listed = history.listed_repositories()
         shown, _ = sandbox.page(request, listed, f"/organizations/{sandbox.org_id}/repos", headers)
-        return answer(request, shown, headers)
+        return answer(shown, headers)
 
     async def runs(request: web.Request) -> web.Response:
         headers = sandbox.gate(request)
@@ -291,7 +291,7 @@ def add_history_routes(app: web.Application, sandbox: GitHubSandbox) -> None:
             return github_error(422, f"Validation Failed: {exc}", _REST_DOCS, headers)
         linked = f"/repositories/{repo.id}/actions/runs"
         shown, total = sandbox.page(request, listed, linked, headers, reachable)
-        return answer(request, {"total_count": total, "workflow_runs": shown}, headers)
+        return answer({"total_count": total, "workflow_runs": shown}, headers)
 
     async def jobs(request: web.Request) -> web.Response:
         headers = sandbox.gate(request)
@@ -309,7 +309,7 @@ def add_history_routes(app: web.Application, sandbox: GitHubSandbox) -> None:
             return github_error(404, "Not Found", _REST_DOCS, headers)
         linked = f"/repositories/{repo.id}/actions/runs/{run_id}/jobs"
         shown, total = sandbox.page(request, listed, linked, headers)
-        return answer(request, {"total_count": total, "jobs": shown}, headers)
+        return answer({"total_count": total, "jobs": shown}, headers)
 
     async def job(request: web.Request) -> web.Response:
         headers = sandbox.gate(request)
@@ -319,7 +319,7 @@ def add_history_routes(app: web.Application, sandbox: GitHubSandbox) -> None:
         found = history.job(repo, int(job_id)) if repo is not None and job_id.isdigit() else None
         if found is None:
             return github_error(404, "Not Found", _REST_DOCS, headers)
-        return answer(request, found, headers)
+        return answer(found, headers)
 
     prefix = sandbox.api_prefix
     app.router.add_get(f"{prefix}/orgs/{{org}}/repos", repos)
