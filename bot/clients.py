@@ -10,6 +10,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Settings
 from bot.fleet.sources.github_access import RunnerScope, ScopeKind
+from bot.fleet.sources.github_rest import GitHubReader
 from bot.fleet.sources.github_runners import GitHubRunnersClient
 from bot.fleet.sources.prometheus import PrometheusClient
 from bot.silencing.grafana import GrafanaClient
@@ -74,4 +75,19 @@ def github_runners_client_for(
         str(settings.github_api_url),
         settings.github_token.get_secret_value(),
         RunnerScope(ScopeKind(kind), name),
+    )
+
+
+def github_reader_for(
+    settings: Settings, session: aiohttp.ClientSession, *, max_requests: int | None = None
+) -> GitHubReader | None:
+    """GitHub's REST API read page by page (the backfill, reconciliation), when GITHUB_TOKEN
+    is set; None without it."""
+    if settings.github_token is None:
+        return None
+    return GitHubReader(
+        session,
+        str(settings.github_api_url),
+        settings.github_token.get_secret_value(),
+        max_requests=max_requests,
     )

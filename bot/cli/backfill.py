@@ -8,9 +8,9 @@ from typing import TextIO
 
 import aiohttp
 
+from bot.clients import github_reader_for
 from bot.config import Settings
 from bot.fleet.sources.backfill import MAX_DAYS, Backfill, Progress
-from bot.fleet.sources.github_rest import GitHubReader
 from bot.fleet.sources.github_runners import GitHubError
 from bot.store import StoreError, open_store
 
@@ -60,12 +60,8 @@ async def run_backfill(
     line = ProgressLine(out)
     try:
         async with aiohttp.ClientSession() as session:
-            reader = GitHubReader(
-                session,
-                str(settings.github_api_url),
-                settings.github_token.get_secret_value(),
-                max_requests=max_requests,
-            )
+            reader = github_reader_for(settings, session, max_requests=max_requests)
+            assert reader is not None
             walk = Backfill(
                 reader, store, settings.file.jobs, [settings.github_org], days=days, report=line
             )
