@@ -25,8 +25,9 @@ from bot.assembly import Outbound, Services, build_services, start_tasks
 from bot.capacity.composing import worker_process
 from bot.clients import github_runners_client_for, slack_client_for
 from bot.config import ConfigError, Settings, check_url_credentials, check_webhook_auth
+from bot.config.github_app import has_github_rest
 from bot.domain.clock import SYSTEM, Clock
-from bot.fleet.sources.github_runners import GitHubRunnersClient
+from bot.fleet.sources.runner_supply import RunnersSource
 from bot.store import Store, open_store
 from bot.telemetry.metrics import Metrics
 from bot.web import paths
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 
 #: The runner supply's client, for the services that read it (None when GitHub's runners list
 #: is not configured).
-GITHUB_RUNNERS: web.AppKey[GitHubRunnersClient | None] = web.AppKey("github_runners")
+GITHUB_RUNNERS: web.AppKey[RunnersSource | None] = web.AppKey("github_runners")
 STORE: web.AppKey[Store] = web.AppKey("store")
 OUTBOUND: web.AppKey[Outbound] = web.AppKey("outbound")
 SERVICES: web.AppKey[Services] = web.AppKey("services")
@@ -94,7 +95,8 @@ def create_app(
             await app[STORE].close()
 
     async def outbound(app: web.Application) -> AsyncIterator[None]:
-        uses_github = settings.github_scope() is not None and settings.github_token is not None
+        # GitHub's REST API (a token or an App): the runners list, reconciliation, backfill.
+        uses_github = has_github_rest(settings)
         session = (
             aiohttp.ClientSession()
             if settings.grafana_url or settings.prometheus_url or uses_github
@@ -131,7 +133,7 @@ def create_app(
         try:
             yield
         finally:
-            for task in parts.tasks.values():
+            for task in [*parts.tasks.values(), *parts.chores]:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task

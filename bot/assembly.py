@@ -21,6 +21,7 @@ from bot import listeners
 from bot.capacity.report import CapacityReporter
 from bot.capacity.schedule import WeeklyReports
 from bot.clients import (
+    github_reader_for,
     grafana_client_for,
     prometheus_client_for,
 )
@@ -33,7 +34,9 @@ from bot.diagnostics.service import Diagnoser
 from bot.domain.clock import Clock
 from bot.fleet.exported import FleetExport
 from bot.fleet.reading import FleetSources
-from bot.fleet.sources.github_runners import GitHubRunnersClient
+from bot.fleet.sources.first_backfill import FirstBackfill
+from bot.fleet.sources.reconcile import Reconciler
+from bot.fleet.sources.runner_supply import RunnersSource
 from bot.forecast.watcher import EarlyWarningWatcher
 from bot.incidents.service import IncidentService
 from bot.listeners.actions import ActionHandlers
@@ -52,6 +55,7 @@ from bot.store import Pruned, Store
 from bot.store.retention import keep_pruning
 from bot.telemetry.metrics import Metrics
 from bot.telemetry.passes import PassRecord
+from bot.web.github_signatures import HookSecrets
 from bot.web.github_webhook import GitHubWebhook
 from bot.web.grafana_webhook import WebhookAuth, WebhookHandler
 from bot.web.health import Health
@@ -73,7 +77,7 @@ class Outbound:
     composed in (not beside the event loop)."""
 
     session: aiohttp.ClientSession | None
-    github_runners: GitHubRunnersClient | None
+    github_runners: RunnersSource | None
     composer: ProcessPoolExecutor
 
 
@@ -90,8 +94,15 @@ class Services:
     weekly: WeeklyReports | None
     report_writer: ReportWriter
     retention: PassRecord
+    #: Reconciliation with GitHub's REST API (None when it is off or cannot be done).
+    reconciler: Reconciler | None = None
+    #: The history read at first start (None unless QUEUEBOT_BACKFILL_ON_START_DAYS is set).
+    first_backfill: FirstBackfill | None = None
     #: The background tasks by what /healthz calls them when one is not running.
     tasks: dict[str, asyncio.Task[None]] = dataclasses.field(default_factory=dict)
+    #: Background work that ends by itself (the first start's backfill): cancelled on
+    #: shutdown, never a reason on /healthz.
+    chores: list[asyncio.Task[None]] = dataclasses.field(default_factory=list)
 
 
 def count_pruned(metrics: Metrics, record: PassRecord, pruned: Pruned) -> None:
@@ -119,9 +130,15 @@ def build_services(
     slack = SlackGateway(client, metrics)
     timings = settings.timings
     prometheus = prometheus_client_for(settings, out.session)
+    hooks = HookSecrets(
+        settings.github_webhook_secret,
+        settings.github_org_secrets,
+        settings.github_app_webhook_secret,
+        settings.github_orgs,
+    )
     sources = FleetSources(
         # Job events are recorded when GitHub's webhook is set up to send them.
-        store=store if settings.github_webhook_secret is not None else None,
+        store=store if hooks.enabled else None,
         jobs=settings.file.jobs,
         runners=out.github_runners,
         prometheus=prometheus,
@@ -232,6 +249,37 @@ def build_services(
     )
     records = [w.record for w in (watch, report_writer, heads_ups, forecaster, weekly)]
     records.append(parts.retention)
+    # Reconciliation never waits for GitHub's rate limit: a pass that meets it ends.
+    session = out.session
+    rest = github_reader_for(settings, session, max_wait=0.0) if session is not None else None
+    if rest is not None and session is not None and sources.store is not None:
+        if settings.reconcile_seconds > 0:
+            parts.reconciler = Reconciler(
+                rest,
+                store,
+                settings.file.jobs,
+                share=settings.reconcile_budget_share,
+                clock=clock,
+                record=PassRecord("reconciliation", metrics),
+                on_corrected=lambda kind, jobs: metrics.add(
+                    "queuebot_jobs_corrected_total", jobs, correction=kind.value
+                ),
+            )
+            records.append(parts.reconciler.record)
+        if settings.backfill_on_start_days > 0 and settings.github_orgs:
+            parts.first_backfill = FirstBackfill(
+                github_reader_for(settings, session) or rest,
+                store,
+                settings.file.jobs,
+                settings.github_orgs,
+                days=settings.backfill_on_start_days,
+                clock=clock,
+            )
+    elif settings.reconcile_seconds > 0 and sources.store is not None:
+        log.info(
+            "reconciliation with GitHub is off: it needs REST access (GITHUB_TOKEN or a GitHub"
+            " App) to GitHub's API"
+        )
     listeners.register(
         bolt,
         ActionHandlers(slack, renderer, diagnoser),
@@ -242,6 +290,7 @@ def build_services(
             renderer,
             reports=ReportAnswers(reporter, slack, renderer),
             fleet_wide=Permissions(settings.file.queue_status.as_policy(), slack),
+            orgs=settings.github_orgs,
         ),
     )
     slack_events = (
@@ -258,7 +307,7 @@ def build_services(
         webhook=WebhookHandler(service, auth, metrics, clock, value_keys=naming.annotated),
         github=GitHubWebhook(
             store,
-            settings.github_webhook_secret,
+            hooks,
             settings.file.jobs,
             metrics,
             clock=clock,
@@ -301,6 +350,12 @@ def start_tasks(
         )
         tasks["capacity report writer"] = asyncio.create_task(
             parts.report_writer.run(), name="capacity-report-writer"
+        )
+    if parts.first_backfill is not None:
+        parts.chores.append(asyncio.create_task(parts.first_backfill.run(), name="first-backfill"))
+    if parts.reconciler is not None:
+        tasks["reconciliation"] = asyncio.create_task(
+            parts.reconciler.run(settings.reconcile_seconds), name="reconcile"
         )
     tasks["diagnostics resumer"] = asyncio.create_task(
         parts.diagnoser.watch(timings.diagnosis_claim), name="diagnostics-resume"

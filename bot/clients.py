@@ -1,7 +1,7 @@
 """The outside services' clients, built from the settings here and nowhere else: Slack's Web
-API, Grafana's silences, Prometheus (directly or through Grafana's datasource proxy) and GitHub's
-runners list. A client whose settings are missing is None, and what needs it says how to turn
-it on."""
+API, Grafana's silences, Prometheus (directly or through Grafana's datasource proxy), GitHub's
+credentials (a token or a GitHub App), its runners list and its REST reader. A client whose
+settings are missing is None, and what needs it says how to turn it on."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Settings
+from bot.config.github_app import app_private_key
 from bot.fleet.sources.github_access import RunnerScope, ScopeKind
-from bot.fleet.sources.github_rest import GitHubReader
+from bot.fleet.sources.github_app import GitHubApp, GitHubCredentials, PersonalToken
+from bot.fleet.sources.github_rest import MAX_WAIT_SECONDS, GitHubReader
 from bot.fleet.sources.github_runners import GitHubRunnersClient
+from bot.fleet.sources.orgs import OrgRunners
 from bot.fleet.sources.prometheus import PrometheusClient
 from bot.silencing.grafana import GrafanaClient
 
@@ -63,31 +66,65 @@ def prometheus_client_for(
 
 def github_runners_client_for(
     settings: Settings, session: aiohttp.ClientSession | None
-) -> GitHubRunnersClient | None:
-    """GitHub's runners list, when GITHUB_TOKEN and one of GITHUB_ORG, GITHUB_REPOSITORY or
-    GITHUB_ENTERPRISE are set (else the runner supply is not measured)."""
+) -> GitHubRunnersClient | OrgRunners | None:
+    """GitHub's runners list, when GITHUB_TOKEN or a GitHub App and one of GITHUB_ORG,
+    GITHUB_REPOSITORY or GITHUB_ENTERPRISE are set (else the runner supply is not measured)."""
     scope = settings.github_scope()
-    if session is None or scope is None or settings.github_token is None:
+    credentials = github_credentials_for(settings, session)
+    if session is None or scope is None or credentials is None:
         return None
     kind, name = scope
+    if kind == "org" and len(settings.github_orgs) > 1:
+        # Several organizations: a client each (its own cache and rate budget), read as one.
+        url = str(settings.github_api_url)
+        return OrgRunners(
+            {
+                org: GitHubRunnersClient(session, url, credentials, RunnerScope(ScopeKind.ORG, org))
+                for org in settings.github_orgs
+            }
+        )
     return GitHubRunnersClient(
+        session, str(settings.github_api_url), credentials, RunnerScope(ScopeKind(kind), name)
+    )
+
+
+def github_credentials_for(
+    settings: Settings, session: aiohttp.ClientSession | None
+) -> GitHubCredentials | None:
+    """What requests to GitHub's REST API are authorized with: GITHUB_TOKEN, or the GitHub App
+    (GITHUB_APP_ID and its key), whose installation tokens are asked for on `session`; None
+    without either."""
+    if settings.github_token is not None:
+        return PersonalToken(settings.github_token.get_secret_value())
+    key = app_private_key(settings)
+    if session is None or settings.github_app_id is None or key is None:
+        return None
+    return GitHubApp(
         session,
         str(settings.github_api_url),
-        settings.github_token.get_secret_value(),
-        RunnerScope(ScopeKind(kind), name),
+        settings.github_app_id,
+        key,
+        installation_id=settings.github_app_installation,
     )
 
 
 def github_reader_for(
-    settings: Settings, session: aiohttp.ClientSession, *, max_requests: int | None = None
+    settings: Settings,
+    session: aiohttp.ClientSession,
+    *,
+    max_requests: int | None = None,
+    max_wait: float = MAX_WAIT_SECONDS,
 ) -> GitHubReader | None:
     """GitHub's REST API read page by page (the backfill, reconciliation), when GITHUB_TOKEN
-    is set; None without it."""
-    if settings.github_token is None:
+    or a GitHub App is set; None without. `max_wait`: the longest it sleeps for GitHub's rate
+    limit."""
+    credentials = github_credentials_for(settings, session)
+    if credentials is None:
         return None
     return GitHubReader(
         session,
         str(settings.github_api_url),
-        settings.github_token.get_secret_value(),
+        credentials,
         max_requests=max_requests,
+        max_wait=max_wait,
     )

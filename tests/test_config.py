@@ -227,6 +227,53 @@ def test_the_readmes_yaml_example_is_valid(tmp_path: Path) -> None:
     )
 
 
+def _readme_examples() -> list[str]:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    return [part.split("```", 1)[0] for part in readme.split("```yaml\n")[1:]]
+
+
+def test_the_readmes_runner_type_rules_give_what_its_table_says(tmp_path: Path) -> None:
+    """The default rule and the README's rule for `[self-hosted, linux, x64, <type>]`."""
+    (example,) = [text for text in _readme_examples() if "label_pattern" in text and "x64" in text]
+    path = tmp_path / "queuebot.yml"
+    path.write_text(example)
+    rule = load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)}).file.jobs.runner_type
+    default = load_settings(SERVE_ENV).file.jobs.runner_type
+    ec2 = ["self-hosted", "linux", "x64", "ubuntu-2204"]
+    assert default.runner_type(["self-hosted", "linux.2xlarge"], None) == "linux.2xlarge"
+    assert default.runner_type(["linux.2xlarge"], None) == "linux.2xlarge"
+    assert default.runner_type(["arc-runner-set"], None) == "arc-runner-set"
+    assert default.runner_type(ec2, None) == "linux"
+    assert rule.runner_type(ec2, None) == "ubuntu-2204"
+    assert rule.runner_type(["self-hosted", "Linux", "ARM64", "amazon"], None) == "amazon"
+    assert rule.runner_type(["arc-runner-set"], None) == "arc-runner-set"
+    assert rule.runner_type(["self-hosted", "linux.2xlarge"], None) == "linux.2xlarge"
+    # GitHub's own labels alone: the default rule's answer.
+    assert rule.runner_type(["self-hosted", "Linux", "X64"], None) == "Linux"
+
+
+def test_the_readmes_organizations_example_loads_with_its_secrets(tmp_path: Path) -> None:
+    (example,) = [text for text in _readme_examples() if "github:" in text]
+    path = tmp_path / "queuebot.yml"
+    path.write_text(example)
+    env = SERVE_ENV | {
+        "QUEUEBOT_CONFIG": str(path),
+        "LABS_ORG_HOOK_SECRET": "labs-org-hook",
+        "LABS_REPO_HOOK_SECRET": "labs-repo-hook",
+        "GITHUB_WEBHOOK_SECRET_PYTORCH": "pytorch-hook",
+    }
+    settings = load_settings(env, for_serve=True)
+    assert settings.github_orgs == ("pytorch", "pytorch-labs")
+    assert {
+        org: [secret.get_secret_value() for secret in secrets]
+        for org, secrets in settings.github_org_secrets.items()
+    } == {"pytorch": ["pytorch-hook"], "pytorch-labs": ["labs-org-hook", "labs-repo-hook"]}
+    assert settings.file.capacity_report.orgs == ("pytorch-labs",)
+    unset = {k: v for k, v in env.items() if k != "LABS_REPO_HOOK_SECRET"}
+    with pytest.raises(ConfigError, match="names LABS_REPO_HOOK_SECRET for pytorch-labs's"):
+        load_settings(unset, for_serve=True)
+
+
 class TestAlertValues:
     """`alert_values:` in the YAML file: how alerts' values are named, and its mistakes."""
 

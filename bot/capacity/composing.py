@@ -40,9 +40,17 @@ class Inputs:
     jobs: JobsConfig
     metrics: dict[str, TypeMetrics] = field(default_factory=dict)
     offline: dict[str, int] = field(default_factory=dict)
+    #: The report is of some organizations (`jobs` counts theirs only, `offline` has their
+    #: runner types): Prometheus's runner types are shown only where theirs are.
+    of_orgs: bool = False
 
     def counts(self, runner_type: str) -> bool:
         return not self.jobs.leaves_out(runner_type) and self.settings.reports(runner_type)
+
+    def theirs(self, runner_type: str, measured: Iterable[str]) -> bool:
+        """Whether Prometheus's `runner_type` is shown: always, unless the report is of some
+        organizations whose jobs and runners do not have it."""
+        return not self.of_orgs or runner_type in measured or runner_type.casefold() in self.offline
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,8 @@ def composed(spans: Iterable[JobSpan], inputs: Inputs) -> Composed:
     ]
     measures = measure(counted, since, until)
     names = sorted(
-        set(measures) | {n for n in inputs.metrics if inputs.counts(n)},
+        set(measures)
+        | {n for n in inputs.metrics if inputs.counts(n) and inputs.theirs(n, measures)},
         key=lambda n: (-(measures[n].busy_seconds if n in measures else 0.0), n),
     )
     shown = names[:MAX_TYPES]

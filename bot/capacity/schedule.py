@@ -71,12 +71,14 @@ class WeeklyReports:
             if (now - moment).total_seconds() > LATE_SECONDS:
                 continue
             if await self._store.report(slot) is None:
-                due.append((post.channel, moment.timestamp(), slot))
+                due.append((post.channel, moment.timestamp(), slot, post.orgs or None))
         if not due:
             return []
-        composed = await self._reporter.compose()
+        # One report for each set of organizations the posts due ask for.
+        reports = {orgs: await self._reporter.compose(orgs=orgs) for *_, orgs in due}
         saved = []
-        for channel, due_at, slot in due:
+        for channel, due_at, slot, orgs in due:
+            composed = reports[orgs]
             record = ReportRecord(
                 slot=slot,
                 channel=channel,

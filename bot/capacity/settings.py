@@ -1,6 +1,6 @@
 """The capacity report's part of the YAML file (`capacity_report:`): the p95 queue-time target
-the sizes are recommended for, the window, and the weekly posts (a channel, a weekday and a time
-in a time zone each).
+the sizes are recommended for, the window, the organizations reported on, and the weekly posts
+(a channel, a weekday and a time in a time zone each, and their own organizations, if any).
 
 A post is due at the latest scheduled moment at or before now; it is made once per moment
 (`slot`), however many replicas run and however often they restart. A bot that was down at that
@@ -10,6 +10,7 @@ week-old report posted late would mislead."""
 from __future__ import annotations
 
 import fnmatch
+import re
 from datetime import datetime, time, timedelta
 from enum import IntEnum
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -18,6 +19,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: A scheduled post more than this late is not made any more.
 LATE_SECONDS = 6 * 3600.0
+#: GitHub's account names: letters, digits and hyphens.
+_ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
+
+
+def _org_names(value: tuple[str, ...]) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in value)
+    for name in names:
+        if not _ORG.fullmatch(name):
+            raise ValueError(f"{name!r} is not an organization's name (like pytorch)")
+    if len({name.casefold() for name in names}) < len(names):
+        raise ValueError("names an organization twice")
+    return names
 
 
 class Weekday(IntEnum):
@@ -40,6 +53,10 @@ class WeeklyPost(BaseModel):
     #: When, on that day, in `timezone` (24-hour `HH:MM`).
     at: time = time(9, 0)
     timezone: str = "UTC"
+    #: The organizations this post reports on (none: the report's own `orgs`).
+    orgs: tuple[str, ...] = ()
+
+    _orgs = field_validator("orgs")(_org_names)
 
     @field_validator("weekday")
     @classmethod
@@ -93,7 +110,12 @@ class CapacitySettings(BaseModel):
     days: int = Field(7, ge=1, le=30)
     #: Runner types reported (`*` patterns, any case); none listed: every type that counts.
     runner_types: tuple[str, ...] = ()
+    #: The organizations reported on (jobs of their repositories, their runners); none listed:
+    #: every one. `/queue-status org NAME report` asks for one.
+    orgs: tuple[str, ...] = ()
     posts: tuple[WeeklyPost, ...] = ()
+
+    _orgs = field_validator("orgs")(_org_names)
 
     def reports(self, runner_type: str) -> bool:
         name = runner_type.lower()

@@ -10,6 +10,7 @@ import aiohttp
 
 from bot.clients import github_reader_for
 from bot.config import Settings
+from bot.config.github_app import has_github_rest
 from bot.fleet.sources.backfill import MAX_DAYS, Backfill, Progress
 from bot.fleet.sources.github_runners import GitHubError
 from bot.store import StoreError, open_store
@@ -46,9 +47,10 @@ async def run_backfill(
     if not 1 <= days <= MAX_DAYS:
         print(f"queuebot: --days must be 1 to {MAX_DAYS} (GitHub keeps no more)", file=out)
         return 2
-    if settings.github_token is None or settings.github_org is None:
+    if not has_github_rest(settings) or not settings.github_orgs:
         print(
-            "queuebot: backfill reads GitHub's REST API: set GITHUB_TOKEN and GITHUB_ORG",
+            "queuebot: backfill reads GitHub's REST API: set GITHUB_ORG, and GITHUB_TOKEN or"
+            " a GitHub App (GITHUB_APP_ID and its private key)",
             file=out,
         )
         return 2
@@ -63,7 +65,7 @@ async def run_backfill(
             reader = github_reader_for(settings, session, max_requests=max_requests)
             assert reader is not None
             walk = Backfill(
-                reader, store, settings.file.jobs, [settings.github_org], days=days, report=line
+                reader, store, settings.file.jobs, settings.github_orgs, days=days, report=line
             )
             progress = await walk.run()
     except (GitHubError, StoreError) as exc:

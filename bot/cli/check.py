@@ -7,13 +7,16 @@ answered with what.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import aiohttp
 
+from bot.cli.check_github import github_access_lines
 from bot.clients import github_runners_client_for, prometheus_client_for, slack_client_for
 from bot.config import Settings
+from bot.config.github_app import has_github_rest
 from bot.domain.clock import SYSTEM
 from bot.domain.incidents import is_channel_id
 from bot.fleet.sources.github_access import RunnerScope, ScopeKind
@@ -22,7 +25,7 @@ from bot.fleet.sources.prometheus import PrometheusError
 from bot.silencing.grafana import API_PREFIX
 from bot.slack.errors import SlackError
 from bot.slack.gateway import SlackGateway
-from bot.store import StoreError, open_store
+from bot.store import JobRow, StoreError, open_store
 from bot.telemetry.redaction import Redactor, known_secrets, redact_url
 
 PROBE_TIMEOUT_SECONDS = 5.0
@@ -157,8 +160,10 @@ async def _prometheus_through_grafana(settings: Settings) -> str:
 
 
 async def _job_events(settings: Settings) -> str:
-    """GitHub's workflow_job deliveries: whether they are taken, and what the store has."""
-    if settings.github_webhook_secret is None:
+    """GitHub's workflow_job deliveries: whether they are taken, and what the store has (with
+    the runner types `jobs.runner_type` gave the last day's jobs)."""
+    secrets = (settings.github_webhook_secret, settings.github_app_webhook_secret)
+    if not settings.github_org_secrets and all(secret is None for secret in secrets):
         return "github job events: not configured (GITHUB_WEBHOOK_SECRET): no job history"
     try:
         store = await open_store(settings.database)
@@ -180,17 +185,31 @@ async def _job_events(settings: Settings) -> str:
     since = datetime.fromtimestamp(first, UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
         f"github job events: ok ({len(day.arrivals)} jobs queued in the last 24 hours;"
-        f" history since {since})"
+        f" history since {since})" + _runner_types(day.arrivals, settings)
     )
+
+
+def _runner_types(arrivals: list[JobRow], settings: Settings) -> str:
+    """The runner types of the last day's jobs, the most jobs first, as a line of its own: what
+    the YAML file's `jobs.runner_type` makes of the fleet's labels."""
+    if not arrivals:
+        return ""
+    counted = Counter(row.runner_type for row in arrivals)
+    jobs = settings.file.jobs
+    shown = ", ".join(
+        f"{name} {count}" + (" (left out by jobs.exclude)" if jobs.leaves_out(name) else "")
+        for name, count in sorted(counted.items(), key=lambda item: (-item[1], item[0]))
+    )
+    return f"\ngithub runner types: {len(counted)} in the last 24 hours' jobs (jobs each): {shown}"
 
 
 async def _github_runners(settings: Settings) -> str:
     scope = settings.github_scope()
     if scope is None:
         return "github runners: not configured (GITHUB_ORG, GITHUB_REPOSITORY or GITHUB_ENTERPRISE)"
-    if settings.github_token is None:
+    if not has_github_rest(settings):
         named = RunnerScope(ScopeKind(scope[0]), scope[1]).setting
-        return f"github runners: FAILED: {named} is set but GITHUB_TOKEN is not"
+        return f"github runners: FAILED: {named} is set but GITHUB_TOKEN is not (nor GITHUB_APP_ID)"
     # The bot's own client, so the token is proved on the very request the bot makes.
     async with aiohttp.ClientSession() as session:
         client = github_runners_client_for(settings, session)
@@ -209,6 +228,8 @@ async def _github_runners(settings: Settings) -> str:
         line += f"; only the first {fleet.pages} pages of {fleet.total_count} runners were read"
     if fleet.unreadable:
         line += f"; {fleet.unreadable} runners could not be read"
+    if fleet.failed:
+        line = line.replace(": ok (", ": FAILED in part (", 1) + f"; {'; '.join(fleet.failed)}"
     return line
 
 
@@ -226,6 +247,7 @@ async def run_check(settings: Settings) -> int:
     lines.append(await _prometheus(settings))
     lines.append(await _job_events(settings))
     lines.append(await _github_runners(settings))
+    lines += await github_access_lines(settings)
     shown = Redactor(known_secrets(settings))
     for line in lines:
         print(shown(line))

@@ -22,7 +22,9 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.config import github
 from bot.config.file import FileConfig, load_file_config
+from bot.config.github_app import AppKey, AppKeyFile, AppNumber, check_github_app
 from bot.config.words import ConfigError
 from bot.config.words import problems as _problems
 from bot.domain.incidents import is_channel_id
@@ -38,14 +40,9 @@ __all__ = [
     "load_settings",
 ]
 
-#: Whose runners queuebot lists (GITHUB_ORG, GITHUB_REPOSITORY or GITHUB_ENTERPRISE).
-GitHubScopeKind = Literal["org", "repo", "enterprise"]
-#: GitHub's account names (organizations, enterprise slugs): letters, digits and hyphens.
-_GITHUB_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
 #: A Slack channel's #name (Slack's names are lower case letters, digits, hyphens and
 #: underscores, at most 80); or its id (`is_channel_id`).
 _CHANNEL_NAME = re.compile(r"#[\w.-]{1,80}")
-_GITHUB_REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?/[A-Za-z0-9._-]+")
 #: The timings' documented defaults.
 _DEFAULT = Timings()
 #: Each timing's environment variable, by its name in `Timings`.
@@ -138,14 +135,37 @@ class Settings(BaseSettings):
     prune_interval_seconds: float = Field(
         _DEFAULT.prune_interval, gt=0, le=86400, validation_alias=TIMING_VARIABLES["prune_interval"]
     )
+    #: Reconciliation with GitHub's REST API (`bot.fleet.sources.reconcile`): a pass every so
+    #: many seconds (0: off), within this share of the token's hourly budget.
+    reconcile_seconds: float = Field(
+        300.0, ge=0, le=86400, validation_alias="QUEUEBOT_RECONCILE_SECONDS"
+    )
+    reconcile_budget_share: float = Field(
+        0.2, gt=0, le=1, validation_alias="QUEUEBOT_RECONCILE_BUDGET_SHARE"
+    )
+    #: Days of history `queuebot serve` reads from GitHub's REST API in the background when
+    #: it first starts on a store (`queuebot backfill --days N`); 0: it does not.
+    backfill_on_start_days: int = Field(
+        0, ge=0, le=400, validation_alias="QUEUEBOT_BACKFILL_ON_START_DAYS"
+    )
     prometheus_url: AnyHttpUrl | None = Field(None, validation_alias="PROMETHEUS_URL")
     grafana_prometheus_datasource_uid: str | None = Field(
         None, validation_alias="GRAFANA_PROMETHEUS_DATASOURCE_UID"
     )
     #: The runner supply from GitHub's REST API: a token, and whose runners (one of three).
     github_token: SecretStr | None = Field(None, validation_alias="GITHUB_TOKEN")
-    #: The secret of the GitHub webhook that sends workflow_job events (X-Hub-Signature-256).
+    #: Or a GitHub App instead of the token (`bot.config.github_app` says what is checked).
+    github_app_id: AppNumber = Field(None, validation_alias="GITHUB_APP_ID")
+    github_app_key: AppKey = Field(None, validation_alias="GITHUB_APP_PRIVATE_KEY")
+    github_app_key_file: AppKeyFile = Field(None, validation_alias="GITHUB_APP_PRIVATE_KEY_FILE")
+    github_app_installation: AppNumber = Field(None, validation_alias="GITHUB_APP_INSTALLATION_ID")
+    #: The secret of the GitHub webhooks that send workflow_job events (X-Hub-Signature-256);
+    #: an organization's own, and the GitHub App's, are `bot.config.github`'s.
     github_webhook_secret: SecretStr | None = Field(None, validation_alias="GITHUB_WEBHOOK_SECRET")
+    github_app_webhook_secret: SecretStr | None = Field(
+        None, validation_alias="GITHUB_APP_WEBHOOK_SECRET"
+    )
+    github_org_secrets: dict[str, tuple[SecretStr, ...]] = Field(default_factory=dict, exclude=True)
     github_org: str | None = Field(None, validation_alias="GITHUB_ORG")
     github_repository: str | None = Field(None, validation_alias="GITHUB_REPOSITORY")
     github_enterprise: str | None = Field(None, validation_alias="GITHUB_ENTERPRISE")
@@ -190,6 +210,7 @@ class Settings(BaseSettings):
         "grafana_token",
         "github_token",
         "github_webhook_secret",
+        "github_app_webhook_secret",
         mode="before",
     )
     @classmethod
@@ -245,20 +266,10 @@ class Settings(BaseSettings):
             )
         return value.strip() if value is not None else None
 
-    @field_validator("github_org", "github_enterprise")
-    @classmethod
-    def _github_name(cls, value: str | None) -> str | None:
-        # It becomes a path segment of GitHub's API: a name, never a path.
-        if value is not None and not _GITHUB_NAME.fullmatch(value.strip()):
-            raise ValueError("must be a name (letters, digits and hyphens), like pytorch")
-        return value.strip() if value is not None else None
-
-    @field_validator("github_repository")
-    @classmethod
-    def _github_repository(cls, value: str | None) -> str | None:
-        if value is not None and not _GITHUB_REPOSITORY.fullmatch(value.strip()):
-            raise ValueError("must be owner/repo, like pytorch/pytorch")
-        return value.strip() if value is not None else None
+    # Each becomes a path segment of GitHub's API: a name, never a path.
+    _github_orgs = field_validator("github_org")(github.org_list)
+    _github_enterprise = field_validator("github_enterprise")(github.enterprise_name)
+    _github_repository = field_validator("github_repository")(github.repository_name)
 
     @property
     def timings(self) -> Timings:
@@ -278,22 +289,14 @@ class Settings(BaseSettings):
             forecast_check=self.forecast_check_seconds,
         )
 
-    def github_scope(self) -> tuple[GitHubScopeKind, str] | None:
-        """Whose runners queuebot lists: GITHUB_ORG, GITHUB_REPOSITORY or GITHUB_ENTERPRISE;
-        None when none is set. Raises ConfigError when more than one is."""
-        scopes: tuple[tuple[str, GitHubScopeKind, str | None], ...] = (
-            ("GITHUB_ORG", "org", self.github_org),
-            ("GITHUB_REPOSITORY", "repo", self.github_repository),
-            ("GITHUB_ENTERPRISE", "enterprise", self.github_enterprise),
-        )
-        named = [(variable, kind, value) for variable, kind, value in scopes if value]
-        if len(named) > 1:
-            raise ConfigError(
-                f"{', '.join(v for v, _, _ in named[:-1])} and {named[-1][0]} are set together:"
-                " queuebot lists the runners of one of them; unset the others (GitHub Actions"
-                " sets GITHUB_REPOSITORY in every job)"
-            )
-        return (named[0][1], named[0][2]) if named else None
+    def github_scope(self) -> tuple[github.GitHubScopeKind, str] | None:
+        """Whose runners queuebot lists (`bot.config.github.scope_of`)."""
+        return github.scope_of(self)
+
+    @property
+    def github_orgs(self) -> tuple[str, ...]:
+        """The organizations queuebot watches: GITHUB_ORG's, else the YAML file's."""
+        return tuple(self.github_org.split(",")) if self.github_org else self.file.github.names
 
 
 _REQUIRED_FOR_SERVE = {
@@ -363,18 +366,21 @@ def load_settings(env: Mapping[str, str] | None = None, *, for_serve: bool = Fal
             if not source.get(name, "").strip()
         ]
     if settings is not None:
+        # The file first: it may name GitHub's organizations, which the checks read.
+        if settings.config_path is not None:
+            try:
+                settings.file = load_file_config(settings.config_path)
+            except ConfigError as exc:
+                problems.append(str(exc))
         for check in (
             check_url_credentials,
             Settings.github_scope,
+            lambda given: github.check_github(given, source, for_serve=for_serve),
+            check_github_app,
             *((_check_tokens, check_webhook_auth) if for_serve else ()),
         ):
             try:
                 check(settings)
-            except ConfigError as exc:
-                problems.append(str(exc))
-        if settings.config_path is not None:
-            try:
-                settings.file = load_file_config(settings.config_path)
             except ConfigError as exc:
                 problems.append(str(exc))
     if problems:

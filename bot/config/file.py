@@ -1,6 +1,6 @@
 """The YAML file named by QUEUEBOT_CONFIG: what does not fit in environment variables
 (routing, who may silence, the query pack, the early warning, the capacity report, the names
-of alerts' values)."""
+of alerts' values, GitHub's organizations and the variables holding their hooks' secrets)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from bot.capacity.settings import CapacitySettings
+from bot.config.github import GitHubSection
 from bot.config.words import ConfigError
 from bot.config.words import problems as _problems
 from bot.domain.alerts import TEXT_ANNOTATIONS
@@ -83,6 +84,8 @@ class FileConfig(BaseModel):
     capacity_report: CapacitySettings = Field(default_factory=CapacitySettings)
     #: How alerts' values are named (refId or key → name, unit, threshold, hide).
     alert_values: dict[ValueKey, AlertValue] = Field(default_factory=dict)
+    #: GitHub's organizations (instead of GITHUB_ORG), each with its hooks' secret variables.
+    github: GitHubSection = Field(default_factory=GitHubSection)
 
     @field_validator("alert_values")
     @classmethod

@@ -83,3 +83,6 @@ class QueueStatus:
     #: The incidents and silences are every channel's (the fleet-wide view), not only those of
     #: the channel asked in.
     every_channel: bool = False
+    #: Jobs whose state reconciliation corrected from GitHub's REST API in the last hour (told
+    #: in the detail).
+    corrected: int = 0

@@ -5,6 +5,8 @@ Everything comes from the store (or, for the runners, GitHub's answer the app al
 never from what one process saw: every replica's scrape tells the same fleet, so a rule over
 several replicas takes `max by (runner_type)` and sees one truth, and the counters (totals
 since the store began, `bot.store.fleet_totals_sql`) never go back, whichever replica answers.
+The runners of several organizations are counted together (a type two of them have, summed);
+an organization whose list is not had is left out until it is.
 
 The runner types are those that count, by the alert's rules (the YAML file's `jobs:`:
 exclusions and repositories; jobs queued more than `queued_after_seconds` and less than
@@ -29,9 +31,8 @@ from prometheus_client.metrics_core import Metric
 
 from bot.domain.clock import SYSTEM, Clock
 from bot.domain.jobs import QUEUE_TIME_BUCKETS
-from bot.fleet.sources.github_runners import GitHubRunnersClient
 from bot.fleet.sources.jobs_config import JobsConfig
-from bot.fleet.sources.runner_supply import RunnerFleet
+from bot.fleet.sources.runner_supply import RunnerFleet, RunnersSource
 from bot.store import FleetTotals, QueueCount, Store, bucket_part
 from bot.telemetry.metrics import FLEET
 
@@ -158,7 +159,7 @@ class FleetExport:
         self,
         store: Store,
         config: JobsConfig,
-        runners: GitHubRunnersClient | None = None,
+        runners: RunnersSource | None = None,
         clock: Clock = SYSTEM,
     ) -> None:
         self._store = store

@@ -7,7 +7,12 @@ events (exact, per job), the runners list (GitHub's own view of its runners), Pr
 others lack). Where each value came from is kept, so the report can say it. A source that fails
 is said in `missing`; only when no source knows any runner type is the fleet unreadable. A
 usual that is not the previous days' (less than a day of job history) is said in the report's
-notes. The runner types the `jobs:` settings leave out are left out of the runners list too.
+notes, and so is a runners list missing some organizations'. The runner types the `jobs:`
+settings leave out are left out of the runners list too.
+
+The sources of one organization (`FleetSources.for_org`) count its repositories' jobs and its
+own runners list; Prometheus, which tells runner types apart but not organizations, adds to
+the runner types those two know.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from bot.fleet.measures import BY_WORKFLOW, Origin, Signal
 from bot.fleet.signals import (
@@ -29,14 +35,19 @@ from bot.fleet.signals import (
     no_fleet,
     window_minutes,
 )
-from bot.fleet.sources.github_runners import GitHubError, GitHubRunnersClient
+from bot.fleet.sources.github_runners import GitHubError
 from bot.fleet.sources.job_events import JobReading, read_jobs
 from bot.fleet.sources.jobs_config import JobsConfig
+from bot.fleet.sources.orgs import org_jobs, runners_of
 from bot.fleet.sources.prometheus import PrometheusClient
 from bot.fleet.sources.querypack import QueryPack
-from bot.fleet.sources.runner_supply import RunnerFleet
+from bot.fleet.sources.runner_supply import RunnerFleet, RunnersSource
 from bot.store import Store, StoreError
 
+_V = TypeVar("_V")
+#: How a reading's problems begin for each organization whose runners are not in it, followed
+#: by `org NAME: why`.
+PARTIAL_RUNNERS = "GitHub's runners list is partial, without "
 #: How long reading the fleet may take before what came in is used.
 READ_TIMEOUT_SECONDS = 20.0
 
@@ -51,13 +62,21 @@ class FleetSources:
 
     store: Store | None = None
     jobs: JobsConfig = field(default_factory=JobsConfig)
-    runners: GitHubRunnersClient | None = None
+    runners: RunnersSource | None = None
     prometheus: PrometheusClient | None = None
     pack: QueryPack = field(default_factory=QueryPack)
+    #: The organization these sources are narrowed to (`for_org`); None: the whole fleet.
+    org: str | None = None
 
     @property
     def configured(self) -> bool:
         return any(s is not None for s in (self.store, self.runners, self.prometheus))
+
+    def for_org(self, org: str) -> FleetSources:
+        """The same sources, counting only `org`'s jobs and runners."""
+        return replace(
+            self, jobs=org_jobs(self.jobs, [org]), runners=runners_of(self.runners, org), org=org
+        )
 
 
 def from_jobs(reading: JobReading, window: str) -> FleetSignals:
@@ -106,6 +125,30 @@ def from_runners(
         fleet.now.setdefault(Signal.BUSY, {})[name] = float(counts.busy)
         fleet.now.setdefault(Signal.IDLE, {})[name] = float(counts.idle)
     return fleet
+
+
+def only_types(part: FleetSignals, names: set[str]) -> FleetSignals:
+    """`part` with the values of the runner types `names` only."""
+    return replace(
+        part,
+        now=_each(part.now, names),
+        baseline=_each(part.baseline, names),
+        yesterday=_each(part.yesterday, names),
+        week_ago=_each(part.week_ago, names),
+        hour_ago=_each(part.hour_ago, names),
+        workflows=_each(part.workflows, names),
+        workflow_baseline=_each(part.workflow_baseline, names),
+        daily={s: [_kept(day, names) for day in days] for s, days in part.daily.items()},
+        earlier={s: [_kept(then, names) for then in ago] for s, ago in part.earlier.items()},
+    )
+
+
+def _kept(values: dict[str, _V], names: set[str]) -> dict[str, _V]:
+    return {name: value for name, value in values.items() if name in names}
+
+
+def _each(by_signal: dict[Signal, dict[str, _V]], names: set[str]) -> dict[Signal, dict[str, _V]]:
+    return {signal: _kept(values, names) for signal, values in by_signal.items()}
 
 
 def merge(parts: list[tuple[Origin, FleetSignals]], at: datetime, window: str) -> FleetSignals:
@@ -225,6 +268,8 @@ async def read_fleet(
             supply = await sources.runners.fleet()
         except GitHubError as exc:
             problems.append(f"GitHub's runners list could not be read: {exc}")
+            return
+        problems.extend(f"{PARTIAL_RUNNERS}{failed}" for failed in supply.failed)
 
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(within_seconds):
@@ -237,6 +282,11 @@ async def read_fleet(
         names |= set(prometheus_part.runner_types())
     if supply is not None:
         parts.append((Origin.RUNNERS, from_runners(supply, names, at, window, sources.jobs)))
+    if prometheus_part is not None and sources.org is not None:
+        # One organization's: only the runner types its jobs and runners have.
+        prometheus_part = only_types(
+            prometheus_part, {n for _, part in parts for n in part.runner_types()}
+        )
     if prometheus_part is not None:
         parts.append((Origin.PROMETHEUS, prometheus_part))
     fleet = merge(parts, at, window)

@@ -1,5 +1,6 @@
 """`/queue-status report [days]`: the capacity report, for the asker or (`post report`) for the
-channel, with the chart of the busiest runner types uploaded privately for its image block.
+channel, with the chart of the busiest runner types uploaded privately for its image block;
+`/queue-status org NAME report`: one organization's.
 
 Composing a week's report replays every job many times over (a few seconds for a busy fleet):
 the command is acked first and the answer goes through its response_url, which Slack keeps for
@@ -17,6 +18,7 @@ from bot.slack.contract import QUEUE_STATUS_COMMAND
 from bot.slack.errors import SlackError, SlackRejected
 from bot.slack.gateway import SlackGateway
 from bot.slack.message import ChartFile
+from bot.status.request import StatusRequest
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +59,15 @@ class ReportAnswers:
         user: str,
         channel: str | None,
         response_url: str | None,
+        org: str | None = None,
     ) -> bool:
-        """Compose, render and send the report; whether it reached Slack (when it failed on our
-        side, the asker is told so)."""
+        """Compose, render and send the report (of organization `org`, or of those the
+        settings name); whether it reached Slack (when it failed on our side, the asker is
+        told so)."""
         if not response_url:
             return False
         try:
-            composed = await self._reporter.compose(days or None)
+            composed = await self._reporter.compose(days or None, orgs=(org,) if org else None)
         except Exception:
             log.exception("capacity report failed (user=%s)", user)
             await tell(
@@ -76,7 +80,7 @@ class ReportAnswers:
             )
             return False
         chart = await upload_chart(self._slack, composed)
-        words = f"report {days}" if days else "report"
+        words = StatusRequest(report_days=days, org=org).words
         for shown in (chart, None) if chart else (None,):
             message = self._renderer.capacity_report(
                 composed.report,

@@ -4,11 +4,17 @@ The command is acked at once (Slack wants an answer within 3 s; help and anythin
 understood are answered in the ack itself), then the fleet is read and the answer goes through
 the command's response_url: privately, or for the channel with `post`. Share in channel reads
 the fleet again, posts the fresh answer for everyone and removes the private one.
+
+`org NAME` narrows any of these to one of the organizations queuebot watches (GITHUB_ORG, or
+the YAML file's `github.orgs`): its repositories' jobs and its own runners list. Another name
+is answered, in the ack, with the organizations there are.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -19,17 +25,22 @@ from bot.fleet.charting import ChartUnavailable
 from bot.listeners.answer import tell, tell_clicker
 from bot.listeners.capacity import ReportAnswers
 from bot.listeners.payloads import BlockActions
+from bot.render import status_lines
+from bot.render.mrkdwn import escape_mrkdwn
 from bot.render.renderer import Renderer
 from bot.silencing.permissions import Permissions
-from bot.slack.contract import QUEUE_STATUS_COMMAND
+from bot.slack.contract import QUEUE_STATUS_COMMAND, ActionId
 from bot.slack.errors import SlackError, SlackRejected
 from bot.slack.gateway import SlackGateway
 from bot.slack.message import ChartFile, Message
 from bot.status.rate_limit import PerUserLimit
 from bot.status.reader import RUNNER_TYPE_PATTERN, StatusReader
 from bot.status.request import (
+    ORG_WORD,
     NotUnderstood,
     StatusRequest,
+    known_org,
+    org_note,
     parse_request,
     quoted,
     too_often,
@@ -55,8 +66,11 @@ class StatusHandlers:
         *,
         reports: ReportAnswers | None = None,
         fleet_wide: Permissions | None = None,
+        orgs: tuple[str, ...] = (),
     ) -> None:
+        """`orgs`: the organizations `org NAME` may name (those queuebot watches)."""
         self._reader = reader
+        self._orgs = orgs
         self._fleet_wide = fleet_wide
         self._slack = slack
         self._renderer = renderer
@@ -64,9 +78,9 @@ class StatusHandlers:
         self._reports = reports
 
     async def on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
-        request = parse_request(str(command.get("text") or ""))
+        request = known_org(parse_request(str(command.get("text") or "")), self._orgs)
         if isinstance(request, NotUnderstood):
-            usage = self._renderer.queue_status_usage(request.problem)
+            usage = self._usage(request.problem)
             await ack(text=usage.text, blocks=usage.blocks, response_type="ephemeral")
             return
         wait = self._limit.wait(str(command.get("user_id") or ""))
@@ -109,13 +123,10 @@ class StatusHandlers:
         payload = await self._clicked(ack, body, "Share in channel")
         if payload is None:
             return
-        request = parse_request(payload.actions[0].value or "")
+        request = known_org(parse_request(payload.actions[0].value or ""), self._orgs)
         if not isinstance(request, StatusRequest):
             request = StatusRequest()
-        shared = await self._answer_clicker(
-            StatusRequest(query=request.query, public=True, report_days=request.report_days),
-            payload,
-        )
+        shared = await self._answer_clicker(replace(request, public=True), payload)
         if shared and payload.response_url:
             try:
                 await self._slack.respond(payload.response_url, None)
@@ -155,12 +166,14 @@ class StatusHandlers:
             )
         try:
             status = await self._reader.read(
-                request.query, channel=await self._scope(request, user, channel)
+                request.query, channel=await self._scope(request, user, channel), org=request.org
             )
-            chart, note = await self._chart(status)
+            chart, note = await self._chart(status, request.org)
+            note = org_note(request.org, note)
             message = self._renderer.queue_status(
                 status, shared_by=user if request.public else None, chart=chart, note=note
             )
+            message = _shared_as(message, request)
         except Exception:
             log.exception("queue status failed (user=%s)", user)
             await self._tell(FAILED, user, channel, response_url)
@@ -175,10 +188,11 @@ class StatusHandlers:
             # The chart is the one part that can be refused for reasons of its own (a file
             # Slack has not finished processing); the words are sent without it.
             log.warning("Slack refused the queue status with its chart: %s", exc)
-            note = "The chart could not be shown."
+            note = org_note(request.org, "The chart could not be shown.")
             message = self._renderer.queue_status(
                 status, shared_by=user if request.public else None, note=note
             )
+            message = _shared_as(message, request)
             try:
                 await self._send(message, request.public, user, channel, response_url)
             except SlackError as again:
@@ -215,14 +229,29 @@ class StatusHandlers:
             user=user,
             channel=channel,
             response_url=response_url,
+            org=request.org,
         )
 
-    async def _chart(self, status: QueueStatus) -> tuple[ChartFile | None, str | None]:
+    def _usage(self, problem: str | None) -> Message:
+        """How to use the command, with `org NAME` where there are organizations to name."""
+        if not self._orgs:
+            return self._renderer.queue_status_usage(problem)
+        text = (
+            f"{status_lines.USAGE}\n• `{QUEUE_STATUS_COMMAND} {ORG_WORD} {self._orgs[0]}` (or"
+            f" `{ORG_WORD} {self._orgs[0]} linux.g5`, `{ORG_WORD} {self._orgs[0]} report`): one"
+            " organization's jobs and runners only, of "
+            + ", ".join(f"`{escape_mrkdwn(org)}`" for org in self._orgs)
+        )
+        return self._renderer.notice(f":grey_question: {problem}\n\n{text}" if problem else text)
+
+    async def _chart(
+        self, status: QueueStatus, org: str | None = None
+    ) -> tuple[ChartFile | None, str | None]:
         """The detail's chart, uploaded privately for an image block; or why there is none."""
         if not status.details:
             return None, None
         try:
-            png = await self._reader.chart(status)
+            png = await self._reader.chart(status, org=org)
         except ChartUnavailable as exc:
             return None, f"No chart: {exc}"
         if png is None:
@@ -262,3 +291,16 @@ class StatusHandlers:
         await tell(
             self._slack, self._renderer, text, user=user, response_url=response_url, channel=channel
         )
+
+
+def _shared_as(message: Message, request: StatusRequest) -> Message:
+    """`message` with its Share in channel button asking again for `request`'s organization
+    too (the renderer gives it the runner type alone)."""
+    if request.org is None:
+        return message
+    blocks = copy.deepcopy(message.blocks)
+    for block in blocks:
+        for element in block.get("elements", []) if block.get("type") == "actions" else []:
+            if element.get("action_id") == ActionId.SHARE_STATUS.value:
+                element["value"] = request.words
+    return Message(message.text, blocks)

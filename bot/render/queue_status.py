@@ -66,8 +66,9 @@ def queue_status_message(
 def _sections(status: QueueStatus, lead: str) -> Iterator[list[str | None]]:
     """The sections of each form of the answer, fullest first."""
     if status.query is not None:
-        yield [lead, *(status_lines.detail_text(d) for d in status.details), *_counts(status)]
-        yield [lead, *(status_lines.detail_text(d) for d in status.details[:2]), *_counts(status)]
+        details = [status_lines.detail_text(d) for d in status.details]
+        yield [lead, *details, *_corrected(status), *_counts(status)]
+        yield [lead, *details[:2], *_corrected(status), *_counts(status)]
     else:
         for most in (None, FEW_LISTED):
             waiting = status_lines.waiting_lines(
@@ -79,6 +80,16 @@ def _sections(status: QueueStatus, lead: str) -> Iterator[list[str | None]]:
             yield sections
         yield [lead, None, *_counts(status)]
     yield [lead]
+
+
+def _corrected(status: QueueStatus) -> list[str | None]:
+    if not status.corrected:
+        return []
+    jobs = "1 job" if status.corrected == 1 else f"{status.corrected:,} jobs"
+    return [
+        f":wrench: {jobs} corrected from GitHub in the last hour: deliveries GitHub had lost"
+        " (a job taken or ended, or one never told of) read from its API."
+    ]
 
 
 def _counts(status: QueueStatus) -> list[str | None]:

@@ -5,7 +5,11 @@ the alert counts it, with since when; Prometheus is asked a handful of its signa
 whole diagnostics set) within STATUS_READ_TIMEOUT_SECONDS; open incidents and silences come
 from the store, with the links to their threads stored when those were posted. A part that
 cannot be read is reported in one line and the others are still shown: the on-call asking "is
-CI slow right now?" gets what queuebot has, never nothing.
+CI slow right now?" gets what queuebot has, never nothing. So does an organization whose runners
+list cannot be had: the others' runners are shown, and that organization's are said missing.
+
+Asked about one organization, the fleet is that organization's (`FleetSources.for_org`); the
+incidents and silences are the channel's, as ever.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from bot.domain.queue_status import (
 )
 from bot.fleet.charting import MAX_CHARTED, ChartUnavailable, queue_chart
 from bot.fleet.measures import Signal
-from bot.fleet.reading import FleetSources, FleetUnreadable, read_fleet
+from bot.fleet.reading import PARTIAL_RUNNERS, FleetSources, FleetUnreadable, read_fleet
 from bot.fleet.signals import FleetSignals
 from bot.store import Store
 
@@ -38,6 +42,8 @@ log = logging.getLogger(__name__)
 STATUS_READ_TIMEOUT_SECONDS = 5.0
 #: Open incidents listed; the rest are counted.
 MAX_INCIDENTS = 10
+#: The detail tells the jobs reconciliation corrected within this.
+CORRECTIONS_SECONDS = 3600.0
 #: Runner types shown in detail (and charted) for one `/queue-status <prefix>`.
 MAX_DETAILED = MAX_CHARTED
 
@@ -101,15 +107,19 @@ class StatusReader:
         self._clock = clock
         self._read_timeout = read_timeout
 
-    async def read(self, query: str | None = None, *, channel: str | None) -> QueueStatus:
-        """The summary (`query` None), or the runner types matching `query` in detail; the
-        open incidents and silences of `channel` (a Slack channel id), or of every channel
-        when it is None (the fleet-wide view, for those allowed it)."""
+    async def read(
+        self, query: str | None = None, *, channel: str | None, org: str | None = None
+    ) -> QueueStatus:
+        """The summary (`query` None), or the runner types matching `query` in detail, of the
+        whole fleet or of organization `org`; the open incidents and silences of `channel` (a
+        Slack channel id), or of every channel when it is None (the fleet-wide view, for those
+        allowed it)."""
         at = self._clock.now()
         signals = SUMMARY_SIGNALS if query is None else DETAIL_SIGNALS
         baseline = () if query is None else DETAIL_BASELINE
+        sources = self._sources.for_org(org) if org else self._sources
         (fleet, signals_read), (incidents, total, silenced) = await asyncio.gather(
-            self._fleet(at, signals, baseline), self._incidents(at, channel)
+            self._fleet(sources, at, signals, baseline), self._incidents(at, channel)
         )
         if query is None:
             return QueueStatus(at, fleet, incidents, total, silenced, every_channel=channel is None)
@@ -123,6 +133,7 @@ class StatusReader:
             for name in names[:MAX_DETAILED]
             if signals_read is not None
         )
+        corrected = await self._store.corrections_since(at.timestamp() - CORRECTIONS_SECONDS)
         return QueueStatus(
             at,
             fleet,
@@ -133,17 +144,20 @@ class StatusReader:
             details=details,
             matched=len(names),
             every_channel=channel is None,
+            corrected=sum(corrected.values()),
         )
 
-    async def chart(self, status: QueueStatus) -> bytes | None:
-        """The last 6 hours of the detailed runner types as a PNG; None if there is nothing
-        to draw. Raises ChartUnavailable when no source can give the history."""
+    async def chart(self, status: QueueStatus, *, org: str | None = None) -> bytes | None:
+        """The last 6 hours of the detailed runner types (of organization `org`'s jobs) as a
+        PNG; None if there is nothing to draw. Raises ChartUnavailable when no source can give
+        the history."""
         if not status.details:
             return None
         names = [d.state.name for d in status.details]
+        sources = self._sources.for_org(org) if org else self._sources
         try:
             async with asyncio.timeout(self._read_timeout):
-                return await queue_chart(self._sources, names, status.at)
+                return await queue_chart(sources, names, status.at)
         except TimeoutError:
             raise ChartUnavailable(self._too_slow()) from None
 
@@ -151,15 +165,19 @@ class StatusReader:
         return f"the fleet's sources did not answer within {self._read_timeout:g}s"
 
     async def _fleet(
-        self, at: datetime, signals: tuple[Signal, ...], baseline: tuple[Signal, ...]
+        self,
+        sources: FleetSources,
+        at: datetime,
+        signals: tuple[Signal, ...],
+        baseline: tuple[Signal, ...],
     ) -> tuple[FleetView, FleetSignals | None]:
-        window = self._sources.pack.window
-        if not self._sources.configured:
+        window = sources.pack.window
+        if not sources.configured:
             return FleetView(configured=False, window=window), None
         try:
             async with asyncio.timeout(self._read_timeout):
                 read = await read_fleet(
-                    self._sources, at, signals=signals, with_baseline=baseline, with_earlier=()
+                    sources, at, signals=signals, with_baseline=baseline, with_earlier=()
                 )
         except TimeoutError:
             log.warning("queue status: %s", self._too_slow())
@@ -168,7 +186,7 @@ class StatusReader:
             log.warning("queue status: %s", exc)
             return FleetView(error=str(exc), window=window), None
         types = tuple(runner_state(read, name) for name in read.runner_types())
-        missing = tuple(signal.value for signal in read.missing)
+        missing = tuple(signal.value for signal in read.missing) + _partial(read)
         return FleetView(types=types, window=window, missing=missing), read
 
     async def _incidents(
@@ -203,6 +221,18 @@ class StatusReader:
             if link is not None:
                 links[incident.id] = link
         return links
+
+
+def _partial(read: FleetSignals) -> tuple[str, ...]:
+    """The organizations whose runners are not in the reading, as `missing` names them (why
+    is logged)."""
+    missing = []
+    for problem in read.problems:
+        if problem.startswith(PARTIAL_RUNNERS):
+            log.warning("queue status: %s", problem)
+            whose = problem.removeprefix(PARTIAL_RUNNERS).split(":", 1)[0]
+            missing.append(f"the runners of {whose}")
+    return tuple(missing)
 
 
 def _detail(fleet: FleetSignals, state: RunnerTypeState) -> TypeDetail:

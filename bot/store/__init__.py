@@ -13,6 +13,7 @@ from bot.store.interface import Store, Transaction
 from bot.store.postgres import PostgresStore
 from bot.store.records import (
     Digest,
+    DoubtfulJob,
     Due,
     FleetTotals,
     HeadsUpRecord,
@@ -51,6 +52,7 @@ async def open_store(database: str, clock: Clock = SYSTEM) -> Store:
 
 __all__ = [
     "Digest",
+    "DoubtfulJob",
     "Due",
     "FleetTotals",
     "HeadsUpRecord",

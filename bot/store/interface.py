@@ -17,6 +17,7 @@ from bot.domain.incidents import Incident
 from bot.domain.jobs import JobEvent
 from bot.store.records import (
     Digest,
+    DoubtfulJob,
     Due,
     FleetTotals,
     HeadsUpRecord,
@@ -278,6 +279,36 @@ class JobStore(Protocol):
         ...
 
 
+class DoubtStore(Protocol):
+    """Jobs in doubt, for reconciliation with GitHub's REST API (`bot.store.doubts_sql` says
+    what each does)."""
+
+    async def doubtful_jobs(
+        self,
+        queued_since: float,
+        queued_until: float,
+        running_since: float,
+        running_until: float,
+        limit: int,
+    ) -> tuple[list[DoubtfulJob], list[DoubtfulJob]]: ...
+
+    async def usual_run_seconds(self, since: float, until: float) -> dict[str, float]: ...
+
+    async def active_repositories(self, since: float) -> list[str]: ...
+
+    async def known_runs(self, run_ids: Sequence[int]) -> dict[int, bool]: ...
+
+    async def known_jobs(self, job_ids: Sequence[int]) -> dict[int, str]: ...
+
+    async def forget_job(self, job_id: int) -> bool: ...
+
+    async def expire_queued(self, since: float, before: float) -> int: ...
+
+    async def add_corrections(self, at: float, counts: dict[str, int]) -> None: ...
+
+    async def corrections_since(self, since: float) -> dict[str, int]: ...
+
+
 class HeadsUpStore(Protocol):
     """Heads-ups before the alert (`bot.store.heads_ups_sql`)."""
 
@@ -328,7 +359,16 @@ class ReportStore(Protocol):
         ...
 
 
-class Store(IncidentStore, OutboxStore, ClaimStore, JobStore, HeadsUpStore, ReportStore, Protocol):
+class Store(
+    IncidentStore,
+    OutboxStore,
+    ClaimStore,
+    JobStore,
+    DoubtStore,
+    HeadsUpStore,
+    ReportStore,
+    Protocol,
+):
     """Everything a backend keeps and answers, by role; and what concerns it whole."""
 
     async def probe(self) -> None:

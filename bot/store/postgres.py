@@ -26,6 +26,7 @@ from bot.domain.clock import SYSTEM, Clock
 from bot.domain.jobs import JobEvent
 from bot.store import postgres_jobs as jobs
 from bot.store.claims_sql import ClaimQueries
+from bot.store.doubts_sql import DoubtQueries
 from bot.store.heads_ups_sql import HeadsUpQueries
 from bot.store.incidents_sql import IncidentQueries
 from bot.store.outbox_sql import OutboxQueries
@@ -50,7 +51,9 @@ from bot.store.statements import numbered
 SPANS_CHUNK = 5000
 
 
-class PostgresStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries, HeadsUpQueries):
+class PostgresStore(
+    IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries, HeadsUpQueries, DoubtQueries
+):
     """`bot.store.Store` on a PostgreSQL database (`PostgresDatabase` holds the pool); the
     statements both backends share are its parts'."""
 

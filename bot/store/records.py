@@ -150,6 +150,19 @@ class QueuedJob:
     html_url: str | None = None
 
 
+@dataclass(frozen=True)
+class DoubtfulJob:
+    """A job whose row may be wrong: still queued or still running longer than is likely."""
+
+    job_id: int
+    run_id: int
+    repository: str
+    runner_type: str
+    status: str
+    created_at: float  # Unix seconds
+    started_at: float | None
+
+
 class QueueCount(NamedTuple):
     """The jobs of one runner type and repository waiting for a runner at some moment."""
 

@@ -296,6 +296,17 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE runner_type != '' AND LENGTH(runner_type) <= 256
         GROUP BY runner_type ORDER BY MIN(created_at), runner_type LIMIT 1000
     """,
+    # Reconciliation with GitHub's REST API (`bot.store.doubts_sql`): a run's jobs found by
+    # its id, and the jobs corrected counted by kind.
+    """
+    CREATE INDEX jobs_run ON jobs (run_id);
+    CREATE TABLE job_corrections (
+        at {seconds} NOT NULL,
+        kind TEXT NOT NULL,
+        jobs INTEGER NOT NULL
+    );
+    CREATE INDEX job_corrections_at ON job_corrections (at)
+    """,
 )
 
 

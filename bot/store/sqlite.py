@@ -15,6 +15,7 @@ from bot.domain.clock import SYSTEM, Clock
 from bot.domain.jobs import JobEvent
 from bot.domain.pace import Bucket, take
 from bot.store.claims_sql import ClaimQueries
+from bot.store.doubts_sql import DoubtQueries
 from bot.store.heads_ups_sql import HeadsUpQueries
 from bot.store.incidents_sql import IncidentQueries
 from bot.store.outbox_sql import OutboxQueries
@@ -36,7 +37,9 @@ from bot.store.sqlite_retention import prune_before
 from bot.store.sqlite_tx import SQLiteTransaction
 
 
-class SQLiteStore(IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries, HeadsUpQueries):
+class SQLiteStore(
+    IncidentQueries, OutboxQueries, ClaimQueries, ReportQueries, HeadsUpQueries, DoubtQueries
+):
     """`bot.store.Store` on one SQLite file (`bot.store.sqlite_db` holds the connection); the
     statements both backends share are its parts'."""
 

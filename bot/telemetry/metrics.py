@@ -58,6 +58,11 @@ _COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
         ("event", "outcome"),
     ),
     "queuebot_retention_passes_total": ("Passes of retention over the store.", ()),
+    "queuebot_jobs_corrected_total": (
+        "Jobs whose state reconciliation with GitHub's REST API corrected, by correction (found,"
+        " started, completed, gone, expired).",
+        ("correction",),
+    ),
     "queuebot_background_passes_total": (
         "Background passes done, by task (early warning, silence watcher, capacity report"
         " schedule, ...).",

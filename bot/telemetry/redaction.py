@@ -52,9 +52,23 @@ MIN_SECRET_LENGTH = 4
 
 
 def known_secrets(settings: BaseModel) -> list[str]:
-    """The value of every `SecretStr` setting that is set."""
-    values = (getattr(settings, name) for name in type(settings).model_fields)
-    return [value.get_secret_value() for value in values if isinstance(value, SecretStr)]
+    """The value of every `SecretStr` setting that is set, also those held in a mapping or a
+    sequence (an organization's webhook secrets)."""
+    found: list[str] = []
+
+    def add(value: object) -> None:
+        if isinstance(value, SecretStr):
+            found.append(value.get_secret_value())
+        elif isinstance(value, dict):
+            for item in value.values():
+                add(item)
+        elif isinstance(value, list | tuple | set | frozenset):
+            for item in value:
+                add(item)
+
+    for name in type(settings).model_fields:
+        add(getattr(settings, name))
+    return found
 
 
 class Redactor:

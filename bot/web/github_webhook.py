@@ -1,31 +1,33 @@
 """POST /webhooks/github: GitHub's `workflow_job` deliveries, the job events diagnostics read.
 
-A GitHub webhook (organization or repository, event "Workflow jobs", secret GITHUB_WEBHOOK_SECRET)
-posts here. Answers:
-- 401 when `X-Hub-Signature-256` is missing or is not the HMAC-SHA256 of the body with the
-  secret (https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries);
-  nothing is read or stored;
+A GitHub webhook (organization or repository, event "Workflow jobs") or a GitHub App's own
+webhook posts here, signed with its secret (`bot.web.github_signatures` says which secret may
+speak for which organization). Answers:
+- 401 when `X-Hub-Signature-256` is missing or is not the HMAC-SHA256 of the body with a secret
+  that may speak for the organization the body names
+  (https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries); nothing
+  is stored;
+- 403 with the reason for a delivery of an organization queuebot does not watch, when it
+  watches some (GITHUB_ORG, or the YAML file's `github.orgs`);
 - 200 to `ping` (sent once, when the hook is created);
 - 202 for a delivery recorded; 200 for one recorded before (a redelivery keeps its
   `X-GitHub-Delivery`), or for an event or action queuebot does not use;
 - 400 with the reason for a body that is not a workflow_job delivery, 415 for a body neither JSON
   nor a form carrying `payload` (the hook's two content types), 413 above 1 MiB, 408 when the
-  body is too slow, 404 while GITHUB_WEBHOOK_SECRET is not set, and 503 when the store cannot
+  body is too slow, 404 while no webhook secret is set, and 503 when the store cannot
   take it (GitHub does not send again by itself: the hook's Recent Deliveries can).
 GitHub waits 10 seconds for an answer: this does nothing slow.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
 from aiohttp import web
-from pydantic import SecretStr, ValidationError
+from pydantic import ValidationError
 
 from bot.domain.clock import SYSTEM, Clock
 from bot.domain.jobs import JobAction, WorkflowJobDelivery, job_event
@@ -33,11 +35,11 @@ from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import Store, StoreError
 from bot.telemetry.metrics import Metrics
 from bot.web.bodies import SlowBody, read_body, slow_body_answer
+from bot.web.github_signatures import HUB_SIGNATURE_HEADER, HookSecrets, origin_of
 from bot.web.grafana_webhook import MAX_BODY_BYTES, is_json
 
 log = logging.getLogger(__name__)
 
-HUB_SIGNATURE_HEADER = "X-Hub-Signature-256"
 #: GitHub lets a delivery be sent again for 3 days; its id is remembered that long.
 REDELIVERY_SECONDS = 3 * 86400.0
 _FORM = "application/x-www-form-urlencoded"
@@ -56,13 +58,13 @@ class GitHubWebhook:
     def __init__(
         self,
         store: Store,
-        secret: SecretStr | None,
+        secrets: HookSecrets,
         jobs: JobsConfig,
         metrics: Metrics,
         clock: Clock = SYSTEM,
     ) -> None:
         self._store = store
-        self._secret = secret
+        self._secrets = secrets
         self._jobs = jobs
         self._metrics = metrics
         self._clock = clock
@@ -75,10 +77,11 @@ class GitHubWebhook:
         return response
 
     async def _answer(self, request: web.Request, event: str) -> tuple[web.Response, str]:
-        if self._secret is None:
+        if not self._secrets.enabled:
             return _answer(
                 404,
-                error="GitHub webhooks are off: set GITHUB_WEBHOOK_SECRET to the hook's secret",
+                error="GitHub webhooks are off: set GITHUB_WEBHOOK_SECRET to the hook's secret"
+                " (or an organization's own, or GITHUB_APP_WEBHOOK_SECRET)",
             ), "off"
         if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
             return _answer(413, error=f"body larger than {MAX_BODY_BYTES} bytes"), "too_large"
@@ -88,34 +91,21 @@ class GitHubWebhook:
             return _answer(413, error=f"body larger than {MAX_BODY_BYTES} bytes"), "too_large"
         except SlowBody as exc:
             return slow_body_answer(exc), "too_slow"
-        problem = self._unsigned(request.headers.get(HUB_SIGNATURE_HEADER, ""), body)
-        if problem:
-            log.warning("GitHub delivery refused from %s: %s", request.remote, problem)
-            return _answer(401, error=f"unauthorized: {problem}"), "unauthorized"
+        # The JSON names whose the delivery is, and so which secret must have signed `body`.
+        raw = self._payload(request.content_type, body)
+        refused = self._secrets.refusal(request.headers.get(HUB_SIGNATURE_HEADER, ""), body, raw)
+        if refused is not None:
+            log.warning("GitHub delivery refused from %s: %s", request.remote, refused.error)
+            return _answer(refused.status, error=refused.error), refused.outcome
         if event == "ping":
             return _answer(200, status="pong"), "ping"
         if event != "workflow_job":
             return _answer(200, status="ignored", reason=f"{event or 'no'} event"), "ignored"
-        raw = self._payload(request.content_type, body)
         if raw is None:
             return _answer(
                 415, error="the body must be JSON, or a form carrying it in `payload`"
             ), "not_json"
         return await self._workflow_job(raw, request.headers.get("X-GitHub-Delivery", ""))
-
-    def _unsigned(self, header: str, body: bytes) -> str:
-        """Why the delivery is not proved to come from the hook; empty when it is."""
-        assert self._secret is not None
-        scheme, _, given = header.strip().partition("=")
-        if not header:
-            return f"missing {HUB_SIGNATURE_HEADER} header"
-        if scheme != "sha256" or not given:
-            return f"{HUB_SIGNATURE_HEADER} is not sha256=<hex>"
-        key = self._secret.get_secret_value().encode()
-        expected = hmac.new(key, body, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(given.strip().lower().encode(), expected.encode()):
-            return "signature does not match the body"
-        return ""
 
     @staticmethod
     def _payload(content_type: str, body: bytes) -> bytes | None:
@@ -145,6 +135,10 @@ class GitHubWebhook:
                 for err in exc.errors(include_url=False, include_input=False)[:10]
             ]
             return _answer(400, error="not a workflow_job delivery", details=details), "malformed"
+        if self._secrets.watched and not _one_owner(parsed, raw):
+            # The account whose secret verified it must be the one whose jobs it feeds.
+            problem = {"field": "repository.full_name", "problem": "names another owner"}
+            return _answer(400, error="not a workflow_job delivery", details=[problem]), "malformed"
         now = self._clock.now().timestamp()
         if ahead := _from_the_future(parsed, now):
             return _answer(400, error="not a workflow_job delivery", details=[ahead]), "malformed"
@@ -161,6 +155,13 @@ class GitHubWebhook:
         if not recorded:
             return _answer(200, status="duplicate"), "duplicate"
         return _answer(202, status="recorded", job=event.job_id), "recorded"
+
+
+def _one_owner(parsed: WorkflowJobDelivery, raw: bytes) -> bool:
+    """Whether the job's repository is the account the signature was checked for."""
+    origin = origin_of(raw)
+    owner = parsed.repository.full_name.split("/", 1)[0]
+    return origin is not None and (origin.account or "").casefold() == owner.casefold()
 
 
 def _from_the_future(parsed: WorkflowJobDelivery, now: float) -> dict[str, str] | None:

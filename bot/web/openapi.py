@@ -185,7 +185,10 @@ def _github_operation() -> dict[str, Any]:
             " hex HMAC-SHA256 of the body with the secret; `X-GitHub-Delivery` identifies the"
             " delivery (recorded once); `X-GitHub-Event` is `workflow_job` (or `ping`, once;"
             " any other is acknowledged and ignored). The body is JSON, or a form carrying it"
-            " in `payload`. Answers 404 while GITHUB_WEBHOOK_SECRET is not set."
+            " in `payload`. The secret is that of the organization whose jobs the body would"
+            " feed (`GITHUB_WEBHOOK_SECRET_<ORG>`, else GITHUB_WEBHOOK_SECRET), or the GitHub"
+            " App's (GITHUB_APP_WEBHOOK_SECRET) for a body carrying `installation`. Answers 404"
+            " while no webhook secret is set."
         ),
         "tags": ["jobs"],
         "parameters": [
@@ -204,7 +207,8 @@ def _github_operation() -> dict[str, Any]:
             "202": _json(_GITHUB_ANSWER, "Recorded."),
             "400": _json(_GITHUB_REFUSED, "Not a workflow_job delivery, with the reason."),
             "401": _json(_ref("Error"), "Unsigned, or the signature does not match the body."),
-            "404": _json(_ref("Error"), "GITHUB_WEBHOOK_SECRET is not set."),
+            "403": _json(_ref("Error"), "A delivery of an organization queuebot does not watch."),
+            "404": _json(_ref("Error"), "No GitHub webhook secret is set."),
             "408": _json(_ref("Error"), "The body did not arrive in time."),
             "413": _json(_ref("Error"), f"The body is over {MAX_BODY_BYTES} bytes."),
             "415": _json(_ref("Error"), "Neither JSON nor a form carrying it in `payload`."),

@@ -15,8 +15,14 @@ import pytest
 from bot.domain.jobs import JobAction, JobEvent
 from bot.store import FleetTotals, Store
 from bot.store import fleet_totals_sql as totals_sql
+from bot.store.schema import MIGRATIONS
 from bot.store.sqlite import SQLiteStore
 from tests.store.contract import DAY, NOW, Clock, Opener, T, job
+
+#: The migration that made the fleet's totals (`bot.store.schema`), counted from 1.
+_TOTALS_STEP = next(
+    number for number, step in enumerate(MIGRATIONS, start=1) if "CREATE TABLE fleet_totals" in step
+)
 
 
 def totals(found: tuple[tuple[str, str, str, float], ...]) -> dict[tuple[str, str, str], float]:
@@ -135,10 +141,12 @@ async def test_a_store_with_jobs_registers_their_types_when_it_migrates(
     await store.record_job(other(2, "early", JobAction.QUEUED, minutes=-10), "b", NOW + DAY)
     await store.close()
     with sqlite3.connect(path) as db:
-        # As a store of the version before: no totals yet.
-        db.executescript("DROP TABLE fleet_types; DROP TABLE fleet_totals;")
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        db.execute(f"PRAGMA user_version = {version - 1}")
+        # As a store of the version before the totals (and what later steps made): no totals.
+        db.executescript(
+            "DROP TABLE fleet_types; DROP TABLE fleet_totals;"
+            " DROP INDEX jobs_run; DROP TABLE job_corrections;"
+        )
+        db.execute(f"PRAGMA user_version = {_TOTALS_STEP - 1}")
     store = await SQLiteStore.open(str(path), clock.product)
     try:
         assert (await store.fleet_totals()).types == ("early", "late")

@@ -299,6 +299,15 @@ class TestSettings:
         found = known_secrets(load_settings(env))
         assert sorted(found) == sorted(v for k, v in env.items() if k != "QUEUEBOT_CHANNEL")
 
+    def test_known_secrets_are_each_organizations_hook_secrets_too(self) -> None:
+        env = {
+            "GITHUB_ORG": "pytorch,pytorch-labs",
+            "GITHUB_WEBHOOK_SECRET": "shared-hook-secret",
+            "GITHUB_WEBHOOK_SECRET_PYTORCH_LABS": "labs-hook-secret",
+        }
+        found = known_secrets(load_settings(env))
+        assert sorted(found) == ["labs-hook-secret", "shared-hook-secret"]
+
 
 # -- a whole run ----------------------------------------------------------------------------------
 

@@ -113,6 +113,12 @@ CONTRACT: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ("event", "outcome"),
     ),
     "queuebot_retention_passes_total": ("counter", "Passes of retention over the store.", ()),
+    "queuebot_jobs_corrected_total": (
+        "counter",
+        "Jobs whose state reconciliation with GitHub's REST API corrected, by correction (found,"
+        " started, completed, gone, expired).",
+        ("correction",),
+    ),
     "queuebot_background_passes_total": (
         "counter",
         "Background passes done, by task (early warning, silence watcher, capacity report"

@@ -11,7 +11,10 @@ Each job is merged as a delivery of its status would be (`bot.fleet.sources.job_
 parsing, the store's merge): loading it again changes nothing, and a newer state the webhook
 brought is never overwritten by an older one. A finished day of a repository is remembered in
 the store once read, so a walk cut short (Ctrl-C, a crash, the request budget) goes on where it
-stopped. A repository the token cannot read is reported and skipped.
+stopped. A repository the credentials cannot read is reported and skipped, and so is an
+organization (one a GitHub App is not installed on); credentials GitHub refuses stop the walk.
+Each request names its owner (the organization for its repositories, a repository's owner for
+its runs and jobs), so a GitHub App asks with that owner's installation.
 """
 
 from __future__ import annotations
@@ -19,22 +22,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from urllib.parse import quote
-
-from pydantic import ValidationError
 
 from bot.domain.clock import SYSTEM, Clock
 from bot.domain.jobs import JobEvent
-from bot.fleet.sources.github_rest import GitHubReader, RequestBudgetSpent, moment
-from bot.fleet.sources.github_runners import (
+from bot.fleet.sources.github_http import (
     GitHubBadCredentials,
     GitHubDenied,
     GitHubRateLimited,
     GitHubRejected,
     GitHubUnavailable,
 )
-from bot.fleet.sources.job_history import delivered_event
+from bot.fleet.sources.github_rest import GitHubReader, RequestBudgetSpent, moment
+from bot.fleet.sources.job_history import rest_event
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import Store
 
@@ -44,16 +44,6 @@ MAX_DAYS = 400
 SEARCH_CAP = 1000
 #: Jobs merged per store transaction.
 LOT = 500
-#: A REST job's status as the delivery action it stands for (`requested` and `pending` jobs
-#: wait for a runner as queued ones do).
-_ACTIONS = {
-    "queued": "queued",
-    "requested": "queued",
-    "pending": "queued",
-    "waiting": "waiting",
-    "in_progress": "in_progress",
-    "completed": "completed",
-}
 
 
 @dataclass
@@ -96,16 +86,9 @@ def day_windows(now: datetime, days: int) -> list[tuple[datetime, datetime]]:
     return [(max(start, since), end) for start, end in windows if end > max(start, since)]
 
 
-def _event(job: Any, repository: str, config: JobsConfig) -> JobEvent | None:
-    """A REST job as the delivery of its status; None for one that is not a job GitHub sends."""
-    action = _ACTIONS.get(str(job.get("status"))) if isinstance(job, dict) else None
-    if action is None:
-        return None
-    body = {"action": action, "workflow_job": job, "repository": {"full_name": repository}}
-    try:
-        return delivered_event(body, config)
-    except ValidationError:
-        return None
+def _owner(repository: str) -> str:
+    """The org or user an `owner/name` belongs to."""
+    return repository.partition("/")[0]
 
 
 class Backfill:
@@ -132,7 +115,7 @@ class Backfill:
         """Walk every repository; stops early (saying why in `stopped`) on the request budget
         or a rate limit too long to wait for. Raises GitHubBadCredentials."""
         try:
-            repositories = [repo for org in self._orgs for repo in await self._repositories(org)]
+            repositories = [repo for org in self._orgs for repo in await self._organization(org)]
             self.progress.repositories = len(repositories)
             self._tell()
             for repository in repositories:
@@ -153,10 +136,20 @@ class Backfill:
         self.progress.remaining, self.progress.limit = budget.remaining, budget.limit
         self._report(self.progress)
 
+    async def _organization(self, org: str) -> list[str]:
+        """The organization's repositories; none, said, when it cannot be read."""
+        try:
+            return await self._repositories(org)
+        except GitHubBadCredentials:
+            raise
+        except GitHubDenied as exc:
+            self.progress.skipped.append(f"organization {org}: {exc}")
+            return []
+
     async def _repositories(self, org: str) -> list[str]:
         found: list[str] = []
         async for page in self._reader.pages(
-            self._reader.url(f"/orgs/{quote(org, safe='')}/repos?per_page=100")
+            self._reader.url(f"/orgs/{quote(org, safe='')}/repos?per_page=100"), owner=org
         ):
             if not isinstance(page, list):
                 raise GitHubRejected(f"{self._reader.where} listed no repositories of {org}")
@@ -187,7 +180,7 @@ class Backfill:
         last = end - timedelta(seconds=1)
         path = f"/repos/{repository}/actions/runs"
         query = f"?created={moment(start)}..{moment(last)}&per_page=100"
-        pages = self._reader.pages(self._reader.url(path + query))
+        pages = self._reader.pages(self._reader.url(path + query), owner=_owner(repository))
         first = True
         async for page in pages:
             if not isinstance(page, dict):
@@ -209,11 +202,11 @@ class Backfill:
 
     async def _run(self, repository: str, run_id: int) -> None:
         path = f"/repos/{repository}/actions/runs/{run_id}/jobs?filter=all&per_page=100"
-        async for page in self._reader.pages(self._reader.url(path)):
+        async for page in self._reader.pages(self._reader.url(path), owner=_owner(repository)):
             if not isinstance(page, dict):
                 raise GitHubRejected(f"{self._reader.where} listed no jobs of run {run_id}")
             for job in page.get("jobs", []):
-                event = _event(job, repository, self._config)
+                event = rest_event(job, repository, self._config)
                 if event is None:
                     self.progress.unreadable += 1
                     continue

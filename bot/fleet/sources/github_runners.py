@@ -20,94 +20,81 @@ pagination in the REST API"):
 - A listing that failed otherwise is not tried again for FAILURE_HOLD_SECONDS; callers in that
   time get its error.
 
-Errors, by what the caller should do about them:
-
-    GitHubError
-    ├── GitHubUnavailable           try again later: unreachable, timed out, 5xx, answer lost
-    ├── GitHubRateLimited           GitHub may not be asked before `retry_at`
-    ├── GitHubDenied                the token cannot list these runners; the message says what
-    │   │                           an admin must change
-    │   ├── GitHubBadCredentials    401: the token is wrong, expired or revoked
-    │   ├── GitHubMissingPermission 403: a permission or scope is missing (`needed` names it)
-    │   └── GitHubNotFound          404: no such org, repository or enterprise for this token
-    └── GitHubRejected              another answer: another 4xx, not the runners list, a Link
-                                    to another host
-
-The token goes out in the Authorization header only; no error or log line carries it.
+Errors: `bot.fleet.sources.github_http`'s tree (imported from here too). Requests carry the
+credentials given (`bot.fleet.sources.github_app`: a token, or a GitHub App's installation
+token for the scope's owner); on a 401 an App's token is forgotten and the listing asked once
+more with a new one. No error or log line carries a credential.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 
-from bot import __version__
 from bot.domain.clock import SYSTEM, Clock
 from bot.fleet.sources.github_access import RunnerScope, denied_message, not_found_message
+from bot.fleet.sources.github_app import GitHubCredentials, PersonalToken, credentials_of
 from bot.fleet.sources.github_budget import RateBudget
+from bot.fleet.sources.github_http import (
+    GITHUB_TIMEOUT_SECONDS,
+    GitHubBadCredentials,
+    GitHubDenied,
+    GitHubError,
+    GitHubMissingPermission,
+    GitHubNotFound,
+    GitHubRateLimited,
+    GitHubRejected,
+    GitHubUnavailable,
+    api_base,
+    github_message,
+    json_answer,
+    next_page,
+    rate_limited,
+    request_headers,
+    send,
+)
 from bot.fleet.sources.runner_supply import RunnerFleet, SelfHostedRunner, parse_runners
-from bot.telemetry.redaction import host_of
+
+__all__ = [
+    "GITHUB_TIMEOUT_SECONDS",
+    "GitHubBadCredentials",
+    "GitHubDenied",
+    "GitHubError",
+    "GitHubMissingPermission",
+    "GitHubNotFound",
+    "GitHubRateLimited",
+    "GitHubRejected",
+    "GitHubRunnersClient",
+    "GitHubUnavailable",
+    "api_base",
+    "github_message",
+    "json_answer",
+    "next_page",
+    "rate_limited",
+    "request_headers",
+    "send",
+]
 
 log = logging.getLogger(__name__)
 
-GITHUB_API_VERSION = "2022-11-28"
-GITHUB_TIMEOUT_SECONDS = 10.0
 RUNNERS_TTL_SECONDS = 60.0
 #: 100 pages of 100: ten thousand runners, more than PyTorch's whole fleet at its peak.
 MAX_RUNNER_PAGES = 100
 FAILURE_HOLD_SECONDS = 15.0
 _PER_PAGE = 100
-_LINK = re.compile(r'<([^>]*)>\s*;\s*rel="([^"]*)"')
 
 
-class GitHubError(Exception):
-    """GitHub did not list the runners."""
-
-    def __init__(self, detail: str, status: int | None = None) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.status = status
-
-
-class GitHubUnavailable(GitHubError):
-    pass
-
-
-class GitHubRateLimited(GitHubError):
-    def __init__(self, detail: str, retry_at: datetime, status: int | None = None) -> None:
-        super().__init__(detail, status)
-        self.retry_at = retry_at
-
-
-class GitHubDenied(GitHubError):
-    pass
-
-
-class GitHubBadCredentials(GitHubDenied):
-    pass
-
-
-class GitHubMissingPermission(GitHubDenied):
-    def __init__(self, detail: str, needed: str, status: int | None = 403) -> None:
-        super().__init__(detail, status)
-        self.needed = needed
-
-
-class GitHubNotFound(GitHubDenied):
-    pass
-
-
-class GitHubRejected(GitHubError):
-    pass
+#: What to do after a 401: to a token, to a GitHub App whose new token was refused too.
+_REMEDY = (
+    "the token is wrong, expired or revoked; give queuebot a new one",
+    "check that the App's installation there is not suspended",
+)
 
 
 def _clock_time(moment: datetime) -> str:
@@ -121,7 +108,7 @@ class GitHubRunnersClient:
         self,
         session: aiohttp.ClientSession,
         base_url: str,
-        token: str,
+        credentials: GitHubCredentials | str,
         scope: RunnerScope,
         *,
         ttl: float = RUNNERS_TTL_SECONDS,
@@ -134,7 +121,9 @@ class GitHubRunnersClient:
         #: GITHUB_API_URL, and where GitHub is, for messages people read.
         self.base_url, self.where = api_base(base_url)
         self.scope = scope
-        self._headers = request_headers(token)
+        self._credentials = credentials_of(credentials)
+        #: The org or user the runners belong to (an enterprise's slug for its own).
+        self._owner = scope.name.partition("/")[0]
         self._ttl = timedelta(seconds=ttl)
         self._timeout = timeout
         self._max_pages = max_pages
@@ -148,7 +137,7 @@ class GitHubRunnersClient:
 
     async def fleet(self) -> RunnerFleet:
         """The scope's runners: the cached answer while it is fresh, else one new listing
-        shared by every caller meanwhile. Raises a GitHubError (see the module docstring)."""
+        shared by every caller meanwhile. Raises a GitHubError (`github_http`'s tree)."""
         now = self._clock.now()
         if self._cached is not None and self._fresh(now):
             return self._cached
@@ -260,8 +249,15 @@ class GitHubRunnersClient:
         return next_page(link, self.base_url, self.where)
 
     async def _get(self, url: str) -> tuple[Any, Mapping[str, str]]:
-        where = self.where
-        status, headers, text = await send(self._session, url, self._headers, self._timeout, where)
+        where, credentials, owner = self.where, self._credentials, self._owner
+        for renewed in (False, True):
+            authorization = await credentials.authorization(owner)
+            status, headers, text = await send(
+                self._session, url, request_headers(authorization), self._timeout, where
+            )
+            # An App's token GitHub no longer takes is renewed once.
+            if status != 401 or renewed or not credentials.refused(owner, authorization):
+                break
         body = json_answer(self._budget, status, headers, text, where)
         if status == 200:
             return body, headers
@@ -271,111 +267,20 @@ class GitHubRunnersClient:
             raise GitHubRateLimited(self._budget.pause_reason, until, status)
         if status == 401:
             raise GitHubBadCredentials(
-                f"{where} refused GITHUB_TOKEN (401 {message}): the token is wrong, expired"
-                " or revoked; give queuebot a new one",
+                f"{where} refused {credentials.described} (401 {message}): {_REMEDY[0]}"
+                if isinstance(credentials, PersonalToken)
+                else f"{where} refused {credentials.described}'s new token for {owner}"
+                f" (401 {message}): {_REMEDY[1]}",
                 status,
             )
+        # What github_access says of GITHUB_TOKEN is said of the credentials in use.
         if status == 403:
             detail, needed = denied_message(self.scope, message, headers)
+            detail = detail.replace("GITHUB_TOKEN", credentials.described, 1)
             raise GitHubMissingPermission(detail, needed, status)
         if status == 404:
-            raise GitHubNotFound(not_found_message(self.scope, where, headers), status)
+            detail = not_found_message(self.scope, where, headers)
+            raise GitHubNotFound(detail.replace("GITHUB_TOKEN", credentials.described, 1), status)
         if status >= 500:
             raise GitHubUnavailable(f"{where} answered HTTP {status}: {message}", status)
         raise GitHubRejected(f"{where} answered HTTP {status}: {message}", status)
-
-
-def api_base(base_url: str) -> tuple[str, str]:
-    """GITHUB_API_URL as requests go to it, and where GitHub is in words. Settings refuse
-    credentials in it (bot.config); any that reach here are dropped all the same, so that a URL
-    shown or logged never carries a password."""
-    netloc = host_of(base_url)
-    return urlsplit(base_url.rstrip("/"))._replace(netloc=netloc).geturl(), f"GitHub at {netloc}"
-
-
-def request_headers(token: str) -> dict[str, str]:
-    """What every request to GitHub's REST API carries; the token in Authorization only."""
-    return {
-        "Authorization": f"Bearer {token}",
-        "Accept": "application/vnd.github+json",
-        "X-GitHub-Api-Version": GITHUB_API_VERSION,
-        "User-Agent": f"queuebot/{__version__}",
-    }
-
-
-async def send(
-    session: aiohttp.ClientSession,
-    url: str,
-    headers: Mapping[str, str],
-    limit: float,
-    where: str,
-) -> tuple[int, Mapping[str, str], str]:
-    """One GET, answered within `limit` seconds: its status, headers and text. Raises
-    GitHubUnavailable when no answer came."""
-    try:
-        async with session.get(
-            url, headers=headers, timeout=aiohttp.ClientTimeout(total=limit)
-        ) as response:
-            return response.status, response.headers, await response.text(errors="replace")
-    except TimeoutError as exc:
-        raise GitHubUnavailable(f"no answer from {where} within {limit:g}s") from exc
-    except (aiohttp.ClientConnectorError, aiohttp.InvalidURL) as exc:
-        raise GitHubUnavailable(f"cannot reach {where} ({type(exc).__name__})") from exc
-    except (aiohttp.ClientError, OSError) as exc:
-        raise GitHubUnavailable(f"lost the answer from {where} ({type(exc).__name__})") from exc
-
-
-def json_answer(
-    budget: RateBudget, status: int, headers: Mapping[str, str], text: str, where: str
-) -> Any | None:
-    """An answer's rate limit noted in `budget`, and a 200's JSON (None for another status).
-    Raises GitHubRejected on a 200 that is not JSON."""
-    if status != 401:
-        # A 401 carries the unauthenticated budget of the caller's address, not the token's.
-        budget.note(headers)
-    if status != 200:
-        return None
-    budget.strikes = 0
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise GitHubRejected(
-            f"{where} answered HTTP 200 with something that is not JSON (is"
-            " GITHUB_API_URL GitHub's API: https://api.github.com, or"
-            " https://HOST/api/v3 for GitHub Enterprise Server?)",
-            status,
-        ) from None
-
-
-def next_page(link: str, base_url: str, where: str) -> str | None:
-    """The `Link` header's `rel="next"`, exactly as GitHub gives it, and only under `base_url`
-    (GITHUB_API_URL): the token goes nowhere else."""
-    for target, rel in _LINK.findall(link):
-        if "next" in rel.split():
-            if not target.startswith(f"{base_url}/"):
-                raise GitHubRejected(
-                    f"{where} linked its next page outside GITHUB_API_URL;"
-                    " not followed, so that the token goes nowhere else"
-                )
-            return str(target)
-    return None
-
-
-def rate_limited(headers: Mapping[str, str], message: str) -> bool:
-    """A 403 that is a rate limit, not a permission (GitHub answers both with 403)."""
-    return (
-        "Retry-After" in headers
-        or headers.get("X-RateLimit-Remaining") == "0"
-        or "rate limit" in message.lower()
-    )
-
-
-def github_message(body: str) -> str:
-    """GitHub's `{"message": …}`, or the start of whatever else answered."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return " ".join(body.split())[:200] or "no message"
-    if isinstance(data, dict) and isinstance(message := data.get("message"), str):
-        return message[:300]
-    return str(data)[:200]

@@ -33,6 +33,32 @@ def delivered_event(body: Any, config: JobsConfig) -> JobEvent:
     return replace(event, counted=config.counts(event.runner_type, event.repository))
 
 
+#: A REST job's status as the delivery action it stands for (`requested` and `pending` jobs
+#: wait for a runner as queued ones do).
+REST_ACTIONS = {
+    "queued": "queued",
+    "requested": "queued",
+    "pending": "queued",
+    "waiting": "waiting",
+    "in_progress": "in_progress",
+    "completed": "completed",
+}
+
+
+def rest_event(job: Any, repository: str, config: JobsConfig) -> JobEvent | None:
+    """A job as GitHub's REST API gives it (`GET …/actions/jobs/{id}`, a run's jobs: the same
+    fields as a delivery's `workflow_job`) read as the delivery of its status would be; None
+    for one that is not a job GitHub sends."""
+    action = REST_ACTIONS.get(str(job.get("status"))) if isinstance(job, dict) else None
+    if action is None:
+        return None
+    body = {"action": action, "workflow_job": job, "repository": {"full_name": repository}}
+    try:
+        return delivered_event(body, config)
+    except ValidationError:
+        return None
+
+
 def _event(index: int, body: Any, config: JobsConfig) -> JobEvent:
     try:
         return delivered_event(body, config)

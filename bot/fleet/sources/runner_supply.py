@@ -6,16 +6,18 @@ architecture (`X64`, `ARM`, `ARM64`) — are read-only and name no type. A runne
 labels can take a job asking for any of them, so it counts under each. GitHub matches `runs-on`
 labels without regard to case; so does everything here.
 
-Pure: no I/O. `bot.fleet.sources.github_runners` fills these from the REST API.
+Pure: no I/O. `bot.fleet.sources.github_runners` fills these from the REST API, one scope's
+list at a time; `bot.fleet.sources.orgs` puts several organizations' lists together (`merged`),
+and `RunnersSource` is what the readers of either ask.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -153,6 +155,9 @@ class RunnerFleet:
     #: Set when this answer is older than the cache's lifetime because GitHub may not be asked
     #: yet (its rate limit); says until when.
     stale_reason: str | None = None
+    #: The organizations whose runners are not in it, each with why (`org pytorch-labs: …`):
+    #: set, the answer is partial.
+    failed: tuple[str, ...] = ()
     _supply: dict[str, TypeSupply] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -169,3 +174,35 @@ class RunnerFleet:
     def supply_for(self, runner_types: Iterable[str]) -> dict[str, TypeSupply]:
         """The supply of each of `runner_types`, matched without regard to case."""
         return supply_for(self._supply, runner_types)
+
+
+class RunnersSource(Protocol):
+    """What lists the runners: one scope's client, or several organizations' together."""
+
+    async def fleet(self) -> RunnerFleet:
+        """The runners now, or the last answer while it is fresh (raises a GitHubError)."""
+        ...
+
+    def latest(self) -> RunnerFleet | None:
+        """The latest answer had, however old, never waited for."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def merged(fleets: Sequence[RunnerFleet], scope: str, failed: Sequence[str] = ()) -> RunnerFleet:
+    """Several lists' answers (at least one) as one: their runners side by side (GitHub's
+    runner ids are its own across organizations, so none is counted twice), as old as the
+    oldest, whole when every one is; `failed` names the lists that gave none."""
+    stale = [f"{f.scope}: {f.stale_reason}" for f in fleets if f.stale_reason]
+    return RunnerFleet(
+        scope=scope,
+        runners=tuple(runner for fleet in fleets for runner in fleet.runners),
+        fetched_at=min(fleet.fetched_at for fleet in fleets),
+        total_count=sum(fleet.total_count for fleet in fleets),
+        pages=sum(fleet.pages for fleet in fleets),
+        complete=all(fleet.complete for fleet in fleets),
+        unreadable=sum(fleet.unreadable for fleet in fleets),
+        stale_reason="; ".join(stale) or None,
+        failed=(*failed, *(reason for fleet in fleets for reason in fleet.failed)),
+    )

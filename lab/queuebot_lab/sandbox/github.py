@@ -3,7 +3,8 @@ tests, the demo and benchmarks. It answers as api.github.com does; the facts, fr
 docs.github.com unless said otherwise:
 
 - `GET /orgs/{org}/actions/runners`, `/repos/{owner}/{repo}/actions/runners` and
-  `/enterprises/{enterprise}/actions/runners` ("REST API endpoints for self-hosted runners")
+  `/enterprises/{enterprise}/actions/runners` ("REST API endpoints for self-hosted runners"),
+  for more organizations than one (`add_org`) as one token with access to several lists them
   answer `{"total_count", "runners": [{id, name, os, status: online|offline, busy, ephemeral,
   runner_group_id, labels: [{id, name, type: read-only|custom}]}]}`; every runner has the
   read-only labels `self-hosted`, its architecture (`X64`) and OS (`Linux`, `macOS`), as in the
@@ -34,18 +35,18 @@ docs.github.com unless said otherwise:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
-from urllib.parse import urlencode
 
 from aiohttp import web
 
+from queuebot_lab.sandbox import github_apps as apps
 from queuebot_lab.sandbox.github_actions import ActionsHistory, add_history_routes
 from queuebot_lab.sandbox.github_actions import github_error as _error
+from queuebot_lab.sandbox.github_pages import paginate
 from queuebot_lab.sandbox.serving import serve
 
 _DOCS = "https://docs.github.com/rest/actions/self-hosted-runners#list-self-hosted-runners-for-"
@@ -128,6 +129,8 @@ class GitHubSandbox:
         self.clock = clock or (lambda: datetime.now(UTC))
         #: What the lists hold: SandboxRunner, or a dict served exactly as given.
         self.runners: list[SandboxRunner | dict[str, Any]] = []
+        #: More organizations the same token lists, by name: each one's id and runners.
+        self.orgs: dict[str, tuple[int, list[SandboxRunner | dict[str, Any]]]] = {}
         #: Every request received, in order.
         self.requests: list[ReceivedRequest] = []
         #: The token's budget in the current hour (None until the first request opens one).
@@ -135,6 +138,8 @@ class GitHubSandbox:
         self.reset_at: datetime | None = None
         #: The organization's repositories, their workflow runs and jobs.
         self.history = ActionsHistory()
+        #: A GitHub App whose installation tokens are taken too (`github_apps`).
+        self.app: apps.SandboxApp | None = None
         self._faults: list[_Fault] = []
         self._label_ids: dict[str, int] = {}
         self._unauthenticated = 0
@@ -151,9 +156,12 @@ class GitHubSandbox:
         busy: int = 0,
         offline: int = 0,
         os: str = "linux",
+        org: str | None = None,
     ) -> list[SandboxRunner]:
-        """Add runners with these custom labels: `idle` and `busy` online ones, `offline` ones."""
+        """Add runners with these custom labels: `idle` and `busy` online ones, `offline` ones;
+        to `org`'s list (`add_org`), else to the main one."""
         labels = (labels,) if isinstance(labels, str) else tuple(labels)
+        held = self.runners if org is None else self.orgs[org][1]
         made = []
         for status, is_busy, count in (
             ("online", False, idle),
@@ -161,11 +169,15 @@ class GitHubSandbox:
             ("offline", False, offline),
         ):
             for _ in range(count):
-                number = len(self.runners) + 1
+                number = len(self.runners) + sum(len(r) for _, r in self.orgs.values()) + 1
                 name = f"{labels[0] if labels else 'runner'}-{number}"
                 made.append(SandboxRunner(number, name, labels, status, is_busy, os))
-                self.runners.append(made[-1])
+                held.append(made[-1])
         return made
+
+    def add_org(self, name: str, org_id: int | None = None) -> None:
+        """One more organization the token lists; runner ids count across all, as GitHub's."""
+        self.orgs[name] = (org_id or self.org_id + len(self.orgs) + 1, [])
 
     def throttle(self, *, status: int = 403, retry_after: int | None = 60, times: int = 1) -> None:
         """The next `times` requests hit a secondary rate limit."""
@@ -183,7 +195,7 @@ class GitHubSandbox:
     def spend(self, *, leaving: int = 0) -> None:
         """Spend the hour's budget down to `leaving` requests; with none left, every request
         until the reset is refused."""
-        self._window(self.clock())
+        self._window(self.clock(), self)
         self.remaining = leaving
 
     def listings(self) -> list[ReceivedRequest]:
@@ -192,10 +204,11 @@ class GitHubSandbox:
 
     # -- answers -------------------------------------------------------------------------------
 
-    def _window(self, now: datetime) -> None:
-        if self.reset_at is None or now >= self.reset_at:
-            self.remaining = self.rate_limit
-            self.reset_at = now.replace(microsecond=0) + self.rate_window
+    def _window(self, now: datetime, holder: GitHubSandbox | apps.SandboxInstallation) -> None:
+        """A new window for a budget (this token's, an App installation's) once one is over."""
+        if holder.reset_at is None or now >= holder.reset_at:
+            holder.remaining = holder.rate_limit
+            holder.reset_at = now.replace(microsecond=0) + self.rate_window
 
     def _budget_headers(self, limit: int, remaining: int, reset: datetime) -> dict[str, str]:
         return {
@@ -241,6 +254,9 @@ class GitHubSandbox:
             return "org", f"/organizations/{self.org_id}{rest}"
         if found.get("org_id") == str(self.org_id):
             return "org", f"/organizations/{self.org_id}{rest}"
+        for name, (org_id, _) in self.orgs.items():
+            if found.get("org", "").lower() == name.lower() or found.get("org_id") == str(org_id):
+                return "org", f"/organizations/{org_id}{rest}"
         named = f"{found.get('owner')}/{found.get('repo')}"
         if "repo" in found and named.lower() == self.repository.lower():
             return "repo", f"/repositories/{self.repository_id}{rest}"
@@ -251,29 +267,36 @@ class GitHubSandbox:
         return None
 
     def gate(self, request: web.Request) -> dict[str, str] | web.Response:
-        """The checks every request meets first: the token, the budget, a fault set up; the
-        answer's headers when it passes, else the refusal."""
+        """The checks every request meets first: the token (or an App installation's, for its
+        account), the budget, a fault set up; the headers to answer with, else the refusal."""
         now = self.clock()
         scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() not in ("bearer", "token") or credential != self.token:
+        bearer = scheme.lower() in ("bearer", "token")
+        installation = self.app.holder(credential, now) if bearer and self.app else None
+        holder: GitHubSandbox | apps.SandboxInstallation = installation or self
+        if installation is None and (not bearer or credential != self.token):
             self._unauthenticated += 1
             message = "Bad credentials" if credential else "Requires authentication"
             headers = self._budget_headers(
                 60, max(0, 60 - self._unauthenticated), now + timedelta(hours=1)
             )
             return _error(401, message, "https://docs.github.com/rest", headers)
-        self._window(now)
-        assert self.remaining is not None and self.reset_at is not None
-        if self.remaining == 0:
-            headers = self._budget_headers(self.rate_limit, 0, self.reset_at)
+        self._window(now, holder)
+        assert holder.remaining is not None and holder.reset_at is not None
+        if holder.remaining == 0:
+            headers = self._budget_headers(holder.rate_limit, 0, holder.reset_at)
             return _error(403, "API rate limit exceeded for user ID 1.", _RATE_DOCS, headers)
-        self.remaining -= 1
-        headers = self._budget_headers(self.rate_limit, self.remaining, self.reset_at)
+        holder.remaining -= 1
+        headers = self._budget_headers(holder.rate_limit, holder.remaining, holder.reset_at)
+        if self.token_kind is GitHubTokenKind.CLASSIC and installation is None:
+            headers["X-OAuth-Scopes"] = "repo" if self.missing_permission else "admin:org, repo"
         if self._faults:
             fault = self._faults.pop(0)
             if fault.retry_after is not None:
                 headers["Retry-After"] = str(fault.retry_after)
             return _error(fault.status, fault.message, _RATE_DOCS, headers)
+        if installation is not None:
+            return apps.installation_refusal(self, installation, request, headers) or headers
         return headers
 
     def _answer(self, request: web.Request) -> web.Response:
@@ -295,7 +318,8 @@ class GitHubSandbox:
         return self._page(request, linked, headers)
 
     def _page(self, request: web.Request, linked: str, headers: dict[str, str]) -> web.Response:
-        listed: list[SandboxRunner | dict[str, Any]] = list(self.runners)
+        held = [r for i, r in self.orgs.values() if linked.startswith(f"/organizations/{i}/")]
+        listed: list[SandboxRunner | dict[str, Any]] = list(held[0] if held else self.runners)
         if name := request.query.get("name"):
             listed = [r for r in listed if self._runner_json(r).get("name") == name]
         shown, total = self.page(request, listed, linked, headers)
@@ -310,30 +334,10 @@ class GitHubSandbox:
         headers: dict[str, str],
         reachable: int | None = None,
     ) -> tuple[list[Any], int]:
-        """The request's page of `listed` and the list's length, its `Link` header added to
-        `headers`; only the first `reachable` items are served (GitHub's cap on a search)."""
-
-        def number(name: str, default: int) -> int:
-            raw = request.query.get(name, "")
-            return int(raw) if raw.isdigit() and int(raw) > 0 else default
-
-        per_page, page = min(number("per_page", 30), 100), number("page", 1)
-        served = listed if reachable is None else listed[:reachable]
-        last = max(1, math.ceil(len(served) / per_page))
-        kept = [(k, v) for k, v in request.query.items() if k != "page"]
+        """The request's page of `listed` (`github_pages.paginate`), its pages linked under
+        `linked` as api.github.com links them."""
         base = f"{request.url.origin()}{self.api_prefix}{linked}"
-
-        def link(to: int, rel: str) -> str:
-            return f'<{base}?{urlencode([*kept, ("page", str(to))])}>; rel="{rel}"'
-
-        links = [link(page - 1, "prev")] if page > 1 else []
-        if page < last:
-            links += [link(page + 1, "next"), link(last, "last")]
-        if page > 1:
-            links.append(link(1, "first"))
-        if links:
-            headers["Link"] = ", ".join(links)
-        return list(served[(page - 1) * per_page :][:per_page]), len(listed)
+        return paginate(request, listed, base, headers, reachable)
 
     @web.middleware
     async def _record(
@@ -365,6 +369,7 @@ class GitHubSandbox:
         ):
             app.router.add_get(f"{prefix}{path}/actions/runners", runners)
         add_history_routes(app, self)
+        apps.add_app_routes(app, self)
         app.router.add_route("*", "/{tail:.*}", unknown)
         return app
 

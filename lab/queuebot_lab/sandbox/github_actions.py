@@ -14,6 +14,8 @@ facts, from docs.github.com ("REST API endpoints for repositories", "… for wor
 - `GET /repos/{owner}/{repo}/actions/runs/{run_id}/jobs`: `{"total_count", "jobs": [...]}`;
   `filter=latest` (the default) the jobs of the run's latest attempt, `filter=all` every
   attempt's.
+- `GET /repos/{owner}/{repo}`: the repository ("Get a repository"), 404 when the token may not
+  see it.
 - `GET /repos/{owner}/{repo}/actions/jobs/{job_id}`: the job, the same fields as a
   `workflow_job` delivery's; 404 "Not Found" once GitHub no longer has it (`forget`).
 
@@ -321,10 +323,20 @@ def add_history_routes(app: web.Application, sandbox: GitHubSandbox) -> None:
             return github_error(404, "Not Found", _REST_DOCS, headers)
         return answer(found, headers)
 
+    async def one_repository(request: web.Request) -> web.Response:
+        # "Get a repository": 404 "Not Found" for one the token may not see.
+        headers = sandbox.gate(request)
+        if isinstance(headers, web.Response):
+            return headers
+        if (repo := repository(request)) is None:
+            return github_error(404, "Not Found", _REST_DOCS, headers)
+        return answer(repo.json(), headers)
+
     prefix = sandbox.api_prefix
     app.router.add_get(f"{prefix}/orgs/{{org}}/repos", repos)
     app.router.add_get(f"{prefix}/organizations/{{org_id}}/repos", repos)
     for owner in ("/repos/{owner}/{repo}", "/repositories/{repo_id}"):
+        app.router.add_get(f"{prefix}{owner}", one_repository)
         app.router.add_get(f"{prefix}{owner}/actions/runs", runs)
         app.router.add_get(f"{prefix}{owner}/actions/runs/{{run_id}}/jobs", jobs)
         app.router.add_get(f"{prefix}{owner}/actions/jobs/{{job_id}}", job)
