@@ -10,8 +10,11 @@ The secrets of the hooks that send `workflow_job` deliveries, read from the envi
 - an organization's own: `GITHUB_WEBHOOK_SECRET_<ORG>` (the name upper-cased, `-` as `_`:
   `GITHUB_WEBHOOK_SECRET_PYTORCH_LABS`), or the variables its `webhook_secret_env` names in the
   YAML file (one per hook, when its organization hook and some repository hooks each have
-  their own). An organization with its own secrets is verified with those only;
-- GITHUB_APP_WEBHOOK_SECRET: the GitHub App's own webhook (one secret for the App).
+  their own). An organization's hooks with their own secrets are verified with those only,
+  not with GITHUB_WEBHOOK_SECRET;
+- GITHUB_APP_WEBHOOK_SECRET: the GitHub App's own webhook (one secret for the App), for the
+  deliveries that carry `installation`, of whichever watched organization the App is
+  installed on (beside that organization's own hooks, if it has some).
 """
 
 from __future__ import annotations

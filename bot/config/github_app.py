@@ -43,6 +43,9 @@ class _Settings(Protocol):
     github_app_installation: int | None
     github_enterprise: str | None
 
+    @property
+    def github_orgs(self) -> tuple[str, ...]: ...
+
 
 def app_private_key(settings: _Settings) -> str | None:
     """The GitHub App's private key as PEM text; None without one. Raises ConfigError when it
@@ -113,6 +116,12 @@ def check_github_app(settings: _Settings) -> None:
         raise ConfigError(
             "GITHUB_ENTERPRISE is set with GITHUB_APP_ID: GitHub lists an enterprise's runners"
             " to a classic token only (manage_runners:enterprise); use GITHUB_TOKEN"
+        )
+    if settings.github_app_installation is not None and len(settings.github_orgs) > 1:
+        raise ConfigError(
+            "GITHUB_APP_INSTALLATION_ID names one installation, which is on one organization,"
+            f" but GITHUB_ORG names {len(settings.github_orgs)}: unset it, and queuebot finds"
+            " the App's installation on each organization"
         )
     app_private_key(settings)
 

@@ -5,15 +5,19 @@ A job's row holds what deliveries said; GitHub drops some. A job that still look
 minutes after it was created, or still running long after its runner type's jobs usually end,
 may be one whose `in_progress` or `completed` delivery went nowhere; a run no row knows may be
 one whose every delivery was lost. Those are what these statements find. What GitHub answers is
-merged as a delivery is (`Store.record_jobs`); what GitHub no longer has is forgotten here, and a
-job still queued past GitHub's own 24-hour limit is ended here, where GitHub ended it.
+merged as a delivery is (`Store.record_jobs`), and so is what reconciliation itself decides (a
+job GitHub no longer has, one still queued past GitHub's own 24 hours, ended): the fleet's
+totals count those as they count any delivery.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
+from bot.domain.jobs import JobAction, JobEvent
 from bot.store.records import DoubtfulJob
 from bot.store.statements import Queries
 
@@ -50,13 +54,11 @@ KNOWN_RUNS = (
     " END) FROM jobs WHERE run_id IN ({}) GROUP BY run_id"
 )
 JOB_STATUSES = "SELECT id, status FROM jobs WHERE id IN ({})"
-FORGET_JOB = "DELETE FROM jobs WHERE id = ?"
-#: Jobs created in (?, ?] still waiting for a runner end where GitHub ended them: 24 hours
-#: (`GITHUB_QUEUE_LIMIT_SECONDS`) after they were created, no runner having taken them.
-EXPIRE_QUEUED = (
-    "UPDATE jobs SET status = 'completed',"
-    " completed_at = created_at + 86400, left_queue_at = created_at + 86400, updated_at = ?"
-    " WHERE left_queue_at IS NULL AND status != 'waiting' AND created_at > ? AND created_at <= ?"
+#: What the store knows of some jobs, as the delivery of their state would say it.
+STORED_JOBS = (
+    "SELECT id, run_id, run_attempt, repository, workflow, job, labels, runner_type, html_url,"
+    " head_branch, status, created_at, started_at, completed_at, conclusion, runner_name"
+    " FROM jobs WHERE id IN ({})"
 )
 ADD_CORRECTIONS = "INSERT INTO job_corrections (at, kind, jobs) VALUES (?, ?, ?)"
 CORRECTIONS_SINCE = (
@@ -67,6 +69,33 @@ FORGET_CORRECTIONS = "DELETE FROM job_corrections WHERE at < ?"
 CORRECTIONS_KEPT_SECONDS = 86400.0
 #: Ids in one `IN (…)` list: under SQLite's oldest limit of 999 variables.
 _IN_BATCH = 900
+
+
+def _moment(seconds: Any) -> datetime | None:
+    return None if seconds is None else datetime.fromtimestamp(float(seconds), UTC)
+
+
+def _stored(row: Any) -> JobEvent:
+    created = _moment(row[11])
+    assert created is not None
+    return JobEvent(
+        job_id=int(row[0]),
+        run_id=int(row[1]),
+        run_attempt=int(row[2]),
+        repository=row[3],
+        workflow=row[4],
+        job=row[5],
+        labels=tuple(json.loads(row[6])),
+        runner_type=row[7],
+        html_url=row[8],
+        head_branch=row[9],
+        action=JobAction(row[10]),
+        created_at=created,
+        started_at=_moment(row[12]),
+        completed_at=_moment(row[13]),
+        conclusion=row[14],
+        runner_name=row[15],
+    )
 
 
 def _doubt(row: Any) -> DoubtfulJob:
@@ -117,14 +146,10 @@ class DoubtQueries(Queries):
         """The status of each of `job_ids` that has a row."""
         return {int(row[0]): row[1] for row in await self._in_batches(JOB_STATUSES, job_ids)}
 
-    async def forget_job(self, job_id: int) -> bool:
-        """Forget a job GitHub no longer has; whether there was one."""
-        return await self._database.write(FORGET_JOB, job_id) > 0
-
-    async def expire_queued(self, since: float, before: float) -> int:
-        """End the jobs created in (since, before] that still wait for a runner, where GitHub
-        ended them (`GITHUB_QUEUE_LIMIT_SECONDS` after they were created); how many."""
-        return await self._database.write(EXPIRE_QUEUED, self._now(), since, before)
+    async def stored_jobs(self, job_ids: Sequence[int]) -> list[JobEvent]:
+        """What the store knows of each of `job_ids` that has a row, as the delivery of its
+        state would say it (whether it counts is the caller's to say)."""
+        return [_stored(row) for row in await self._in_batches(STORED_JOBS, job_ids)]
 
     async def add_corrections(self, at: float, counts: dict[str, int]) -> None:
         """Count jobs corrected at `at`, by kind; those counted more than a day ago go."""

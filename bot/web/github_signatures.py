@@ -9,9 +9,12 @@ queuebot knows (`HookSecrets`):
 - an organization's own (one per hook, when its hooks each have theirs): a delivery whose jobs
   are that organization's is taken only when one of these verifies it, so one organization's
   hook (or whoever holds its secret) cannot feed another organization's jobs;
-- the GitHub App's (GITHUB_APP_WEBHOOK_SECRET). "Webhook payloads contain the `installation`
-  property when the event is configured for and sent to a GitHub App", and the App's `ping`
-  names its hook's `type` "App" (docs.github.com, "Webhook events and payloads").
+- the GitHub App's (GITHUB_APP_WEBHOOK_SECRET), for the deliveries that carry
+  `installation`, whichever watched organization they name: the App is installed on
+  organizations by their owners, and its webhook is the alternative to (or sits beside) an
+  organization's own hooks. "Webhook payloads contain the `installation` property when the
+  event is configured for and sent to a GitHub App", and the App's `ping` names its hook's
+  `type` "App" (docs.github.com, "Webhook events and payloads").
 
 Whose a delivery is: the owner in `repository.full_name` (whose jobs it would feed; the store
 keeps that name), else `organization.login` ("when the webhook is configured for an

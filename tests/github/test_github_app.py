@@ -93,8 +93,11 @@ def app_for(
     app_id: int = APP_ID,
     private_key: str = PRIVATE,
 ) -> GitHubApp:
-    """The product's App, its clock the test's (or the machine's)."""
-    moment = Clock.at(clock) if clock is not None else Clock()
+    """The product's App, its clock the test's (or the machine's): the machine's time moved
+    with the stand-in's, as the JWT and the tokens' expiry are read against it."""
+    moment = (
+        Clock(moment=clock, seconds=lambda: clock.now.timestamp()) if clock is not None else Clock()
+    )
     return GitHubApp(session, sandbox.url, app_id, private_key, clock=moment)
 
 

@@ -186,6 +186,15 @@ def _written(tmp_path: Path, text: str) -> str:
             "GITHUB_ENTERPRISE is set with GITHUB_APP_ID",
         ),
         ({"GITHUB_APP_ID": "one"}, "GITHUB_APP_ID is malformed: must be a whole number"),
+        (
+            {
+                "GITHUB_APP_ID": "1",
+                "GITHUB_APP_PRIVATE_KEY": PRIVATE,
+                "GITHUB_APP_INSTALLATION_ID": "7",
+                "GITHUB_ORG": "pytorch,pytorch-labs",
+            },
+            "GITHUB_APP_INSTALLATION_ID names one installation",
+        ),
     ],
 )
 def test_app_settings_github_cannot_use_are_refused_at_start(

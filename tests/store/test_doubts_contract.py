@@ -1,7 +1,7 @@
 """Jobs in doubt in the store, on SQLite and on PostgreSQL: the jobs still queued and still
 running that reconciliation asks GitHub about, the oldest first; each runner type's mean run
-time; the active repositories and the runs and jobs known; a job forgotten, jobs queued past
-GitHub's 24 hours ended where GitHub ended them, and corrections counted by kind."""
+time; the active repositories and the runs and jobs known; what the rows know of some jobs, as
+a delivery would say it; corrections counted by kind."""
 
 from __future__ import annotations
 
@@ -77,26 +77,14 @@ async def test_usual_run_time_active_repositories_and_what_is_known(store: Store
     }
 
 
-async def test_forgotten_and_expired_jobs_wait_no_more(store: Store) -> None:
-    await _load(
-        store,
-        other(1, JobAction.QUEUED, 0),
-        other(2, JobAction.QUEUED, 60 * 30),  # created 30 hours after T
-        other(3, JobAction.WAITING, 0),
-        other(4, JobAction.IN_PROGRESS, 0),
-    )
-    assert await store.forget_job(2) and not await store.forget_job(2)
-    # 25 hours after T: job 1 has waited past GitHub's limit; 3 waits for approval.
-    assert await store.expire_queued(AT - DAY, AT + 3600) == 1
-    queued = await store.queued_jobs(AT + 25 * 3600, 0.0, 7 * DAY)
-    assert queued == []
-    assert [j.created_at for j in await store.queued_jobs(AT + 3600, 0.0, 7 * DAY)] == [AT]
-    assert await store.known_jobs([1, 2, 3, 4]) == {1: "completed", 3: "waiting", 4: "in_progress"}
-    # Ended where GitHub ended it: no runner took it, it left the queue at 24 hours.
-    ended = [s for s in await store.job_spans(AT - 1, AT + 1) if s.completed_at is not None]
-    assert [(s.started_at, s.completed_at, s.left_queue_at) for s in ended] == [
-        (None, AT + DAY, AT + DAY)
-    ]
+async def test_stored_jobs_say_what_the_rows_know(store: Store) -> None:
+    started = other(4, JobAction.IN_PROGRESS, 0, labels=("self-hosted", "linux.2xlarge", "x"))
+    await _load(store, other(1, JobAction.QUEUED, 0), started)
+    found = {job.job_id: job for job in await store.stored_jobs([1, 4, 999])}
+    assert set(found) == {1, 4}
+    assert found[4] == replace(started, counted=True)
+    assert found[1].action is JobAction.QUEUED and found[1].started_at is None
+    assert found[1].created_at == T and found[1].run_id == 10
 
 
 async def test_corrections_are_counted_by_kind_for_a_day(store: Store) -> None:

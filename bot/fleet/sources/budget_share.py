@@ -2,10 +2,11 @@
 that must leave the rest to others (the runners list, the backfill, an autoscaler sharing the
 GitHub App) asks through.
 
-The share is of the hourly limit GitHub's answers state (`X-RateLimit-Limit`; a personal
-token's 5,000 until the first answer says), counted over a sliding hour of this process's own
-requests. The request past it is not sent: `ShareSpent` says so, and the caller stops until
-the hour slides on.
+The share is of each rate limit's hourly limit as GitHub's answers state it
+(`X-RateLimit-Limit`; a personal token's 5,000 until the first answer says): a GitHub App's
+installations each have their own, a token one for every owner. It is counted over a sliding
+hour of this process's own requests, retries included. The request past it is not sent:
+`ShareSpent` says whose, and the caller leaves that owner until the hour slides on.
 """
 
 from __future__ import annotations
@@ -23,26 +24,39 @@ _HOUR = 3600.0
 
 
 class ShareSpent(Exception):
-    """The share of the hourly budget is spent for now."""
+    """The share of the hourly budget of the rate limit of an owner (the exception's one
+    argument) is spent for now."""
+
+    def __init__(self, owner: str) -> None:
+        super().__init__(owner)
+        self.owner = owner
 
 
 class BudgetShare:
-    """GET requests through `reader`, at most `share` of the hourly limit over any hour."""
+    """GET requests through `reader`, at most `share` of each rate limit's hourly budget over
+    any hour (an App has one per installation; a token one for every owner)."""
 
     def __init__(self, reader: GitHubReader, share: float, clock: Clock = SYSTEM) -> None:
         self.reader, self.share, self._clock = reader, share, clock
-        #: When each request of the last hour went out (the machine's Unix seconds).
-        self._sent: deque[float] = deque()
+        #: When each request of the last hour went out, by rate limit (the machine's seconds).
+        self._sent: dict[str, deque[float]] = {}
         #: Requests sent so far.
         self.sent = 0
 
-    def allowance(self) -> int:
-        """Requests that may still go out now."""
+    def allowance(self, owner: str | None = None) -> int:
+        """Requests about `owner` that may still go out now; with no owner, those of every
+        rate limit asked so far together (or of one, before any)."""
+        if owner is not None:
+            return self._left(self.reader.rate_pool(owner))
+        return sum(self._left(pool) for pool in (list(self._sent) or [""]))
+
+    def _left(self, pool: str) -> int:
         now = self._clock.time()
-        while self._sent and self._sent[0] <= now - _HOUR:
-            self._sent.popleft()
-        limit = self.reader.budget.limit or ASSUMED_HOURLY_LIMIT
-        return max(int(limit * self.share) - len(self._sent), 0)
+        sent = self._sent.setdefault(pool, deque())
+        while sent and sent[0] <= now - _HOUR:
+            sent.popleft()
+        limit = self.reader.budget_of(pool).limit or ASSUMED_HOURLY_LIMIT
+        return max(int(limit * self.share) - len(sent), 0)
 
     async def get(self, path: str, owner: str) -> Any:
         """The JSON of `path` (under GITHUB_API_URL), about `owner`'s resources."""
@@ -62,8 +76,14 @@ class BudgetShare:
         return found
 
     async def _get_url(self, url: str, owner: str) -> tuple[Any, Any]:
-        if self.allowance() < 1:
-            raise ShareSpent("the share of GitHub's hourly budget is spent for now")
-        self._sent.append(self._clock.time())
-        self.sent += 1
-        return await self.reader.get(url, owner=owner)
+        if self.allowance(owner) < 1:
+            raise ShareSpent(owner)
+        before = self.reader.calls
+        try:
+            return await self.reader.get(url, owner=owner)
+        finally:
+            # What went out, retries of a 5xx and a renewed token's second try included.
+            sent = max(self.reader.calls - before, 1)
+            pool = self._sent.setdefault(self.reader.rate_pool(owner), deque())
+            pool.extend([self._clock.time()] * sent)
+            self.sent += sent

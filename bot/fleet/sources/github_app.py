@@ -171,7 +171,8 @@ class GitHubApp:
 
     def jwt(self) -> str:
         """The App's own credential, for the App's endpoints only."""
-        now = int(self._clock.now().timestamp())
+        # GitHub checks the JWT against real time: the machine's clock, never a moved moment.
+        now = int(self._clock.time())
         claims = {
             "iat": now - int(JWT_BACKDATE.total_seconds()),
             "exp": now + int(JWT_LIFETIME.total_seconds()),
@@ -203,7 +204,8 @@ class GitHubApp:
         """A token of the App's installation on `owner`, new enough to use."""
         key = self.installation_id or (await self.installation(owner)).id
         token = self._tokens.get(key)
-        if token is not None and self._clock.now() < token.expires_at - RENEW_BEFORE:
+        machine = datetime.fromtimestamp(self._clock.time(), UTC)
+        if token is not None and machine < token.expires_at - RENEW_BEFORE:
             return token
         return await _shared(self._exchanges, key, lambda: self._exchange(key, owner))
 
@@ -270,7 +272,7 @@ class GitHubApp:
 
     async def _ask(self, method: str, path: str) -> tuple[int, Any, str]:
         """One request with the App's JWT: its status, JSON body and GitHub's message."""
-        now = self._clock.now()
+        now = datetime.fromtimestamp(self._clock.time(), UTC)
         if (wait := self._budget.wait(now, 1)) is not None:
             raise GitHubRateLimited(wait[1], wait[0])
         headers = request_headers(f"Bearer {self.jwt()}")

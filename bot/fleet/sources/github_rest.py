@@ -92,6 +92,15 @@ class GitHubReader:
         """The rate limit of the last request's credentials."""
         return self._budgets.setdefault(self._pool, RateBudget())
 
+    def rate_pool(self, owner: str) -> str:
+        """Whose rate limit a request about `owner` counts against (an App's installation's;
+        one for every owner with a token)."""
+        return self._credentials.rate_pool(owner)
+
+    def budget_of(self, pool: str) -> RateBudget:
+        """What GitHub's answers said of one rate limit (`rate_pool`)."""
+        return self._budgets.setdefault(pool, RateBudget())
+
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
 

@@ -37,16 +37,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 from bot.domain.clock import SYSTEM, Clock
 from bot.domain.jobs import JobAction, JobEvent
 from bot.fleet.sources.budget_share import BudgetShare, ShareSpent
+from bot.fleet.sources.doubts import (
+    QUEUED_DOUBT_SECONDS,
+    Correction,
+    Doubt,
+    ReconcilePass,
+    expired,
+    gone,
+    running_too_long,
+)
 from bot.fleet.sources.github_rest import GitHubReader, RequestBudgetSpent
 from bot.fleet.sources.github_runners import (
     GitHubDenied,
@@ -56,7 +63,7 @@ from bot.fleet.sources.github_runners import (
 )
 from bot.fleet.sources.job_history import rest_event
 from bot.fleet.sources.jobs_config import JobsConfig
-from bot.store import DoubtfulJob, Store
+from bot.store import Store
 from bot.store.doubts_sql import GITHUB_QUEUE_LIMIT_SECONDS
 from bot.telemetry.passes import PassRecord
 
@@ -65,50 +72,12 @@ log = logging.getLogger(__name__)
 #: The leader lease of reconciliation, held for this many intervals.
 RECONCILE_ROLE = "reconcile"
 LEASE_INTERVALS = 3
-#: A job still queued this long after it was created is asked about.
-QUEUED_DOUBT_SECONDS = 180.0
-#: A job still running this long is asked about, or twice its type's mean run time if longer.
-RUNNING_DOUBT_SECONDS = 900.0
-RUNNING_FACTOR = 2.0
 #: Repositories with jobs created within this are listed for runs, each at most this often.
 ACTIVE_SECONDS = 86400.0
 LIST_EVERY_SECONDS = 600.0
 #: Jobs in doubt read from the store at a time, of each kind.
 DOUBTS_READ = 5000
 _HOUR = 3600.0
-
-
-class Correction(StrEnum):
-    """What reconciliation did to a job."""
-
-    #: A job no delivery had told of (its `queued` was lost).
-    FOUND = "found"
-    #: A runner had taken it (its `in_progress` was lost).
-    STARTED = "started"
-    #: It had ended (its `completed` was lost).
-    COMPLETED = "completed"
-    #: GitHub no longer has it: forgotten.
-    GONE = "gone"
-    #: Still queued past GitHub's 24-hour limit: ended where GitHub ended it.
-    EXPIRED = "expired"
-
-
-@dataclass
-class ReconcilePass:
-    """What one pass did."""
-
-    requests: int = 0
-    corrected: Counter[Correction] = field(default_factory=Counter)
-    #: Why the pass ended before it had asked all it wanted to; empty when it did.
-    stopped: str = ""
-
-
-@dataclass(frozen=True)
-class _Doubt:
-    """A job in doubt, and since when (created, or taken by a runner)."""
-
-    since: float
-    job: DoubtfulJob
 
 
 def _owner(repository: str) -> str:
@@ -144,10 +113,10 @@ class Reconciler:
         self._listed: dict[str, float] = {}
         #: Run id → when its jobs were last read.
         self._run_read: dict[int, float] = {}
-        #: The runs listed queued or in progress by this pass.
-        self._active_runs: set[int] = set()
-        #: Repositories this token cannot read (asked again by the next pass).
+        #: Repositories this token cannot read, and owners whose share of the budget is
+        #: spent (both asked again by the next pass).
         self._hidden: dict[str, bool] = {}
+        self._spent: set[str] = set()
 
     async def run(self, interval: float) -> None:
         """A pass every `interval` seconds until cancelled; a failed pass never stops it."""
@@ -166,25 +135,28 @@ class Reconciler:
         """One pass (see the module's docstring)."""
         done = ReconcilePass()
         sent = self._github.sent
-        self._hidden = {}
+        self._hidden, self._spent = {}, set()
         # The fleet's moment (what the jobs' times are read against), as every reading is.
         now = self._clock.now().timestamp()
-        oldest = now - self._config.max_queued_age_seconds
-        expired = await self._store.expire_queued(oldest, now - GITHUB_QUEUE_LIMIT_SECONDS)
-        done.corrected[Correction.EXPIRED] += expired
+        await self._expire(now, done)
         queued, running = await self._doubts(now)
         try:
             # What the alert counts first: jobs that look queued, then those never told of.
             await self._ask_doubts(queued, now, done)
-            in_progress = await self._discover(now, done)
+            # Listing runs takes half of what is left at most, so that the steps after it
+            # are reached however many repositories are active; the rest wait their turn.
+            in_progress = await self._discover(now, done, most=self._github.allowance() // 2)
             # Half of what is left for the runs in progress (the alert's numbers), then the
             # jobs that look running too long, then the rest of the runs.
             await self._rotate(in_progress, now, done, most=self._github.allowance() // 2)
             await self._ask_doubts(running, now, done)
             await self._rotate(in_progress, now, done)
-        except (ShareSpent, GitHubError, RequestBudgetSpent) as exc:
+        except (GitHubError, RequestBudgetSpent) as exc:
             done.stopped = str(exc)
             log.warning("reconciliation stopped early: %s", exc)
+        if self._spent and not done.stopped:
+            whose = ", ".join(sorted(self._spent))
+            done.stopped = f"the share of GitHub's hourly budget is spent for now ({whose})"
         done.corrected = +done.corrected  # the kinds that happened
         done.requests = self._github.sent - sent
         await self._store.add_corrections(now, {k.value: n for k, n in done.corrected.items()})
@@ -193,7 +165,28 @@ class Reconciler:
                 self._on_corrected(kind, jobs)
         return done
 
-    async def _doubts(self, now: float) -> tuple[list[_Doubt], list[_Doubt]]:
+    async def _expire(self, now: float, done: ReconcilePass) -> None:
+        """Jobs still queued past GitHub's 24 hours end there, no runner having taken them, as
+        GitHub ended them (its conclusion unknown here: no request is spent on it)."""
+        oldest = now - self._config.max_queued_age_seconds
+        stale, _ = await self._store.doubtful_jobs(
+            oldest, now - GITHUB_QUEUE_LIMIT_SECONDS, oldest, oldest, DOUBTS_READ
+        )
+        ended = [expired(job) for job in await self._store.stored_jobs([d.job_id for d in stale])]
+        await self._merge(ended, "expired")
+        done.corrected[Correction.EXPIRED] += len(ended)
+
+    async def _forget(self, job_ids: list[int], now: float, done: ReconcilePass) -> None:
+        """Jobs GitHub no longer has stop counting: ended now, as far as anyone can tell."""
+        ended = [
+            gone(job, now)
+            for job in await self._store.stored_jobs(job_ids)
+            if job.action is not JobAction.COMPLETED
+        ]
+        await self._merge(ended, "gone")
+        done.corrected[Correction.GONE] += len(ended)
+
+    async def _doubts(self, now: float) -> tuple[list[Doubt], list[Doubt]]:
         """Jobs that look queued and jobs that look running too long, each with when the
         doubt began, the oldest first."""
         usual = await self._store.usual_run_seconds(now - 86400.0, now)
@@ -201,49 +194,55 @@ class Reconciler:
         queued, running = await self._store.doubtful_jobs(
             since, now - QUEUED_DOUBT_SECONDS, since, now, DOUBTS_READ
         )
-        long_running = []
-        for job in running:
-            assert job.started_at is not None
-            mean = usual.get(job.runner_type)
-            after = RUNNING_DOUBT_SECONDS if mean is None else RUNNING_FACTOR * mean
-            if now - job.started_at > max(after, RUNNING_DOUBT_SECONDS):
-                long_running.append(_Doubt(job.started_at, job))
-        doubts = [_Doubt(job.created_at, job) for job in queued], long_running
+        long_running = [
+            Doubt(job.started_at, job)
+            for job in running
+            if job.started_at is not None and running_too_long(job, usual, now)
+        ]
+        doubts = [Doubt(job.created_at, job) for job in queued], long_running
         in_doubt = {doubt.job.job_id for part in doubts for doubt in part}
         self._next_ask = {job: at for job, at in self._next_ask.items() if job in in_doubt}
         return doubts
 
-    async def _ask_doubts(self, doubts: list[_Doubt], now: float, done: ReconcilePass) -> None:
+    async def _ask_doubts(self, doubts: list[Doubt], now: float, done: ReconcilePass) -> None:
         """The jobs in doubt, a run at a time, the run with the oldest doubt first: one job
         alone asked by its id, several of one run by the run's list of jobs."""
-        runs: dict[tuple[str, int], list[_Doubt]] = {}
+        runs: dict[tuple[str, int], list[Doubt]] = {}
         for doubt in doubts:
             if self._next_ask.get(doubt.job.job_id, 0.0) <= now:
                 runs.setdefault((doubt.job.repository, doubt.job.run_id), []).append(doubt)
         for (repository, run_id), members in runs.items():
-            if self._hidden.get(repository, False):
+            if self._skipped(repository):
                 continue
             try:
-                if len(members) == 1:
-                    path = f"/repos/{_path(repository)}/actions/jobs/{members[0].job.job_id}"
-                    jobs = [await self._github.get(path, _owner(repository))]
-                else:
-                    jobs = await self._run_jobs(repository, run_id)
-            except GitHubNotFound:
-                # A repository this token cannot see answers 404 too: jobs are forgotten only
-                # when the repository itself is there.
-                if await self._visible(repository):
-                    jobs = []
-                else:
-                    continue
-            except GitHubDenied as exc:
-                self._hidden[repository] = True
-                log.warning("reconciliation cannot read the jobs of %s: %s", repository, exc)
-                continue
-            await self._settle(repository, members, jobs, done)
+                await self._ask_run(repository, run_id, members, done)
+            except ShareSpent as exc:
+                self._spent.add(exc.owner)
+
+    async def _ask_run(
+        self, repository: str, run_id: int, members: list[Doubt], done: ReconcilePass
+    ) -> None:
+        """The jobs in doubt of one run asked of GitHub, and its answer settled."""
+        try:
+            if len(members) == 1:
+                path = f"/repos/{_path(repository)}/actions/jobs/{members[0].job.job_id}"
+                jobs = [await self._github.get(path, _owner(repository))]
+            else:
+                jobs = await self._run_jobs(repository, run_id)
+        except GitHubNotFound:
+            # A repository this token cannot see answers 404 too: jobs are forgotten only
+            # when the repository itself is there.
+            if not await self._visible(repository):
+                return
+            jobs = []
+        except GitHubDenied as exc:
+            self._hidden[repository] = True
+            log.warning("reconciliation cannot read the jobs of %s: %s", repository, exc)
+            return
+        await self._settle(repository, members, jobs, done)
 
     async def _settle(
-        self, repository: str, members: list[_Doubt], jobs: list[Any], done: ReconcilePass
+        self, repository: str, members: list[Doubt], jobs: list[Any], done: ReconcilePass
     ) -> None:
         """GitHub's answer for the jobs in doubt of one run merged; those it no longer has
         forgotten; those it shows as they were asked again later."""
@@ -256,13 +255,14 @@ class Reconciler:
         await self._merge(list(events.values()))
         done.corrected[Correction.FOUND] += sum(1 for job in events if job not in known)
         now = self._clock.now().timestamp()
+        gone = [doubt.job.job_id for doubt in members if doubt.job.job_id not in events]
+        await self._forget(gone, now, done)
         for doubt in members:
             job = doubt.job
             event = events.get(job.job_id)
             if event is None:
-                if await self._store.forget_job(job.job_id):
-                    done.corrected[Correction.GONE] += 1
-            elif event.action.rank > JobAction(job.status).rank:
+                continue
+            if event.action.rank > JobAction(job.status).rank:
                 self._next_ask.pop(job.job_id, None)
                 done.corrected[
                     Correction.COMPLETED
@@ -279,20 +279,20 @@ class Reconciler:
         path = f"/repos/{_path(repository)}/actions/runs/{run_id}/jobs?filter=all&per_page=100"
         return await self._github.listed(path, "jobs", _owner(repository))
 
-    async def _discover(self, now: float, done: ReconcilePass) -> list[tuple[str, int]]:
+    async def _discover(self, now: float, done: ReconcilePass, most: int) -> list[tuple[str, int]]:
         """Each active repository's runs queued or in progress: those no row knows are read,
         and those GitHub shows queued whose rows wait for nothing (a job queued while its
         delivery was lost); the other runs in progress are returned, the first listed first,
         for the pass to read as the budget allows."""
-        self._active_runs = set()
         active = await self._store.active_repositories(now - ACTIVE_SECONDS)
         active.sort(key=lambda repository: self._listed.get(repository, 0.0))
         later: list[tuple[str, str, int]] = []
+        until = self._github.sent + most
         for repository in active:
+            if self._github.sent >= until:
+                break
             last = self._listed.get(repository)
-            if self._hidden.get(repository, False) or (
-                last is not None and now - last < LIST_EVERY_SECONDS
-            ):
+            if self._skipped(repository) or (last is not None and now - last < LIST_EVERY_SECONDS):
                 continue
             self._listed[repository] = now
             runs: dict[int, tuple[str, str]] = {}
@@ -304,7 +304,6 @@ class Reconciler:
                     for run in listed:
                         if isinstance(run, dict) and isinstance(run.get("id"), int):
                             runs[run["id"]] = (str(run.get("created_at", "")), status)
-                self._active_runs |= set(runs)
                 known = await self._store.known_runs(sorted(runs))
                 for run_id in sorted(runs, key=lambda run: (runs[run], run)):
                     created, status = runs[run_id]
@@ -312,6 +311,8 @@ class Reconciler:
                         await self._read_run(repository, run_id, now, done)
                     else:
                         later.append((created, repository, run_id))
+            except ShareSpent as exc:
+                self._spent.add(exc.owner)
             except (GitHubDenied, GitHubRejected) as exc:
                 self._hidden[repository] = True
                 log.warning("reconciliation cannot read the runs of %s: %s", repository, exc)
@@ -337,12 +338,19 @@ class Reconciler:
         for repository, run_id in runs:
             if most is not None and most <= 0:
                 break
-            if self._run_read.get(run_id, 0.0) > now - _HOUR or self._hidden.get(repository):
+            if self._run_read.get(run_id, 0.0) > now - _HOUR or self._skipped(repository):
                 continue
-            await self._read_run(repository, run_id, now, done)
+            try:
+                await self._read_run(repository, run_id, now, done)
+            except ShareSpent as exc:
+                self._spent.add(exc.owner)
             most = None if most is None else most - 1
-        # What GitHub no longer lists as queued or in progress is forgotten.
-        self._run_read = {r: at for r, at in self._run_read.items() if r in self._active_runs}
+        # A run read more than an hour ago is read again whenever it is listed.
+        self._run_read = {r: at for r, at in self._run_read.items() if at > now - _HOUR}
+
+    def _skipped(self, repository: str) -> bool:
+        """Whether this pass leaves the repository: unreadable, or its share spent."""
+        return self._hidden.get(repository, False) or _owner(repository) in self._spent
 
     async def _visible(self, repository: str) -> bool:
         """Whether the token sees the repository (asked once a pass)."""
@@ -355,10 +363,16 @@ class Reconciler:
                 self._hidden[repository] = True
         return not self._hidden[repository]
 
-    async def _merge(self, events: list[JobEvent]) -> None:
+    async def _merge(self, events: list[JobEvent], source: str = "rest") -> None:
+        """Merged as deliveries are (named for where they come from, the job and its state,
+        so the same answer twice changes nothing)."""
         if not events:
             return
         remember = self._clock.time() + self._config.retention_days * 86400.0
+        counted = [
+            replace(event, counted=self._config.counts(event.runner_type, event.repository))
+            for event in events
+        ]
         await self._store.record_jobs(
-            [(event, f"rest:{event.job_id}:{event.action.value}") for event in events], remember
+            [(e, f"{source}:{e.job_id}:{e.action.value}") for e in counted], remember
         )

@@ -136,7 +136,7 @@ class GitHubSandbox:
         #: The token's budget in the current hour (None until the first request opens one).
         self.remaining: int | None = None
         self.reset_at: datetime | None = None
-        #: The organization's repositories, their workflow runs and jobs.
+        #: Every organization's repositories (by `owner/name`), their workflow runs and jobs.
         self.history = ActionsHistory()
         #: A GitHub App whose installation tokens are taken too (`github_apps`).
         self.app: apps.SandboxApp | None = None

@@ -1,10 +1,12 @@
-"""What `GitHubSandbox` knows of GitHub Actions' history: an organization's repositories, their
+"""What `GitHubSandbox` knows of GitHub Actions' history: the repositories of every organization
+it knows (`GitHubSandbox.org` and those of `add_org`), keyed by their `owner/name`, their
 workflow runs and each run's jobs, every attempt, answered as api.github.com answers them. The
 facts, from docs.github.com ("REST API endpoints for repositories", "… for workflow runs",
 "… for workflow jobs") unless said otherwise:
 
-- `GET /orgs/{org}/repos`: a JSON array of repositories (`id`, `name`, `full_name`,
-  `owner.login`, `private`, `archived`, …), `per_page` at most 100.
+- `GET /orgs/{org}/repos` and its pages `/organizations/{org_id}/repos`: the repositories the
+  organization owns, as `github_repos` says; 404 "Not Found" for an organization the sandbox
+  does not know.
 - `GET /repos/{owner}/{repo}/actions/runs`: `{"total_count", "workflow_runs": [...]}`, newest
   first. `created` takes GitHub's search syntax for dates (`YYYY-MM-DD`, a time in ISO 8601,
   `>=`, `<=`, `>`, `<`, `A..B`, `A..*`, `*..B`; a date alone is its whole day). With `created`
@@ -28,11 +30,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+
+from queuebot_lab.sandbox.github_repos import (
+    ORG_REPOS_DOCS,
+    SandboxRepository,
+    next_repository,
+    org_repositories,
+)
 
 if TYPE_CHECKING:
     from queuebot_lab.sandbox.github import GitHubSandbox
@@ -89,38 +97,8 @@ def _when(stamp: str | None) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-@dataclass
-class SandboxRepository:
-    id: int
-    full_name: str
-    private: bool = False
-    archived: bool = False
-    #: The token may not read its Actions (a repository an App was not given): 404.
-    hidden: bool = False
-    #: run id → its jobs (every attempt), as delivered.
-    runs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-
-    def json(self) -> dict[str, Any]:
-        owner, _, name = self.full_name.partition("/")
-        api = f"https://api.github.com/repos/{self.full_name}"
-        return {
-            "id": self.id,
-            "node_id": f"R_kgDO{self.id:x}",
-            "name": name,
-            "full_name": self.full_name,
-            "private": self.private,
-            "owner": {"login": owner, "type": "Organization"},
-            "html_url": f"https://github.com/{self.full_name}",
-            "url": api,
-            "archived": self.archived,
-            "disabled": False,
-            "visibility": "private" if self.private else "public",
-            "default_branch": "main",
-        }
-
-
 class ActionsHistory:
-    """The repositories of one organization and their runs and jobs."""
+    """Repositories, of any owner, by `owner/name`, and their runs and jobs."""
 
     def __init__(self) -> None:
         self.repositories: dict[str, SandboxRepository] = {}
@@ -130,7 +108,7 @@ class ActionsHistory:
         """The repository, added (with `kind`: private, archived, hidden) when new."""
         key = full_name.lower()
         if key not in self.repositories:
-            self.repositories[key] = SandboxRepository(100_000 + len(self.repositories), full_name)
+            self.repositories[key] = next_repository(full_name, len(self.repositories))
         found = self.repositories[key]
         for name, value in kind.items():
             setattr(found, name, value)
@@ -165,8 +143,9 @@ class ActionsHistory:
 
     # -- answers -------------------------------------------------------------------------------
 
-    def listed_repositories(self) -> list[dict[str, Any]]:
-        return [repo.json() for repo in sorted(self.repositories.values(), key=lambda r: r.id)]
+    def listed_repositories(self, org: str, query: dict[str, str]) -> list[dict[str, Any]]:
+        """What `GET /orgs/{org}/repos` lists for `query`."""
+        return org_repositories(self.repositories.values(), org, query)
 
     def find(self, full_name: str) -> SandboxRepository | None:
         repo = self.repositories.get(full_name.lower())
@@ -254,6 +233,18 @@ def github_error(
 _REST_DOCS = "https://docs.github.com/rest"
 
 
+def organization(sandbox: GitHubSandbox, request: web.Request) -> tuple[str, int] | None:
+    """The organization a request names (`{org}`, any case, or `{org_id}`), with its id; None
+    for one the sandbox does not know."""
+    found = request.match_info
+    known = [(sandbox.org, sandbox.org_id)]
+    known += [(name, org_id) for name, (org_id, _) in sandbox.orgs.items()]
+    for name, org_id in known:
+        if found.get("org", "").lower() == name.lower() or found.get("org_id") == str(org_id):
+            return name, org_id
+    return None
+
+
 def add_history_routes(app: web.Application, sandbox: GitHubSandbox) -> None:
     """The history's endpoints on the sandbox's app, behind its token and rate limit."""
     history = sandbox.history
@@ -272,13 +263,11 @@ def add_history_routes(app: web.Application, sandbox: GitHubSandbox) -> None:
         headers = sandbox.gate(request)
         if isinstance(headers, web.Response):
             return headers
-        org = request.match_info.get("org")
-        if org is not None and org.lower() != sandbox.org.lower():
-            return github_error(404, "Not Found", _REST_DOCS, headers)
-        if request.match_info.get("org_id", str(sandbox.org_id)) != str(sandbox.org_id):
-            return github_error(404, "Not Found", _REST_DOCS, headers)
-        listed = history.listed_repositories()
-        shown, _ = sandbox.page(request, listed, f"/organizations/{sandbox.org_id}/repos", headers)
+        if (org := organization(sandbox, request)) is None:
+            return github_error(404, "Not Found", ORG_REPOS_DOCS, headers)
+        name, org_id = org
+        listed = history.listed_repositories(name, dict(request.query))
+        shown, _ = sandbox.page(request, listed, f"/organizations/{org_id}/repos", headers)
         return answer(shown, headers)
 
     async def runs(request: web.Request) -> web.Response:
