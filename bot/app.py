@@ -23,7 +23,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.assembly import Outbound, Services, build_services, start_tasks
 from bot.capacity.composing import worker_process
-from bot.clients import github_runners_client_for, slack_client_for
+from bot.clients import github_credentials_for, github_runners_client_for, slack_client_for
 from bot.config import ConfigError, Settings, check_url_credentials, check_webhook_auth
 from bot.config.github_app import has_github_rest
 from bot.domain.clock import SYSTEM, Clock
@@ -103,9 +103,10 @@ def create_app(
             else None
         )
         # Built for the diagnostics and /queue-status readers of the runner supply.
-        runners = github_runners_client_for(settings, session)
+        credentials = github_credentials_for(settings, session)
+        runners = github_runners_client_for(settings, session, credentials)
         app[GITHUB_RUNNERS] = runners
-        app[OUTBOUND] = Outbound(session, runners, worker_process())
+        app[OUTBOUND] = Outbound(session, runners, worker_process(), credentials)
         try:
             yield
         finally:

@@ -35,6 +35,7 @@ from bot.domain.clock import Clock
 from bot.fleet.exported import FleetExport
 from bot.fleet.reading import FleetSources
 from bot.fleet.sources.first_backfill import FirstBackfill
+from bot.fleet.sources.github_app import GitHubCredentials
 from bot.fleet.sources.reconcile import Reconciler
 from bot.fleet.sources.runner_supply import RunnersSource
 from bot.forecast.watcher import EarlyWarningWatcher
@@ -79,6 +80,9 @@ class Outbound:
     session: aiohttp.ClientSession | None
     github_runners: RunnersSource | None
     composer: ProcessPoolExecutor
+    #: What every request to GitHub's REST API is authorized with (one App's installation
+    #: tokens for all its clients); None without REST access.
+    github_credentials: GitHubCredentials | None = None
 
 
 @dataclasses.dataclass
@@ -251,7 +255,12 @@ def build_services(
     records.append(parts.retention)
     # Reconciliation never waits for GitHub's rate limit: a pass that meets it ends.
     session = out.session
-    rest = github_reader_for(settings, session, max_wait=0.0) if session is not None else None
+    shared = out.github_credentials
+    rest = (
+        github_reader_for(settings, session, max_wait=0.0, credentials=shared)
+        if session is not None
+        else None
+    )
     if rest is not None and session is not None and sources.store is not None:
         if settings.reconcile_seconds > 0:
             parts.reconciler = Reconciler(
@@ -268,7 +277,7 @@ def build_services(
             records.append(parts.reconciler.record)
         if settings.backfill_on_start_days > 0 and settings.github_orgs:
             parts.first_backfill = FirstBackfill(
-                github_reader_for(settings, session) or rest,
+                github_reader_for(settings, session, credentials=shared) or rest,
                 store,
                 settings.file.jobs,
                 settings.github_orgs,

@@ -65,12 +65,15 @@ def prometheus_client_for(
 
 
 def github_runners_client_for(
-    settings: Settings, session: aiohttp.ClientSession | None
+    settings: Settings,
+    session: aiohttp.ClientSession | None,
+    credentials: GitHubCredentials | None = None,
 ) -> GitHubRunnersClient | OrgRunners | None:
     """GitHub's runners list, when GITHUB_TOKEN or a GitHub App and one of GITHUB_ORG,
-    GITHUB_REPOSITORY or GITHUB_ENTERPRISE are set (else the runner supply is not measured)."""
+    GITHUB_REPOSITORY or GITHUB_ENTERPRISE are set (else the runner supply is not measured);
+    `credentials` shared with the other clients, else its own."""
     scope = settings.github_scope()
-    credentials = github_credentials_for(settings, session)
+    credentials = credentials or github_credentials_for(settings, session)
     if session is None or scope is None or credentials is None:
         return None
     kind, name = scope
@@ -114,11 +117,13 @@ def github_reader_for(
     *,
     max_requests: int | None = None,
     max_wait: float = MAX_WAIT_SECONDS,
+    credentials: GitHubCredentials | None = None,
 ) -> GitHubReader | None:
     """GitHub's REST API read page by page (the backfill, reconciliation), when GITHUB_TOKEN
     or a GitHub App is set; None without. `max_wait`: the longest it sleeps for GitHub's rate
-    limit."""
-    credentials = github_credentials_for(settings, session)
+    limit; `credentials` shared with the other clients (one App installation token for all),
+    else its own."""
+    credentials = credentials or github_credentials_for(settings, session)
     if credentials is None:
         return None
     return GitHubReader(
