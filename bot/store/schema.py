@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from bot import __version__
 from bot.store.records import StoreError
 
 
@@ -324,7 +325,16 @@ def pending(dialect: Dialect, current: int) -> list[tuple[int, str]]:
     """The steps that take a database at version `current` to the newest, each with the version
     it makes; StoreError for a database a newer queuebot made."""
     if current > len(MIGRATIONS):
-        raise StoreError(
-            f"the database has schema version {current}, newer than this queuebot knows"
-        )
+        raise StoreError(newer_schema(current))
     return list(enumerate(steps(dialect)[current:], start=current + 1))
+
+
+def newer_schema(current: int) -> str:
+    """The one line a queuebot says, and stops, on meeting a store a newer queuebot upgraded:
+    both versions, and the two ways out. Nothing was changed (its migration was rolled back)."""
+    return (
+        f"the store is at schema version {current}, newer than this queuebot knows"
+        f" (queuebot {__version__} knows schema versions up to {len(MIGRATIONS)}) and was left"
+        " untouched: run the newer queuebot that upgraded it, or restore the backup taken"
+        " before the upgrade (queuebot restore PATH; pg_restore for PostgreSQL)"
+    )
