@@ -49,7 +49,8 @@ short; Alertmanager's own default is 5m (--group-interval 5m --deadline 330 show
         [--channel-by-name] [--slack-limit]
 
 queuebot is given its channel by ID; --channel-by-name gives `#name`, with which queuebot cannot
-look for a post whose answer was lost until it has learnt the ID (README), which --after shows.
+look for a post whose answer was lost until it has learnt the ID (docs/promises.md), which
+--after shows.
 --slack-limit also enforces the sandbox's model of Slack's posting limit on both paths (about
 one message a second per channel after a burst of three; Slack documents bursts but not their
 size, so this is stricter than Slack may be).

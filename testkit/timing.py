@@ -1,6 +1,6 @@
 """The suite's timings: the product's leases, pacing and pollers a tenth as long as their
-documented defaults (README "Timings"), and the local Slack's message limit ten times as high
-to match, so no test waits out a production interval."""
+documented defaults (docs/settings.md, "Timings"), and the local Slack's message limit ten
+times as high to match, so no test waits out a production interval."""
 
 from __future__ import annotations
 

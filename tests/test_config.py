@@ -15,6 +15,7 @@ from bot.domain.notifications import parse_webhook
 from bot.incidents.routing import route_channel
 from bot.render.values import KnownValue, ValueNaming
 from testkit.payloads import encoded, reference
+from tests.documentation import DOCS, section, settings_examples
 
 SERVE_ENV = {
     "SLACK_BOT_TOKEN": "xoxb-test-token",
@@ -125,10 +126,10 @@ class TestTimings:
         for variable, (field, default) in TIMINGS.items():
             assert getattr(timings, field) == pytest.approx(default / 10), variable
 
-    def test_the_readme_names_each_with_its_default(self) -> None:
-        readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    def test_the_settings_reference_names_each_with_its_default(self) -> None:
+        timings = section(DOCS / "settings.md", "Timings")
         for variable, (_, default) in TIMINGS.items():
-            assert f"`{variable}` | {default:g}" in readme, variable
+            assert f"`{variable}` | {default:g}" in timings, variable
 
     @pytest.mark.parametrize(
         "variable", ["QUEUEBOT_OUTBOX_LEASE_SECONDS", "QUEUEBOT_PRUNE_SECONDS"]
@@ -187,11 +188,10 @@ class TestServeCommand:
         assert len(lines) == 1 and "SLACK_API_URL" in lines[0]
 
 
-def test_the_readmes_yaml_example_is_valid(tmp_path: Path) -> None:
-    """Every YAML file shown in the README loads; the full one with its routes, diagnostics,
-    silence, early warning and capacity report settings."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    examples = [part.split("```", 1)[0] for part in readme.split("```yaml\n")[1:]]
+def test_the_docs_yaml_examples_are_valid(tmp_path: Path) -> None:
+    """Every YAML file shown in the README and docs/ loads; the full one with its routes,
+    diagnostics, silence, early warning and capacity report settings."""
+    examples = _doc_examples()
     loaded = []
     for n, example in enumerate(examples):
         path = tmp_path / f"queuebot-{n}.yml"
@@ -227,14 +227,14 @@ def test_the_readmes_yaml_example_is_valid(tmp_path: Path) -> None:
     )
 
 
-def _readme_examples() -> list[str]:
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    return [part.split("```", 1)[0] for part in readme.split("```yaml\n")[1:]]
+def _doc_examples() -> list[str]:
+    """The YAML files shown in the README and docs/ (not the fragments of other programs')."""
+    return [block.body for block in settings_examples()]
 
 
-def test_the_readmes_runner_type_rules_give_what_its_table_says(tmp_path: Path) -> None:
-    """The default rule and the README's rule for `[self-hosted, linux, x64, <type>]`."""
-    (example,) = [text for text in _readme_examples() if "label_pattern" in text and "x64" in text]
+def test_the_docs_runner_type_rules_give_what_its_table_says(tmp_path: Path) -> None:
+    """The default rule and the documented rule for `[self-hosted, linux, x64, <type>]`."""
+    (example,) = [text for text in _doc_examples() if "label_pattern" in text and "x64" in text]
     path = tmp_path / "queuebot.yml"
     path.write_text(example)
     rule = load_settings(SERVE_ENV | {"QUEUEBOT_CONFIG": str(path)}).file.jobs.runner_type
@@ -252,8 +252,8 @@ def test_the_readmes_runner_type_rules_give_what_its_table_says(tmp_path: Path) 
     assert rule.runner_type(["self-hosted", "Linux", "X64"], None) == "Linux"
 
 
-def test_the_readmes_organizations_example_loads_with_its_secrets(tmp_path: Path) -> None:
-    (example,) = [text for text in _readme_examples() if "github:" in text]
+def test_the_docs_organizations_example_loads_with_its_secrets(tmp_path: Path) -> None:
+    (example,) = [text for text in _doc_examples() if "github:" in text]
     path = tmp_path / "queuebot.yml"
     path.write_text(example)
     env = SERVE_ENV | {
@@ -327,11 +327,9 @@ class TestAlertValues:
         with pytest.raises(ConfigError, match=rf"^QUEUEBOT_CONFIG \(.*\): {problem}"):
             self._load(tmp_path, f"alert_values:\n  {entry}\n")
 
-    def test_the_readmes_example_names_the_shipped_grafana_rule(self, tmp_path: Path) -> None:
-        """The README's `alert_values` example loads and says what it says it does."""
-        readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-        examples = [part.split("```", 1)[0] for part in readme.split("```yaml\n")[1:]]
-        (example,) = [text for text in examples if "alert_values:" in text]
+    def test_the_docs_example_names_the_shipped_grafana_rule(self, tmp_path: Path) -> None:
+        """The documented `alert_values` example loads and says what it says it does."""
+        (example,) = [text for text in _doc_examples() if "alert_values:" in text]
         naming = ValueNaming.of(self._load(tmp_path, example).file.alert_values)
         assert naming.named("threshold_breached").hidden
         assert naming.named("B").label == "Jobs queued"

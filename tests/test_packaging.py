@@ -28,7 +28,8 @@ def test_every_package_is_in_the_wheel() -> None:
 
 def test_the_wheel_holds_no_stand_in_simulator_or_demo(tmp_path: Path) -> None:
     """A wheel built from the repository (offline, with the setuptools the dev install brings)
-    holds every module of the product and its templates, and none of the lab's modules."""
+    holds every module of the product and its templates, and none of the lab's modules; its
+    metadata carries the README, the front door, as the project's description."""
     # Built from a copy: setuptools leaves build/ behind in the tree it builds, and a stale one
     # would put back in the wheel modules long gone from the source.
     source = tmp_path / "source"
@@ -64,3 +65,7 @@ def test_the_wheel_holds_no_stand_in_simulator_or_demo(tmp_path: Path) -> None:
     assert product <= set(names) and "bot/templates/_macros.j2" in names
     lab = [n for n in names if re.search(r"(^|/)(sandbox|simulator|demo|queuebot_lab)(/|\\.py)", n)]
     assert lab == []
+    (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    described = zipfile.ZipFile(wheel).read(metadata).decode("utf-8")
+    assert "Description-Content-Type: text/markdown" in described
+    assert (ROOT / "README.md").read_text(encoding="utf-8").strip() in described

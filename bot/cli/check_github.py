@@ -122,7 +122,7 @@ async def _token_line(
     if "X-OAuth-Scopes" not in answered:
         return (
             "github token: ok (not a classic token: GitHub does not tell its permissions; it"
-            " needs the ones the README lists, and a refusal names a missing one)"
+            " needs the ones docs/diagnostics.md lists, and a refusal names a missing one)"
         )
     scopes = {s.strip() for s in answered["X-OAuth-Scopes"].split(",") if s.strip()}
     said = f"a classic token with the scopes: {', '.join(sorted(scopes)) or 'none'}"

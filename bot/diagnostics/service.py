@@ -47,7 +47,7 @@ DIAGNOSTICS_OFF = (
     " `GITHUB_WEBHOOK_SECRET` and point an organization webhook for *Workflow jobs* at"
     " `/webhooks/github`), GitHub's runners list (`GITHUB_TOKEN` with `GITHUB_ORG`), or"
     " Prometheus (`PROMETHEUS_URL`, or `GRAFANA_PROMETHEUS_DATASOURCE_UID` with `GRAFANA_URL`"
-    " and `GRAFANA_TOKEN`). The README's “Diagnostics” section says what each gives."
+    " and `GRAFANA_TOKEN`). docs/diagnostics.md says what each gives."
 )
 
 

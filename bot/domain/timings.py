@@ -1,5 +1,5 @@
 """How long leases last, how fast Slack is written to and how often loops look: each a setting
-(the README's "Timings"), with the defaults here. A test turns them down together instead of
+(docs/settings.md, "Timings"), with the defaults here. A test turns them down together instead of
 waiting them out (and scales the local Slack's limits to match)."""
 
 from __future__ import annotations

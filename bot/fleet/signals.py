@@ -284,7 +284,8 @@ async def collect(
             # actions-runner-controller's job series carry no scale set of their own.
             fleet.missing[signal] = (
                 "its series carry no runner type: relabel the listener pods' label"
-                f" actions.github.com/scale-set-name into `{pack.runner_type_label}` (README)"
+                " actions.github.com/scale-set-name into"
+                f" `{pack.runner_type_label}` (docs/diagnostics.md)"
             )
         if signal in BY_WORKFLOW:
             fleet.workflows[signal] = _by_workflow(samples)

@@ -36,8 +36,8 @@ log = logging.getLogger(__name__)
 SILENCING_OFF = (
     ":information_source: Silencing from Slack is off: queuebot needs `GRAFANA_URL` and"
     " `GRAFANA_TOKEN` (a Grafana service-account token whose role has `alert.silences:create`,"
-    " `:write` and `:read` on the rule's folder, and `alert.instances:read`). The README's"
-    " “Silences” section says how to set it up."
+    " `:write` and `:read` on the rule's folder, and `alert.instances:read`). docs/slack.md,"
+    " “Silences”, says how to set it up."
 )
 
 

@@ -237,7 +237,7 @@ class GitHubApp:
         raise GitHubAppNotInstalled(
             f"{self.described} is not installed on {owner} ({self.where} answered 404 to GET"
             f" /orgs/{name}/installation and /users/{name}/installation): install it on {owner}"
-            " (the App's settings, Install App) with the permissions the README lists",
+            " (the App's settings, Install App) with the permissions docs/diagnostics.md lists",
             404,
         )
 

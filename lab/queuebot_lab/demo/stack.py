@@ -145,7 +145,7 @@ class Demo:
                 "QUEUEBOT_WEBHOOK_TOKEN": self.webhook_token,
             }
             | ({"PROMETHEUS_URL": self.prometheus_url} if self.prometheus_url else {})
-            # Leases, pacing and pollers as the environment sets them (the README's "Timings").
+            # Leases, pacing and pollers as the environment sets them (docs/settings.md, "Timings").
             | {
                 variable: env[variable] for variable in TIMING_VARIABLES.values() if variable in env
             },
