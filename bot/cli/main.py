@@ -29,10 +29,11 @@ from bot.telemetry.redaction import Redactor, known_secrets
 log = logging.getLogger("bot")
 
 #: On SIGTERM or SIGINT `serve` closes its listening socket at once, then gives the requests
-#: already being answered this long to finish before cancelling them (aiohttp waits 60 s by
-#: default): with the store and clients closed after, it exits well inside the 10 s that
+#: already being answered this long to finish (Slack gives up on an answer after 3 s anyway);
+#: aiohttp then cancels the rest and waits as long again for them (by default it waits 60 s
+#: twice). With the store and clients closed after, the bot exits inside the 10 s that
 #: `docker stop` and `podman stop` wait before SIGKILL.
-STOP_GRACE_SECONDS = 4.0
+STOP_GRACE_SECONDS = 3.0
 
 
 def _setup_logging(verbose: bool, settings: Settings) -> None:
