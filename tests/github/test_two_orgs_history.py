@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from bot.app import SERVICES
 from bot.domain.clock import Clock
 from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
@@ -35,8 +34,7 @@ from testkit.github import HOOK_SECRET
 from testkit.harness import running_stack
 from tests.deploy.test_second_model_metrics import DRAWN_END, moved, truth
 from tests.github.test_github_app import APP_ID, PRIVATE, PUBLIC, TOKEN
-from tests.github.test_reconcile import counts, lost
-from tests.web.test_fleet_metrics import per_type, scrape
+from tests.github.test_reconcile import after_first_pass, assert_the_alerts_numbers, counts, lost
 
 ORGS = ("northwind", "globex-eng")
 #: Added to the second fleet's job, run and runner ids: GitHub's ids are unique across
@@ -235,17 +233,8 @@ async def test_the_first_pass_reconciles_both_orgs_with_each_orgs_token(tmp_path
             QUEUEBOT_RECONCILE_SECONDS="3600",
             **_app_settings(sandbox),
         ) as stack:
-            reconciler = stack.app[SERVICES].reconciler
-            assert reconciler is not None
-            async with asyncio.timeout(180):
-                while reconciler.record.passes < 1:  # noqa: ASYNC110
-                    await asyncio.sleep(0.1)
-            samples = await scrape(stack.url)
-            queued = per_type(samples, "queuebot_queued_jobs")
-            longest = per_type(samples, "queuebot_queue_longest_wait_seconds")
-    assert {name: int(n) for name, n in queued.items() if n} == counts(expected)
-    for name, (_, wait) in expected.items():
-        assert abs(longest[name] - wait) < 1.0, name
+            samples = await after_first_pass(stack)
+    assert_the_alerts_numbers(samples, expected)
     # Both organizations' repositories were asked about, each with its own installation's
     # token (an installation's token is refused by another organization's endpoints).
     asked = {_owner(sandbox, r.path) for r in sandbox.requests if "/actions/" in r.path}
