@@ -158,14 +158,20 @@ def podman(*arguments: str, timeout: float = 300) -> str:
     return done.stdout
 
 
+#: Where the checkout's installed dependencies are mounted in the container: a path of its
+#: own, not the checkout's (a checkout under /tmp would be hidden by the tmpfs systemd mounts
+#: there).
+DEPENDENCIES = "/opt/checkout-dependencies"
+
+
 def run_options(tree: Path) -> list[str]:
     # podman's default limits are above what a process may raise its own to on these machines;
-    # the checkout's installed dependencies are read where they are.
+    # the checkout's installed dependencies are read from the checkout's environment.
     site = sysconfig.get_paths()["purelib"]
     return [
         *("--rm", "--network", "host", "--ulimit", "nofile=1024:1024"),
-        *("--ulimit", "nproc=4096:4096", "-v", "/usr:/usr:ro", "-v", f"{site}:{site}:ro"),
-        *("--rootfs", str(tree)),
+        *("--ulimit", "nproc=4096:4096", "-v", "/usr:/usr:ro"),
+        *("-v", f"{site}:{DEPENDENCIES}:ro", "--rootfs", str(tree)),
     ]
 
 
@@ -187,6 +193,7 @@ def installed(tmp_path: Path) -> Iterator[Path]:
     tree = tmp_path / "root"
     for folder in ("usr", "etc/queuebot", "etc/systemd/system/multi-user.target.wants", "opt"):
         (tree / folder).mkdir(parents=True)
+    (tree / DEPENDENCIES.lstrip("/")).mkdir()
     for link, target in (("bin", "usr/bin"), ("sbin", "usr/sbin"), ("lib", "usr/lib")):
         (tree / link).symlink_to(target)
     if Path("/lib64").exists():
@@ -211,7 +218,7 @@ def installed(tmp_path: Path) -> Iterator[Path]:
         f"/mnt/wheel/{wheel.name}",
     )
     site = f"opt/queuebot/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
-    (tree / site / "checkout-dependencies.pth").write_text(sysconfig.get_paths()["purelib"])
+    (tree / site / "checkout-dependencies.pth").write_text(DEPENDENCIES)
     yield tree
 
 
