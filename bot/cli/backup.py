@@ -140,6 +140,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     restoring.add_argument(
         "--force",
         action="store_true",
-        help="replace the store an earlier restore kept as <db>.before-restore",
+        help="replace the store an earlier restore kept as <db>.before-restore, or make the"
+        " store where there is none",
     )
     restoring.set_defaults(func=cmd_restore)

@@ -25,6 +25,7 @@ import contextlib
 import os
 import secrets
 import sqlite3
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,6 +234,14 @@ def _drop_wal_files(store: Path) -> None:
         Path(f"{store}{suffix}").unlink(missing_ok=True)
 
 
+def _owned_like(path: Path, replaced: os.stat_result) -> None:
+    """The restored store keeps the owner and mode of the one it replaces: restored by root
+    for a service's own user (systemd's DynamicUser, a container's uid), it must stay theirs."""
+    os.chmod(path, stat.S_IMODE(replaced.st_mode))
+    if os.geteuid() == 0:
+        os.chown(path, replaced.st_uid, replaced.st_gid)
+
+
 def restore(backup: Path, database: str, *, force: bool = False) -> Restored:
     """Put the backup at `backup` in place of the store QUEUEBOT_DATABASE names, keeping the
     store it replaces as `<db>.before-restore` (replacing an earlier one only with `force`).
@@ -242,8 +251,15 @@ def restore(backup: Path, database: str, *, force: bool = False) -> Restored:
         raise StoreError(f"there is no backup at {backup}")
     kept = store.with_name(store.name + BEFORE_RESTORE)
     exists = store.exists()
+    if not exists and not force:
+        # QUEUEBOT_DATABASE unset or mistyped would put the backup where no bot reads it.
+        raise StoreError(
+            f"there is no store at {store} to replace: check QUEUEBOT_DATABASE (the store"
+            " `queuebot serve` uses), or --force to make one there"
+        )
     if exists and backup.samefile(store):
         raise StoreError(f"{backup} is the store itself: nothing to restore")
+    owner = store.stat() if exists else None
     partial = _partial(store)
     try:
         with _errors(f"cannot restore {backup} to {store}"):
@@ -261,6 +277,8 @@ def restore(backup: Path, database: str, *, force: bool = False) -> Restored:
                     held.execute("PRAGMA journal_mode = DELETE").fetchall()
                     os.replace(store, kept)
                 _drop_wal_files(store)
+                if owner is not None:
+                    _owned_like(partial, owner)
                 os.replace(partial, store)
                 _sync(store.parent)
     finally:

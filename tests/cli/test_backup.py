@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+import stat
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -320,3 +321,29 @@ async def test_restore_refuses_a_newer_or_foreign_backup(tmp_path: Path) -> None
     )
     assert store.read_bytes() == before
     assert not (tmp_path / f"queuebot.db{BEFORE_RESTORE}").exists()
+
+
+async def test_restore_where_no_store_is_asks_for_force_and_keeps_the_owner_and_mode(
+    tmp_path: Path,
+) -> None:
+    """A QUEUEBOT_DATABASE naming no store (unset, mistyped) is not filled without --force;
+    the restored store keeps the mode of the one it replaces (a service's own file)."""
+    store = tmp_path / "queuebot.db"
+    async with running_stack(tmp_path):
+        pass
+    backup = tmp_path / "backup.db"
+    assert (await queuebot("backup", str(backup), database=store))[0] == 0
+    elsewhere = tmp_path / "typo" / "queuebot.db"
+    elsewhere.parent.mkdir()
+    code, _, err = await queuebot("restore", str(backup), database=elsewhere)
+    assert (code, err) == (
+        1,
+        f"queuebot: there is no store at {elsewhere} to replace: check QUEUEBOT_DATABASE (the"
+        " store `queuebot serve` uses), or --force to make one there\n",
+    )
+    assert not elsewhere.exists()
+    assert (await queuebot("restore", "--force", str(backup), database=elsewhere))[0] == 0
+    assert elsewhere.exists()
+    store.chmod(0o600)
+    assert (await queuebot("restore", str(backup), database=store))[0] == 0
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600

@@ -152,8 +152,11 @@ async def test_an_older_backup_restored_is_migrated_as_serve_starts(tmp_path: Pa
         )
         db.commit()
     env = {"PATH": os.environ["PATH"], "QUEUEBOT_DATABASE": str(store)}
+    # A new machine has no store yet: --force makes it there.
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "restore", str(older), env=env, stdout=asyncio.subprocess.PIPE
+        *(sys.executable, "-m", "bot", "restore", "--force", str(older)),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await process.communicate()
     assert process.returncode == 0
