@@ -237,3 +237,16 @@ class LocalServer:
                     process.kill()
                 await process.wait()
             _running.discard(process.pid)
+
+
+async def answers_healthz(url: str, *, tries: int = 600, pause: float = 0.1) -> bool:
+    """Whether queuebot at `url` answers `GET /healthz` 200 within `tries` tries, `pause`
+    seconds apart (a bot starting in a container or under systemd)."""
+    async with aiohttp.ClientSession() as http:
+        for _ in range(tries):
+            with contextlib.suppress(aiohttp.ClientError):
+                async with http.get(f"{url}/healthz") as answer:
+                    if answer.status == 200:
+                        return True
+            await asyncio.sleep(pause)
+    return False

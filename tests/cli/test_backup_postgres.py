@@ -5,9 +5,7 @@ store, as a bot filled it, into another database, which the store then opens."""
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -21,28 +19,12 @@ from testkit.harness import running_stack
 from testkit.integration import require_binary
 from testkit.payloads import reference
 from testkit.postgres import fresh_database
+from tests.cli.test_backup import queuebot
 
 pytestmark = pytest.mark.integration
 
 #: Jobs are kept 14 days by the machine's clock: the deliveries' times follow it.
 T0 = (datetime.now(UTC) - timedelta(hours=1)).replace(microsecond=0)
-
-
-async def queuebot(*args: str, database: str) -> tuple[int, str, str]:
-    """Run `queuebot ARGS` with QUEUEBOT_DATABASE=`database`: its exit status, stdout, stderr."""
-    env = {"PATH": os.environ["PATH"], "QUEUEBOT_DATABASE": database}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        *args,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 def incident(group_key: str) -> dict[str, object]:

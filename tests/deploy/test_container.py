@@ -28,7 +28,7 @@ from queuebot_lab.sandbox.slack import PostedMessage, SlackSandbox
 from testkit.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, WEBHOOK_TOKEN, webhook_headers
 from testkit.payloads import encoded, reference
 from testkit.podman import DebianBase, Podman, build_image, debian_mirror
-from testkit.servers import free_port
+from testkit.servers import answers_healthz, free_port
 from testkit.timing import fast_environment
 
 STATE = "/var/lib/queuebot"
@@ -98,15 +98,8 @@ async def test_the_image_holds_the_product_alone_for_a_numeric_non_root_user(
 
 
 async def until_healthy(podman: Podman, name: str, url: str) -> None:
-    async with aiohttp.ClientSession() as http:
-        for _ in range(600):
-            try:
-                async with http.get(f"{url}/healthz") as answer:
-                    if answer.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
+    if await answers_healthz(url):
+        return
     logs = await podman("logs", name)
     raise AssertionError(f"the container did not answer /healthz:\n{logs.stdout}{logs.stderr}")
 

@@ -43,7 +43,7 @@ from testkit.github import HOOK_SECRET, deliver, job_delivery
 from testkit.harness import BOT_TOKEN, CHANNEL_NAME, SIGNING_SECRET, WEBHOOK_TOKEN, webhook_headers
 from testkit.integration import require, require_binary
 from testkit.payloads import reference
-from testkit.servers import free_port
+from testkit.servers import answers_healthz, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "systemd" / "queuebot.service"
@@ -303,15 +303,8 @@ async def inside(name: str, *command: str) -> str:
 
 
 async def until_healthy(url: str, name: str) -> None:
-    async with aiohttp.ClientSession() as http:
-        for _ in range(600):
-            try:
-                async with http.get(f"{url}/healthz") as answer:
-                    if answer.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
+    if await answers_healthz(url):
+        return
     log = await inside(name, "journalctl", "--no-pager", "-u", "queuebot")
     raise AssertionError(f"queuebot did not answer /healthz under systemd:\n{log}")
 
