@@ -34,8 +34,7 @@ from bot.store import Store, open_store
 from fleetmodel import Case, plan, run
 from fleetmodel.github import newest_deliveries
 from queuebot_lab.sandbox.github import GitHubSandbox
-from tests.deploy.test_second_model_metrics import DRAWN_END, moved, truth
-from tests.github.test_reconcile import counts, lost
+from testkit.second_model import DRAWN_END, counts, lost, moved, truth
 
 TOKEN = "ghs_" + "benchmark" * 4
 

@@ -13,7 +13,6 @@ to end at this minute: the bot keeps 14 days of jobs by the machine's clock.
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,43 +20,16 @@ import pytest
 
 from bot.domain.clock import Clock
 from bot.fleet.sources.job_history import load_history
-from bot.fleet.sources.jobs_config import ALERT_EXCLUDES, JobsConfig
+from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import open_store
-from fleetmodel import Case, FleetRun, plan, run
+from fleetmodel import Case, plan, run
 from fleetmodel.github import newest_deliveries
 from testkit.github import HOOK_SECRET
 from testkit.harness import running_stack
 from testkit.integration import require_binary
+from testkit.second_model import DRAWN_END, moved, truth
 from tests.deploy.test_alert_loop import INSTALL, LoopPrometheus
 from tests.web.test_fleet_metrics import per_type, scrape
-
-WEEK = 7 * 86400.0
-#: The end the fleets are drawn for.
-DRAWN_END = datetime(2026, 11, 26, 16, 21, tzinfo=UTC)
-
-
-def moved(fleet: FleetRun, by: float) -> FleetRun:
-    """`fleet` with every time in its jobs `by` seconds later."""
-    for job in fleet.jobs:
-        job.created += by
-        job.assigned += by
-        for name in ("started", "completed", "cancel_at"):
-            if (value := getattr(job, name)) is not None:
-                setattr(job, name, value + by)
-    return fleet
-
-
-def truth(fleet: FleetRun, at: float) -> dict[str, tuple[int, float]]:
-    """Per runner type, from the model's own jobs: those waiting at `at` for more than 5
-    minutes and less than a week, and the longest wait; the alert's exclusions left out."""
-    waits: dict[str, list[float]] = defaultdict(list)
-    for job in fleet.jobs:
-        if any(word in job.runner_type.lower() for word in ALERT_EXCLUDES):
-            continue
-        left = job.started if job.started is not None else job.completed
-        if job.created <= at and (left is None or left > at) and 300 < at - job.created < WEEK:
-            waits[job.runner_type].append(at - job.created)
-    return {name: (len(found), max(found)) for name, found in waits.items()}
 
 
 @pytest.mark.parametrize(

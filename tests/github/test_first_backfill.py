@@ -19,7 +19,7 @@ from fleetmodel.github import newest_deliveries
 from queuebot_lab.sandbox.github import GitHubSandbox
 from testkit.github import HOOK_SECRET
 from testkit.harness import running_stack
-from tests.deploy.test_second_model_metrics import DRAWN_END, moved
+from testkit.second_model import DRAWN_END, moved
 from tests.github.test_backfill import _spans
 
 TOKEN = "ghs_" + "firststart" * 4

@@ -9,10 +9,8 @@ early warning reads."""
 from __future__ import annotations
 
 import asyncio
-import random
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,45 +20,17 @@ from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.forecast.reading import queue_states
 from bot.store import Store, open_store
-from fleetmodel import Case, FleetRun, plan, run
-from fleetmodel.github import deliveries, newest_deliveries
+from fleetmodel import Case, plan, run
+from fleetmodel.github import newest_deliveries
 from queuebot_lab.sandbox.github import GitHubSandbox
 from queuebot_lab.sandbox.slack import ONCALL_USER
 from testkit.blocks import mrkdwn_texts
 from testkit.github import HOOK_SECRET
 from testkit.harness import Stack, running_stack
-from tests.deploy.test_second_model_metrics import DRAWN_END, moved, truth
+from testkit.second_model import DRAWN_END, counts, lost, moved, truth
 from tests.web.test_fleet_metrics import Samples, per_type, scrape
 
 TOKEN = "ghs_" + "reconcile" * 4
-#: Every delivery of what happened in this stretch before the end was lost.
-LOST_FROM, LOST_UNTIL = timedelta(minutes=50), timedelta(minutes=30)
-
-
-def _when(body: dict[str, Any]) -> datetime:
-    job = body["workflow_job"]
-    stamp = {"queued": job["created_at"], "in_progress": job["started_at"]}.get(
-        body["action"], job["completed_at"]
-    )
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-
-
-def lost(fleet: FleetRun, end: datetime, seed: int) -> list[dict[str, Any]]:
-    """What reached the bot: every delivery GitHub sent, less a fifth of `in_progress` and
-    `completed` and every one of the 20 minutes from 50 to 30 minutes before the end."""
-    rng = random.Random(f"lost:{seed}")
-    kept = []
-    for body in deliveries(fleet, until=end.timestamp(), seed=seed):
-        if end - LOST_FROM <= _when(body) < end - LOST_UNTIL:
-            continue
-        if body["action"] in ("in_progress", "completed") and rng.random() < 0.2:
-            continue
-        kept.append(body)
-    return kept
-
-
-def counts(found: dict[str, tuple[int, float]]) -> dict[str, int]:
-    return {name: jobs for name, (jobs, _) in found.items() if jobs}
 
 
 async def after_first_pass(stack: Stack) -> Samples:

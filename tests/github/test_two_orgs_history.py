@@ -32,9 +32,9 @@ from queuebot_lab.sandbox.github import GitHubSandbox, ReceivedRequest
 from queuebot_lab.sandbox.github_apps import SandboxApp
 from testkit.github import HOOK_SECRET
 from testkit.harness import running_stack
-from tests.deploy.test_second_model_metrics import DRAWN_END, moved, truth
+from testkit.second_model import DRAWN_END, counts, lost, moved, truth
 from tests.github.test_github_app import APP_ID, PRIVATE, PUBLIC, TOKEN
-from tests.github.test_reconcile import after_first_pass, assert_the_alerts_numbers, counts, lost
+from tests.github.test_reconcile import after_first_pass, assert_the_alerts_numbers
 
 ORGS = ("northwind", "globex-eng")
 #: Added to the second fleet's job, run and runner ids: GitHub's ids are unique across
