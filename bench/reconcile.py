@@ -31,10 +31,10 @@ from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.fleet.sources.reconcile import Reconciler
 from bot.store import Store, open_store
-from fleetmodel import Case, plan, run
+from fleetmodel import Case
 from fleetmodel.github import newest_deliveries
 from queuebot_lab.sandbox.github import GitHubSandbox
-from testkit.second_model import DRAWN_END, counts, lost, moved, truth
+from testkit.second_model import counts, drawn_for, lost, truth
 
 TOKEN = "ghs_" + "benchmark" * 4
 
@@ -59,10 +59,7 @@ async def main() -> int:
     parser.add_argument("--share", type=float, default=0.2)
     args = parser.parse_args()
     end = datetime.now(UTC).replace(second=0, microsecond=0)
-    drawn = run(
-        plan(Case(args.case), seed=args.seed, types=args.types, end=DRAWN_END, days=args.days)
-    )
-    fleet = moved(drawn, (end - DRAWN_END).total_seconds())
+    fleet = drawn_for(end, Case(args.case), seed=args.seed, types=args.types, days=args.days)
     at = end.timestamp()
     expected = counts(truth(fleet, at))
     config = JobsConfig()

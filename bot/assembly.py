@@ -34,6 +34,7 @@ from bot.diagnostics.service import Diagnoser
 from bot.domain.clock import Clock
 from bot.fleet.exported import FleetExport
 from bot.fleet.reading import FleetSources
+from bot.fleet.sources.backfill import Backfill
 from bot.fleet.sources.first_backfill import FirstBackfill
 from bot.fleet.sources.github_app import GitHubCredentials
 from bot.fleet.sources.reconcile import Reconciler
@@ -253,42 +254,10 @@ def build_services(
     )
     records = [w.record for w in (watch, report_writer, heads_ups, forecaster, weekly)]
     records.append(parts.retention)
-    # Reconciliation never waits for GitHub's rate limit: a pass that meets it ends.
-    session = out.session
-    shared = out.github_credentials
-    rest = (
-        github_reader_for(settings, session, max_wait=0.0, credentials=shared)
-        if session is not None
-        else None
-    )
-    if rest is not None and session is not None and sources.store is not None:
-        if settings.reconcile_seconds > 0:
-            parts.reconciler = Reconciler(
-                rest,
-                store,
-                settings.file.jobs,
-                share=settings.reconcile_budget_share,
-                clock=clock,
-                record=PassRecord("reconciliation", metrics),
-                on_corrected=lambda kind, jobs: metrics.add(
-                    "queuebot_jobs_corrected_total", jobs, correction=kind.value
-                ),
-            )
+    if sources.store is not None:
+        parts.reconciler, parts.first_backfill = job_history(settings, store, out, metrics, clock)
+        if parts.reconciler is not None:
             records.append(parts.reconciler.record)
-        if settings.backfill_on_start_days > 0 and settings.github_orgs:
-            parts.first_backfill = FirstBackfill(
-                github_reader_for(settings, session, credentials=shared) or rest,
-                store,
-                settings.file.jobs,
-                settings.github_orgs,
-                days=settings.backfill_on_start_days,
-                clock=clock,
-            )
-    elif settings.reconcile_seconds > 0 and sources.store is not None:
-        log.info(
-            "reconciliation with GitHub is off: it needs REST access (GITHUB_TOKEN or a GitHub"
-            " App) to GitHub's API"
-        )
     listeners.register(
         bolt,
         ActionHandlers(slack, renderer, diagnoser),
@@ -335,6 +304,50 @@ def build_services(
         slack_events=slack_events,
     )
     return parts
+
+
+def job_history(
+    settings: Settings, store: Store, out: Outbound, metrics: Metrics, clock: Clock
+) -> tuple[Reconciler | None, FirstBackfill | None]:
+    """What reads the job history from GitHub's REST API besides the webhook: reconciliation
+    and the first start's backfill, each None when off or without REST access."""
+    session, credentials = out.session, out.github_credentials
+    if session is None or credentials is None:
+        if settings.reconcile_seconds > 0:
+            log.info(
+                "reconciliation with GitHub is off: it needs REST access (GITHUB_TOKEN or a"
+                " GitHub App) to GitHub's API"
+            )
+        return None, None
+    reconciler = first = None
+    if settings.reconcile_seconds > 0:
+        # Reconciliation never waits for GitHub's rate limit: a pass that meets it ends.
+        reader = github_reader_for(settings, session, max_wait=0.0, credentials=credentials)
+        assert reader is not None
+        reconciler = Reconciler(
+            reader,
+            store,
+            settings.file.jobs,
+            share=settings.reconcile_budget_share,
+            clock=clock,
+            record=PassRecord("reconciliation", metrics),
+            on_corrected=lambda kind, jobs: metrics.add(
+                "queuebot_jobs_corrected_total", jobs, correction=kind.value
+            ),
+        )
+    if settings.backfill_on_start_days > 0 and settings.github_orgs:
+        reader = github_reader_for(settings, session, credentials=credentials)
+        assert reader is not None
+        walk = Backfill(
+            reader,
+            store,
+            settings.file.jobs,
+            settings.github_orgs,
+            days=settings.backfill_on_start_days,
+            clock=clock,
+        )
+        first = FirstBackfill(walk, store, clock=clock)
+    return reconciler, first
 
 
 def start_tasks(

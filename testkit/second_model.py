@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.fleet.sources.jobs_config import ALERT_EXCLUDES
-from fleetmodel import FleetRun
+from fleetmodel import Case, FleetRun, plan, run
 from fleetmodel.github import deliveries
 
 WEEK = 7 * 86400.0
@@ -29,6 +29,13 @@ def moved(fleet: FleetRun, by: float) -> FleetRun:
             if (value := getattr(job, name)) is not None:
                 setattr(job, name, value + by)
     return fleet
+
+
+def drawn_for(end: datetime, case: Case, *, seed: int, types: int, days: int) -> FleetRun:
+    """The fleet of `case` drawn for `DRAWN_END` (the same every run), every time in it moved
+    so that it ends at `end`."""
+    drawn = run(plan(case, seed=seed, types=types, end=DRAWN_END, days=days))
+    return moved(drawn, (end - DRAWN_END).total_seconds())
 
 
 def truth(fleet: FleetRun, at: float) -> dict[str, tuple[int, float]]:

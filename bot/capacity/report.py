@@ -29,7 +29,7 @@ from bot.capacity.settings import CapacitySettings
 from bot.domain.capacity import CapacityReport
 from bot.domain.clock import SYSTEM, Clock
 from bot.fleet.reading import FleetSources
-from bot.fleet.sources.github_runners import GitHubError
+from bot.fleet.sources.github_http import GitHubError
 from bot.fleet.sources.orgs import org_jobs, runners_of
 from bot.fleet.sources.prometheus import PrometheusError
 from bot.fleet.sources.runner_supply import RunnersSource, merged, supply_by_type

@@ -12,7 +12,7 @@ from bot.clients import github_reader_for
 from bot.config import Settings
 from bot.config.github_app import has_github_rest
 from bot.fleet.sources.backfill import MAX_DAYS, Backfill, Progress
-from bot.fleet.sources.github_runners import GitHubError
+from bot.fleet.sources.github_http import GitHubError
 from bot.store import StoreError, open_store
 
 #: `sysexits.h`'s EX_TEMPFAIL: the walk stopped early and may be run again to go on.

@@ -20,7 +20,7 @@ from bot.config.github_app import has_github_rest
 from bot.domain.clock import SYSTEM
 from bot.domain.incidents import is_channel_id
 from bot.fleet.sources.github_access import RunnerScope, ScopeKind
-from bot.fleet.sources.github_runners import GitHubError, GitHubUnavailable
+from bot.fleet.sources.github_http import GitHubError, GitHubUnavailable
 from bot.fleet.sources.prometheus import PrometheusError
 from bot.silencing.grafana import API_PREFIX
 from bot.slack.errors import SlackError

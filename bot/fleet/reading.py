@@ -35,7 +35,7 @@ from bot.fleet.signals import (
     no_fleet,
     window_minutes,
 )
-from bot.fleet.sources.github_runners import GitHubError
+from bot.fleet.sources.github_http import GitHubError
 from bot.fleet.sources.job_events import JobReading, read_jobs
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.fleet.sources.orgs import org_jobs, runners_of

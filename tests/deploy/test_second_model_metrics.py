@@ -22,12 +22,12 @@ from bot.domain.clock import Clock
 from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import open_store
-from fleetmodel import Case, plan, run
+from fleetmodel import Case
 from fleetmodel.github import newest_deliveries
 from testkit.github import HOOK_SECRET
 from testkit.harness import running_stack
 from testkit.integration import require_binary
-from testkit.second_model import DRAWN_END, moved, truth
+from testkit.second_model import drawn_for, truth
 from tests.deploy.test_alert_loop import INSTALL, LoopPrometheus
 from tests.web.test_fleet_metrics import per_type, scrape
 
@@ -49,8 +49,7 @@ async def test_metrics_and_rules_on_the_second_models_fleets(
 ) -> None:
     prometheus_binary = require_binary("prometheus", INSTALL)
     end = datetime.now(UTC).replace(second=0, microsecond=0)
-    drawn = run(plan(case, seed=seed, types=6, end=DRAWN_END, days=2))
-    fleet = moved(drawn, (end - DRAWN_END).total_seconds())
+    fleet = drawn_for(end, case, seed=seed, types=6, days=2)
     at = end.timestamp()
     expected = truth(fleet, at)
     database = tmp_path / "bot" / "queuebot.db"

@@ -18,16 +18,16 @@ from aiohttp.test_utils import TestServer
 
 from bot.domain.clock import Clock
 from bot.fleet.sources.github_access import RunnerScope, ScopeKind
-from bot.fleet.sources.github_runners import (
+from bot.fleet.sources.github_http import (
     GitHubBadCredentials,
     GitHubError,
     GitHubMissingPermission,
     GitHubNotFound,
     GitHubRateLimited,
     GitHubRejected,
-    GitHubRunnersClient,
     GitHubUnavailable,
 )
+from bot.fleet.sources.github_runners import GitHubRunnersClient
 from bot.fleet.sources.runner_supply import TypeSupply
 from queuebot_lab.sandbox.github import GitHubSandbox, GitHubTokenKind
 

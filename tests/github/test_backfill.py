@@ -18,17 +18,16 @@ from bot.fleet.sources.job_events import read_jobs
 from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import Store, open_store
-from fleetmodel import Case, plan, run
+from fleetmodel import Case
 from fleetmodel.github import newest_deliveries
 from queuebot_lab.sandbox.github import GitHubSandbox
-from testkit.second_model import DRAWN_END, moved
+from testkit.second_model import drawn_for
 
 TOKEN = "ghs_" + "backfill" * 5
 
 
 def _fleet(end: datetime, days: int) -> tuple[str, list[dict[str, Any]]]:
-    drawn = run(plan(Case.SURGE, seed=27, types=2, end=DRAWN_END, days=days))
-    fleet = moved(drawn, (end - DRAWN_END).total_seconds())
+    fleet = drawn_for(end, Case.SURGE, seed=27, types=2, days=days)
     return fleet.plan.org, newest_deliveries(fleet, until=end.timestamp())
 
 

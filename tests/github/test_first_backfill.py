@@ -14,12 +14,12 @@ from bot.app import SERVICES, STORE
 from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import open_store
-from fleetmodel import Case, plan, run
+from fleetmodel import Case
 from fleetmodel.github import newest_deliveries
 from queuebot_lab.sandbox.github import GitHubSandbox
 from testkit.github import HOOK_SECRET
 from testkit.harness import running_stack
-from testkit.second_model import DRAWN_END, moved
+from testkit.second_model import drawn_for
 from tests.github.test_backfill import _spans
 
 TOKEN = "ghs_" + "firststart" * 4
@@ -32,10 +32,7 @@ def _history_asked(github: GitHubSandbox) -> int:
 @pytest.mark.timeout(200)
 async def test_the_first_start_reads_the_history_once(tmp_path: Path) -> None:
     end = datetime.now(UTC).replace(second=0, microsecond=0)
-    fleet = moved(
-        run(plan(Case.SURGE, seed=5, types=2, end=DRAWN_END, days=1)),
-        (end - DRAWN_END).total_seconds(),
-    )
+    fleet = drawn_for(end, Case.SURGE, seed=5, types=2, days=1)
     bodies = newest_deliveries(fleet, until=end.timestamp())
     fed = await open_store(str(tmp_path / "fed.db"))
     await load_history(fed, bodies, JobsConfig(), remember_until=end.timestamp() + 86400)

@@ -18,7 +18,7 @@ from bot.clients import github_runners_client_for
 from bot.config import load_settings
 from bot.fleet.measures import Signal
 from bot.fleet.reading import PARTIAL_RUNNERS, FleetSources, read_fleet
-from bot.fleet.sources.github_runners import GitHubError
+from bot.fleet.sources.github_http import GitHubError
 from bot.fleet.sources.orgs import OrgRunners
 from queuebot_lab.sandbox.github import GitHubSandbox
 from testkit.github import HOOK_SECRET, deliver, job_delivery

@@ -20,14 +20,14 @@ from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.forecast.reading import queue_states
 from bot.store import Store, open_store
-from fleetmodel import Case, plan, run
+from fleetmodel import Case
 from fleetmodel.github import newest_deliveries
 from queuebot_lab.sandbox.github import GitHubSandbox
 from queuebot_lab.sandbox.slack import ONCALL_USER
 from testkit.blocks import mrkdwn_texts
 from testkit.github import HOOK_SECRET
 from testkit.harness import Stack, running_stack
-from testkit.second_model import DRAWN_END, counts, lost, moved, truth
+from testkit.second_model import counts, drawn_for, lost, truth
 from tests.web.test_fleet_metrics import Samples, per_type, scrape
 
 TOKEN = "ghs_" + "reconcile" * 4
@@ -65,7 +65,7 @@ async def _queue_status(stack: Stack, text: str) -> str:
     return "\n".join(mrkdwn_texts(answer.blocks))
 
 
-async def _early_warning_reads(store: Store, at: float) -> dict[str, tuple[int, float]]:
+async def early_warning_reads(store: Store, at: float) -> dict[str, tuple[int, float]]:
     """Each runner type's jobs waiting more than 5 minutes, as the early warning reads them."""
     found = {}
     for name, state in (await queue_states(store, JobsConfig(), at)).items():
@@ -80,8 +80,7 @@ async def test_reconciliation_reaches_the_alerts_numbers_despite_lost_deliveries
     tmp_path: Path,
 ) -> None:
     end = datetime.now(UTC).replace(second=0, microsecond=0)
-    drawn = run(plan(Case.OUTAGE, seed=4, types=6, end=DRAWN_END, days=2))
-    fleet = moved(drawn, (end - DRAWN_END).total_seconds())
+    fleet = drawn_for(end, Case.OUTAGE, seed=4, types=6, days=2)
     at = end.timestamp()
     expected = truth(fleet, at)
     database = tmp_path / "bot" / "queuebot.db"
@@ -90,7 +89,7 @@ async def test_reconciliation_reaches_the_alerts_numbers_despite_lost_deliveries
     try:
         await load_history(store, lost(fleet, end, seed=4), JobsConfig(), remember_until=0.0)
         # What the lost deliveries left: ghosts and missing jobs, in the early warning too.
-        before = await _early_warning_reads(store, at)
+        before = await early_warning_reads(store, at)
         assert counts(before) != counts(expected)
     finally:
         await store.close()
@@ -127,7 +126,7 @@ async def test_reconciliation_reaches_the_alerts_numbers_despite_lost_deliveries
             # Ghosts a runner had taken, runs a completion was lost for, jobs never told of.
             assert corrected["started"] > 0 and corrected["completed"] > 0
             assert corrected["found"] > 0
-            after = await _early_warning_reads(stack.app[STORE], at)
+            after = await early_warning_reads(stack.app[STORE], at)
             assert counts(after) == counts(expected)
             # /queue-status shows each type's queue as GitHub has it, and its detail says
             # what was corrected.

@@ -24,17 +24,20 @@ import pytest
 from bot.domain.clock import Clock
 from bot.fleet.sources.job_history import load_history
 from bot.fleet.sources.jobs_config import JobsConfig
-from bot.forecast.reading import queue_states
 from bot.store import Store, open_store
-from fleetmodel import Case, FleetRun, plan, run
+from fleetmodel import Case, FleetRun
 from fleetmodel.github import newest_deliveries
 from queuebot_lab.sandbox.github import GitHubSandbox, ReceivedRequest
 from queuebot_lab.sandbox.github_apps import SandboxApp
 from testkit.github import HOOK_SECRET
 from testkit.harness import running_stack
-from testkit.second_model import DRAWN_END, counts, lost, moved, truth
+from testkit.second_model import counts, drawn_for, lost, truth
 from tests.github.test_github_app import APP_ID, PRIVATE, PUBLIC, TOKEN
-from tests.github.test_reconcile import after_first_pass, assert_the_alerts_numbers
+from tests.github.test_reconcile import (
+    after_first_pass,
+    assert_the_alerts_numbers,
+    early_warning_reads,
+)
 
 ORGS = ("northwind", "globex-eng")
 #: Added to the second fleet's job, run and runner ids: GitHub's ids are unique across
@@ -45,8 +48,7 @@ _BY_ID = re.compile(r"^/(organizations|repositories)/(\d+)/")
 
 
 def _fleet(case: Case, seed: int, types: int, end: datetime) -> FleetRun:
-    drawn = run(plan(case, seed=seed, types=types, end=DRAWN_END, days=2))
-    return moved(drawn, (end - DRAWN_END).total_seconds())
+    return drawn_for(end, case, seed=seed, types=types, days=2)
 
 
 def _in_org(fleet: FleetRun, org: str, shift: int) -> FleetRun:
@@ -186,16 +188,6 @@ async def test_backfill_over_two_orgs_gives_what_a_fed_store_has(tmp_path: Path)
         await fed.close()
 
 
-async def _waiting(store: Store, at: float) -> dict[str, tuple[int, float]]:
-    """Each runner type's jobs waiting more than 5 minutes in the store, and the longest."""
-    found = {}
-    for name, state in (await queue_states(store, JobsConfig(), at)).items():
-        waits = [at - created for created in state.created if at - created > 300]
-        if waits:
-            found[name] = (len(waits), max(waits))
-    return found
-
-
 def _only(fleet: FleetRun, other: FleetRun) -> set[str]:
     """The runner types of `fleet` that `other` has none of."""
     return {j.runner_type for j in fleet.jobs} - {j.runner_type for j in other.jobs}
@@ -213,7 +205,7 @@ async def test_the_first_pass_reconciles_both_orgs_with_each_orgs_token(tmp_path
     try:
         delivered = [*lost(first, end, seed=4), *lost(second, end, seed=3)]
         await load_history(store, delivered, JobsConfig(), remember_until=0.0)
-        before = counts(await _waiting(store, at))
+        before = counts(await early_warning_reads(store, at))
     finally:
         await store.close()
     # The lost deliveries left each organization's own runner types wrong.

@@ -106,7 +106,9 @@ class Backfill:
         report: Callable[[Progress], None] = lambda progress: None,
     ) -> None:
         self._reader, self._store, self._config = reader, store, config
-        self._orgs, self._days, self._clock = list(orgs), days, clock
+        self._orgs, self._clock = list(orgs), clock
+        #: The days of history walked, the last ending now.
+        self.days = days
         self._report = report
         self.progress = Progress()
         self._lot: list[tuple[JobEvent, str]] = []
@@ -159,7 +161,7 @@ class Backfill:
     async def _repository(self, repository: str) -> None:
         now = self._clock.now()
         try:
-            for start, end in day_windows(now, self._days):
+            for start, end in day_windows(now, self.days):
                 mark = f"backfill:{repository}:{moment(start)}"
                 if await self._store.remembered(mark):
                     continue

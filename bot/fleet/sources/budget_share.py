@@ -15,8 +15,8 @@ from collections import deque
 from typing import Any
 
 from bot.domain.clock import SYSTEM, Clock
+from bot.fleet.sources.github_http import GitHubRejected, next_page
 from bot.fleet.sources.github_rest import GitHubReader
-from bot.fleet.sources.github_runners import GitHubRejected, next_page
 
 #: The hourly limit assumed until GitHub's first answer says it (a personal token's).
 ASSUMED_HOURLY_LIMIT = 5000

@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
 
 from bot.domain.clock import SYSTEM, Clock
 from bot.fleet.sources.backfill import Backfill
-from bot.fleet.sources.github_rest import GitHubReader
-from bot.fleet.sources.github_runners import GitHubError
-from bot.fleet.sources.jobs_config import JobsConfig
+from bot.fleet.sources.github_http import GitHubError
 from bot.store import Store, StoreError
 
 log = logging.getLogger(__name__)
@@ -32,18 +29,10 @@ _KEPT_SECONDS = 10 * 365 * 86400.0
 
 
 class FirstBackfill:
-    def __init__(
-        self,
-        reader: GitHubReader,
-        store: Store,
-        config: JobsConfig,
-        orgs: Sequence[str],
-        *,
-        days: int,
-        clock: Clock = SYSTEM,
-    ) -> None:
-        self._reader, self._store, self._config = reader, store, config
-        self._orgs, self._days, self._clock = list(orgs), days, clock
+    """`walk` run once for the store (its store and clock are `store` and `clock`)."""
+
+    def __init__(self, walk: Backfill, store: Store, *, clock: Clock = SYSTEM) -> None:
+        self._walk, self._store, self._clock = walk, store, clock
         self._owner = uuid.uuid4().hex
         #: Whether this start's walk went through (None: not walked here).
         self.done: bool | None = None
@@ -57,12 +46,9 @@ class FirstBackfill:
                 FIRST_BACKFILL_ROLE, self._owner, self._clock.time() + LEASE_SECONDS
             ):
                 return
-            log.info("reading %d days of job history from GitHub (first start)", self._days)
-            walk = Backfill(
-                self._reader, self._store, self._config, self._orgs, days=self._days,
-                clock=self._clock,
-            )  # fmt: skip
-            progress = await walk.run()
+            days = self._walk.days
+            log.info("reading %d days of job history from GitHub (first start)", days)
+            progress = await self._walk.run()
         except (GitHubError, StoreError) as exc:
             self.done = False
             log.warning("the first start's backfill stopped: %s; it goes on at the next", exc)

@@ -20,7 +20,7 @@ pagination in the REST API"):
 - A listing that failed otherwise is not tried again for FAILURE_HOLD_SECONDS; callers in that
   time get its error.
 
-Errors: `bot.fleet.sources.github_http`'s tree (imported from here too). Requests carry the
+Errors: `bot.fleet.sources.github_http`'s tree. Requests carry the
 credentials given (`bot.fleet.sources.github_app`: a token, or a GitHub App's installation
 token for the scope's owner); on a 401 an App's token is forgotten and the listing asked once
 more with a new one. No error or log line carries a credential.
@@ -44,7 +44,6 @@ from bot.fleet.sources.github_budget import RateBudget
 from bot.fleet.sources.github_http import (
     GITHUB_TIMEOUT_SECONDS,
     GitHubBadCredentials,
-    GitHubDenied,
     GitHubError,
     GitHubMissingPermission,
     GitHubNotFound,
@@ -60,26 +59,6 @@ from bot.fleet.sources.github_http import (
     send,
 )
 from bot.fleet.sources.runner_supply import RunnerFleet, SelfHostedRunner, parse_runners
-
-__all__ = [
-    "GITHUB_TIMEOUT_SECONDS",
-    "GitHubBadCredentials",
-    "GitHubDenied",
-    "GitHubError",
-    "GitHubMissingPermission",
-    "GitHubNotFound",
-    "GitHubRateLimited",
-    "GitHubRejected",
-    "GitHubRunnersClient",
-    "GitHubUnavailable",
-    "api_base",
-    "github_message",
-    "json_answer",
-    "next_page",
-    "rate_limited",
-    "request_headers",
-    "send",
-]
 
 log = logging.getLogger(__name__)
 

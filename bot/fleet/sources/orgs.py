@@ -16,7 +16,8 @@ import asyncio
 from collections.abc import Iterable, Mapping
 
 from bot.fleet.sources.github_access import ScopeKind
-from bot.fleet.sources.github_runners import GitHubError, GitHubRunnersClient
+from bot.fleet.sources.github_http import GitHubError
+from bot.fleet.sources.github_runners import GitHubRunnersClient
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.fleet.sources.runner_supply import RunnerFleet, RunnersSource, merged
 

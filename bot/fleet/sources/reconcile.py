@@ -54,13 +54,8 @@ from bot.fleet.sources.doubts import (
     gone,
     running_too_long,
 )
+from bot.fleet.sources.github_http import GitHubDenied, GitHubError, GitHubNotFound, GitHubRejected
 from bot.fleet.sources.github_rest import GitHubReader, RequestBudgetSpent
-from bot.fleet.sources.github_runners import (
-    GitHubDenied,
-    GitHubError,
-    GitHubNotFound,
-    GitHubRejected,
-)
 from bot.fleet.sources.job_history import rest_event
 from bot.fleet.sources.jobs_config import JobsConfig
 from bot.store import Store
