@@ -12,7 +12,6 @@ is answered, in the ack, with the organizations there are.
 
 from __future__ import annotations
 
-import copy
 import logging
 from dataclasses import replace
 from typing import Any
@@ -25,18 +24,15 @@ from bot.fleet.charting import ChartUnavailable
 from bot.listeners.answer import tell, tell_clicker
 from bot.listeners.capacity import ReportAnswers
 from bot.listeners.payloads import BlockActions
-from bot.render import status_lines
-from bot.render.mrkdwn import escape_mrkdwn
 from bot.render.renderer import Renderer
 from bot.silencing.permissions import Permissions
-from bot.slack.contract import QUEUE_STATUS_COMMAND, ActionId
+from bot.slack.contract import QUEUE_STATUS_COMMAND
 from bot.slack.errors import SlackError, SlackRejected
 from bot.slack.gateway import SlackGateway
 from bot.slack.message import ChartFile, Message
 from bot.status.rate_limit import PerUserLimit
 from bot.status.reader import RUNNER_TYPE_PATTERN, StatusReader
 from bot.status.request import (
-    ORG_WORD,
     NotUnderstood,
     StatusRequest,
     known_org,
@@ -80,7 +76,7 @@ class StatusHandlers:
     async def on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
         request = known_org(parse_request(str(command.get("text") or "")), self._orgs)
         if isinstance(request, NotUnderstood):
-            usage = self._usage(request.problem)
+            usage = self._renderer.queue_status_usage(request.problem, orgs=self._orgs)
             await ack(text=usage.text, blocks=usage.blocks, response_type="ephemeral")
             return
         wait = self._limit.wait(str(command.get("user_id") or ""))
@@ -171,9 +167,12 @@ class StatusHandlers:
             chart, note = await self._chart(status, request.org)
             note = org_note(request.org, note)
             message = self._renderer.queue_status(
-                status, shared_by=user if request.public else None, chart=chart, note=note
+                status,
+                shared_by=user if request.public else None,
+                chart=chart,
+                note=note,
+                asked=request.words,
             )
-            message = _shared_as(message, request)
         except Exception:
             log.exception("queue status failed (user=%s)", user)
             await self._tell(FAILED, user, channel, response_url)
@@ -190,9 +189,8 @@ class StatusHandlers:
             log.warning("Slack refused the queue status with its chart: %s", exc)
             note = org_note(request.org, "The chart could not be shown.")
             message = self._renderer.queue_status(
-                status, shared_by=user if request.public else None, note=note
+                status, shared_by=user if request.public else None, note=note, asked=request.words
             )
-            message = _shared_as(message, request)
             try:
                 await self._send(message, request.public, user, channel, response_url)
             except SlackError as again:
@@ -231,18 +229,6 @@ class StatusHandlers:
             response_url=response_url,
             org=request.org,
         )
-
-    def _usage(self, problem: str | None) -> Message:
-        """How to use the command, with `org NAME` where there are organizations to name."""
-        if not self._orgs:
-            return self._renderer.queue_status_usage(problem)
-        text = (
-            f"{status_lines.USAGE}\n• `{QUEUE_STATUS_COMMAND} {ORG_WORD} {self._orgs[0]}` (or"
-            f" `{ORG_WORD} {self._orgs[0]} linux.g5`, `{ORG_WORD} {self._orgs[0]} report`): one"
-            " organization's jobs and runners only, of "
-            + ", ".join(f"`{escape_mrkdwn(org)}`" for org in self._orgs)
-        )
-        return self._renderer.notice(f":grey_question: {problem}\n\n{text}" if problem else text)
 
     async def _chart(
         self, status: QueueStatus, org: str | None = None
@@ -291,16 +277,3 @@ class StatusHandlers:
         await tell(
             self._slack, self._renderer, text, user=user, response_url=response_url, channel=channel
         )
-
-
-def _shared_as(message: Message, request: StatusRequest) -> Message:
-    """`message` with its Share in channel button asking again for `request`'s organization
-    too (the renderer gives it the runner type alone)."""
-    if request.org is None:
-        return message
-    blocks = copy.deepcopy(message.blocks)
-    for block in blocks:
-        for element in block.get("elements", []) if block.get("type") == "actions" else []:
-            if element.get("action_id") == ActionId.SHARE_STATUS.value:
-                element["value"] = request.words
-    return Message(message.text, blocks)

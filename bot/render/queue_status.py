@@ -33,10 +33,12 @@ def queue_status_message(
     shared_by: str | None = None,
     chart: ChartFile | None = None,
     note: str | None = None,
+    asked: str | None = None,
 ) -> Message:
     """The answer to /queue-status: ephemeral with a Share in channel button, or (with
     `shared_by`, the Slack id of whoever shared it) for everyone in the channel. `note`
-    (plain text) is added to the context line."""
+    (plain text) is added to the context line; `asked`, the words the button asks again (the
+    runner type asked about by default)."""
     if status.query is None:
         title = ":bar_chart: CI queue now"
         lead = status_lines.fleet_line(status.fleet)
@@ -44,7 +46,7 @@ def queue_status_message(
         title = f":bar_chart: CI queue: {oneline(status.query)}"
         lead = status_lines.detail_intro(status)
     share = None
-    query = status.query or ""
+    query = (status.query or "") if asked is None else asked
     shareable = shared_by is None and (status.query is None or bool(status.details))
     # A query too long for a button's value gets no Share button rather than a cut query.
     if shareable and slack_len(query) <= limits.MAX_BUTTON_VALUE:

@@ -78,15 +78,20 @@ class Renderer:
         shared_by: str | None = None,
         chart: ChartFile | None = None,
         note: str | None = None,
+        asked: str | None = None,
     ) -> Message:
-        """The answer to /queue-status (see `bot.render.queue_status`)."""
+        """The answer to /queue-status (see `bot.render.queue_status`); `asked`: the words
+        Share in channel asks again (the runner type asked about by default)."""
         return queue_status_message(
-            self._templates, status, shared_by=shared_by, chart=chart, note=note
+            self._templates, status, shared_by=shared_by, chart=chart, note=note, asked=asked
         )
 
-    def queue_status_usage(self, problem: str | None = None) -> Message:
-        """How to use /queue-status, after what was not understood (if anything)."""
-        text = status_lines.USAGE
+    def queue_status_usage(
+        self, problem: str | None = None, *, orgs: tuple[str, ...] = ()
+    ) -> Message:
+        """How to use /queue-status, after what was not understood (if anything); with the
+        organizations `org NAME` may name, when there are some."""
+        text = status_lines.USAGE + status_lines.org_usage(orgs)
         if problem:
             text = f":grey_question: {problem}\n\n{text}"
         return self.notice(text)

@@ -31,6 +31,20 @@ USAGE = (
     f"• `{QUEUE_STATUS_COMMAND} help`: this text"
 )
 
+
+def org_usage(orgs: tuple[str, ...]) -> str:
+    """The usage's line for `org NAME`, naming the organizations there are (GitHub's names:
+    letters, digits and hyphens); none: nothing."""
+    if not orgs:
+        return ""
+    first = escape_mrkdwn(orgs[0])
+    return (
+        f"\n• `{QUEUE_STATUS_COMMAND} org {first}` (or `org {first} linux.g5`, `org {first}"
+        " report`): one organization's jobs and runners only, of "
+        + ", ".join(f"`{escape_mrkdwn(org)}`" for org in orgs)
+    )
+
+
 NO_METRICS = (
     ":information_source: No source of fleet data is configured, so only incidents and"
     " silences are shown: send GitHub's workflow_job events to `/webhooks/github` (set"
